@@ -1,0 +1,140 @@
+//! What a run produced: the versioned, self-describing report (JSON schema in
+//! `loadgen/schema.json`). Units are in every field name.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::LoadSpec;
+
+/// Bumped on any incompatible change to `Report`'s serialized form.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub loadgen_version: String,
+    /// The spec exactly as run.
+    pub spec: LoadSpec,
+    /// Wall-clock start of the measured window (Unix epoch, ms) — for humans only;
+    /// all durations come from the monotonic clock.
+    pub started_unix_ms: u64,
+    /// Length of the measured window, monotonic.
+    pub window_s: f64,
+    /// Responses completed inside the window (ok + non-2xx + mismatches) / `window_s`.
+    pub requests_per_s: f64,
+    /// Closed loop: completion − actual send. Open loop: completion − intended send.
+    pub latency_us: Percentiles,
+    /// Completion − actual send (open loop; equals `latency_us` for closed loop).
+    pub service_time_us: Percentiles,
+    /// Actual send − intended send (open loop only).
+    pub send_lag_us: Option<Percentiles>,
+    pub counts: Counts,
+    pub connections: ConnectionCounts,
+    /// Responses by status code.
+    pub status_counts: BTreeMap<u16, u64>,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// One entry per second of the measured window.
+    pub timeline: Vec<Interval>,
+    pub generator: Generator,
+    pub verdict: Verdict,
+    /// Merged latency histogram (same values as `latency_us`), HDR V2 + deflate, base64,
+    /// values in µs — re-mergeable across runs.
+    pub latency_hdr_v2_b64: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub samples: u64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub min: u64,
+    pub p50: u64,
+    pub p75: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub p9999: u64,
+    pub max: u64,
+}
+
+/// `sent == ok + non_2xx + errors.total() + timeouts + in_flight_at_end` always holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub sent: u64,
+    pub ok: u64,
+    pub non_2xx: u64,
+    pub errors: ErrorCounts,
+    pub timeouts: u64,
+    pub in_flight_at_end: u64,
+    /// Open loop: requests that were due but waited for a free connection (still sent later,
+    /// latency counted from the intended time).
+    pub queued: u64,
+    /// Open loop: requests due but never sent before the window closed.
+    pub backlog_at_end: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    pub connect: u64,
+    pub read: u64,
+    pub write: u64,
+    pub parse: u64,
+    pub reset: u64,
+    /// A 2xx status other than the expected one.
+    pub status_mismatch: u64,
+    pub body_mismatch: u64,
+}
+
+impl ErrorCounts {
+    pub fn total(&self) -> u64 {
+        self.connect
+            + self.read
+            + self.write
+            + self.parse
+            + self.reset
+            + self.status_mismatch
+            + self.body_mismatch
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionCounts {
+    pub requested: u64,
+    pub established: u64,
+    pub reconnected: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Seconds since the start of the measured window (interval start).
+    pub t_s: u32,
+    pub responses: u64,
+    pub requests_per_s: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub errors: u64,
+}
+
+/// The generator's own cost, so a reader can tell whether it, not the server, was the limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Generator {
+    pub threads: u32,
+    /// getrusage(RUSAGE_SELF) over the measured window.
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub cpu_us_per_request: f64,
+    /// Busiest thread's CPU time / window length (0..1).
+    pub busiest_thread_busy: f64,
+    /// CPUs the generator was allowed to run on (affinity mask).
+    pub allowed_cpus: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The generator may have been the bottleneck; numbers are a lower bound on the server.
+    pub saturated: bool,
+    pub reasons: Vec<String>,
+}
