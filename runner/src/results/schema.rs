@@ -1,0 +1,437 @@
+//! The on-disk result schema: every type `matrix run` writes (run.json, cells/<key>.json,
+//! results.json), in one module so `matrix compare` / `matrix report` can read them back.
+//!
+//! Rules: units in field names, `Option` for "not measured" (never a fake zero), and every
+//! type derives `Deserialize`. Bump `SCHEMA_VERSION` on any incompatible change.
+
+use std::collections::BTreeMap;
+
+use loadgen::{LoadModel, Report};
+use serde::{Deserialize, Serialize};
+
+/// Version of run.json, cell files and results.json.
+pub const SCHEMA_VERSION: u32 = 1;
+
+// ---------------------------------------------------------------------------------------
+// run.json
+// ---------------------------------------------------------------------------------------
+
+/// `results/<run-id>/run.json`: how, where and with what the run was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub started_unix_ms: u64,
+    /// Set when the run ends (completed or interrupted); `None` while running or if killed.
+    pub finished_unix_ms: Option<u64>,
+    pub status: RunStatus,
+    /// argv exactly as given.
+    pub command_line: Vec<String>,
+    pub quick: bool,
+    /// `--only` filters as given.
+    pub only: Vec<String>,
+    /// Path of the matrix file as given on the command line.
+    pub config_path: String,
+    /// The matrix file, verbatim.
+    pub config_toml: String,
+    pub config_sha256: String,
+    /// Every cell of the expanded plan, in execution order.
+    pub plan: Vec<CellSpec>,
+    pub estimated_duration_s: f64,
+    pub environment: Environment,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Completed,
+    Interrupted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub hardware: Hardware,
+    pub os: Os,
+    pub cgroup: CgroupEnv,
+    pub io_uring: IoUringEnv,
+    pub net: NetEnv,
+    pub toolchain: Toolchain,
+    pub source: Source,
+    pub provenance: Provenance,
+    /// `loadgen --version` output (None if it could not be run).
+    pub loadgen_version: Option<String>,
+    /// Resolved absolute paths of every binary used.
+    pub binaries: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hardware {
+    pub cpu_model: String,
+    pub cpu_vendor: String,
+    pub physical_cores: Option<usize>,
+    pub logical_cpus: usize,
+    pub cpu_frequency_mhz: Option<u64>,
+    /// `scaling_governor` of cpu0, or None when cpufreq is not exposed (typical in VMs).
+    pub frequency_governor: Option<String>,
+    pub memory_total_bytes: u64,
+    /// Hypervisor / container detection, e.g. "kvm", "none", with how it was detected.
+    pub virtualization: String,
+    pub arch: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Os {
+    pub kernel: String,
+    pub os: String,
+    pub hostname: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CgroupEnv {
+    /// "v2", "v1" (possibly hybrid) or "none".
+    pub version: String,
+    /// Contents of /proc/self/cgroup.
+    pub self_cgroup: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IoUringEnv {
+    /// `kernel.io_uring_disabled` (0 allowed, 1 restricted, 2 off); None on kernels without it.
+    pub io_uring_disabled: Option<u8>,
+    /// The `Seccomp:` line of /proc/self/status (0 none, 1 strict, 2 filter).
+    pub seccomp: Option<String>,
+    /// `ulimit -l` (RLIMIT_MEMLOCK soft) in bytes; None = unlimited.
+    pub memlock_limit_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetEnv {
+    pub somaxconn: Option<u64>,
+    pub tcp_max_syn_backlog: Option<u64>,
+    pub ip_local_port_range: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Toolchain {
+    /// `rustc -V` at run time, if a rustc is on PATH.
+    pub rustc_runtime: Option<String>,
+    /// `rustc -V` of the compiler that built `matrix` (recorded by build.rs).
+    pub rustc_build: String,
+    /// Cargo profile `matrix` was built with ("release" / "debug").
+    pub build_profile: String,
+    pub matrix_version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    /// sha256 of Cargo.lock at run time (found next to the matrix file or above), else the
+    /// one recorded when `matrix` was built.
+    pub cargo_lock_sha256: Option<String>,
+    pub cargo_lock_origin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// True when PINGMATRIX_FLAKE_REV was set by the Nix flake wrapper.
+    pub via_nix_flake: bool,
+    pub flake_rev: Option<String>,
+    pub nixpkgs_rev: Option<String>,
+    /// Human summary, e.g. "not run through the flake".
+    pub note: String,
+}
+
+// ---------------------------------------------------------------------------------------
+// The expanded plan
+// ---------------------------------------------------------------------------------------
+
+/// One cell of the matrix with every setting resolved: what will be (or was) run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellSpec {
+    /// `<service>__<scenario>__<level>__<profile>`, file-name safe; the cell's identity.
+    pub key: String,
+    pub service: String,
+    pub scenario: String,
+    /// "c64" (closed, connections), "c16p16" (pipelined) or "r20000" (open, req/s).
+    pub level: String,
+    pub profile: String,
+    /// Request path + query, e.g. "/sleep?ms=1".
+    pub path: String,
+    pub load: LoadModel,
+    pub keepalive: bool,
+    pub loadgen_threads: u32,
+    pub repetitions: u32,
+    pub warmup_ms: u64,
+    pub duration_ms: u64,
+    pub cooldown_ms: u64,
+    pub request_timeout_ms: u64,
+    pub expect_body_bytes: Option<u64>,
+    pub limits: ProfileLimits,
+    /// Extra service arguments from the matrix file.
+    pub service_args: Vec<String>,
+}
+
+/// A resource profile as requested (identical for every service).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileLimits {
+    pub server_cpus: Vec<u32>,
+    pub loadgen_cpus: Vec<u32>,
+    /// CPUs of CFS quota (0.2 = Kubernetes `cpu: 200m`); None = no quota.
+    pub cpu_quota: Option<f64>,
+    pub memory_max_bytes: Option<u64>,
+    /// `--workers` passed to the service.
+    pub workers: u32,
+}
+
+// ---------------------------------------------------------------------------------------
+// cells/<key>.json
+// ---------------------------------------------------------------------------------------
+
+/// One cell's complete record, rewritten after every repetition so a crash loses nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub cell: CellSpec,
+    pub status: CellStatus,
+    /// Why the cell failed / is unsupported / was interrupted.
+    pub failure: Option<Failure>,
+    /// The service's start-up JSON line from its first start.
+    pub banner: Option<Banner>,
+    /// How the profile was applied (or why it could not be).
+    pub limits: Option<AppliedLimits>,
+    /// Endpoint verification on the first start (TechEmpower-style).
+    pub verification: Vec<EndpointCheck>,
+    /// One entry per (re)start of the service; every start is a cold-start sample.
+    pub starts: Vec<StartRecord>,
+    pub reps: Vec<RepResult>,
+    /// Aggregates over `reps`, identical to this cell's entry in results.json.
+    pub summary: CellSummary,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellStatus {
+    /// Every repetition ran.
+    Ok,
+    /// Some repetitions still to run (an interleaved run in progress, or an interrupted one).
+    Partial,
+    /// Service crashed, never became ready, failed verification, or the generator failed.
+    Failed,
+    /// The resource profile could not be applied here; nothing was run.
+    Unsupported,
+    /// Stopped by Ctrl-C / SIGTERM.
+    Interrupted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// "limits", "spawn", "startup", "verify", "load", "stop", "interrupted".
+    pub stage: String,
+    pub reason: String,
+    /// Last lines of the service's stderr.
+    pub stderr_tail: Option<String>,
+}
+
+/// The service's start-up line, parsed where the contract names fields, raw otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Banner {
+    pub service: Option<String>,
+    pub runtime: Option<String>,
+    pub runtime_version: Option<String>,
+    pub model: Option<String>,
+    pub io_driver: Option<String>,
+    pub workers: Option<u64>,
+    pub listen: Option<String>,
+    pub deviations: Vec<Deviation>,
+    pub raw: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Deviation {
+    pub id: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppliedLimits {
+    /// "cgroup-v1", "cgroup-v2" or "affinity-only" (no quota/memory requested).
+    pub mechanism: String,
+    /// Cgroup directories created for the server (removed afterwards).
+    pub server_cgroups: Vec<String>,
+    pub loadgen_cgroups: Vec<String>,
+    /// Values read back from the cgroup files after writing them.
+    pub readback: BTreeMap<String, String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointCheck {
+    pub path: String,
+    pub passed: bool,
+    pub status: Option<u16>,
+    pub problems: Vec<String>,
+    /// Response headers as received (name lower-cased).
+    pub headers: BTreeMap<String, String>,
+    pub body_bytes: Option<usize>,
+    pub latency_us: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartRecord {
+    /// Repetition this start served (1-based; 0 = the drift re-run).
+    pub rep: u32,
+    pub pid: u32,
+    pub port: u16,
+    /// exec → TCP connect accepted.
+    pub connect_us: Option<u64>,
+    /// exec → first `HTTP/1.1 200` on /ping.
+    pub first_200_us: Option<u64>,
+    /// VmRSS right after the first 200 and verification.
+    pub idle_rss_bytes: Option<u64>,
+    pub stop: Option<StopRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StopRecord {
+    /// "SIGTERM", or "SIGKILL" when the grace period ran out, or "already-exited".
+    pub signal_sent: String,
+    /// SIGTERM → reaped.
+    pub stop_ms: u64,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    /// The port accepted a fresh non-SO_REUSEPORT bind after the stop.
+    pub port_free_after: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepResult {
+    /// 1-based; 0 = the drift re-run at the end.
+    pub rep: u32,
+    pub started_unix_ms: u64,
+    /// The generator's report, complete.
+    pub report: Report,
+    pub server: ServerUsage,
+    pub cgroup: Option<CgroupCounters>,
+    /// Generator exit code (0 = completed).
+    pub loadgen_exit_code: Option<i32>,
+}
+
+/// The server's resource use inside the measured window (sampled from /proc).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerUsage {
+    pub samples: u32,
+    pub sample_interval_ms: u64,
+    /// utime+stime over the window, interpolated at the window edges.
+    pub cpu_us: Option<f64>,
+    pub cpu_us_per_request: Option<f64>,
+    /// Server CPU / window length (1.0 = one core busy).
+    pub cpu_cores_busy: Option<f64>,
+    pub rss_mean_bytes: Option<u64>,
+    pub rss_peak_bytes: Option<u64>,
+    /// VmHWM at the end of the window (peak since start).
+    pub vmhwm_bytes: Option<u64>,
+    pub threads: Option<u32>,
+}
+
+/// Throttling / OOM counters of the server's cgroup, deltas over the repetition.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupCounters {
+    pub nr_periods: Option<u64>,
+    pub nr_throttled: Option<u64>,
+    pub throttled_us: Option<u64>,
+    pub memory_peak_bytes: Option<u64>,
+    pub oom_kills: Option<u64>,
+}
+
+// ---------------------------------------------------------------------------------------
+// results.json
+// ---------------------------------------------------------------------------------------
+
+/// `results/<run-id>/results.json`: the aggregate over all cells of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultsFile {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub status: RunStatus,
+    pub cells: Vec<CellSummary>,
+    /// Re-run of the reference cell at the end vs its first run.
+    pub drift: Option<Drift>,
+    pub failed_cells: u32,
+    pub suspect_cells: u32,
+}
+
+/// Dispersion of one metric over repetitions. The CI is the Student-t interval of the mean
+/// (two-sided 95 %, n−1 degrees of freedom); `None` when n < 2.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    pub n: u32,
+    pub mean: f64,
+    pub median: f64,
+    pub stdev: Option<f64>,
+    /// stdev / mean (fraction, 0.05 = 5 %).
+    pub cv: Option<f64>,
+    pub ci95_low: Option<f64>,
+    pub ci95_high: Option<f64>,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Latency percentiles: for each percentile, the median of the per-repetition values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub mean_us: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub max_us: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellSummary {
+    pub key: String,
+    pub service: String,
+    pub scenario: String,
+    pub level: String,
+    pub profile: String,
+    pub status: Option<CellStatus>,
+    /// Measured repetitions.
+    pub n: u32,
+    pub requests_per_s: Option<Stat>,
+    pub latency: Option<LatencySummary>,
+    /// exec → first 200, over every start of this cell.
+    pub startup_us: Option<Stat>,
+    pub idle_rss_bytes: Option<Stat>,
+    pub rss_mean_bytes: Option<Stat>,
+    pub rss_peak_bytes: Option<u64>,
+    pub server_cpu_us_per_request: Option<Stat>,
+    pub loadgen_cpu_us_per_request: Option<Stat>,
+    /// Open loop: offered rate (req/s).
+    pub offered_rate_per_s: Option<f64>,
+    pub generator_saturated: bool,
+    pub errors: u64,
+    pub timeouts: u64,
+    pub cpu_throttled_periods: Option<u64>,
+    pub oom_kills: Option<u64>,
+    pub verification_passed: Option<bool>,
+    pub deviations: Vec<String>,
+    pub suspect: bool,
+    pub suspect_reasons: Vec<String>,
+    pub failure: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    pub key: String,
+    pub first_requests_per_s: Option<f64>,
+    pub rerun_requests_per_s: Option<f64>,
+    /// (rerun − first) / first × 100.
+    pub requests_per_s_drift_pct: Option<f64>,
+    pub first_cpu_us_per_request: Option<f64>,
+    pub rerun_cpu_us_per_request: Option<f64>,
+    pub cpu_us_per_request_drift_pct: Option<f64>,
+    pub note: String,
+}
