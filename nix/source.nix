@@ -1,0 +1,38 @@
+# What the Rust builds see, and the facts read from the repository's own files.
+#
+# The source is the repository minus files that cannot change a binary (Nix files,
+# docs, CI, committed results), so editing those keeps the binaries' store paths,
+# and "same store path" keeps meaning "same binaries".
+{ lib, root }:
+let
+  fs = lib.fileset;
+  cargoToml = builtins.fromTOML (builtins.readFile (root + "/Cargo.toml"));
+  toolchainToml = builtins.fromTOML (builtins.readFile (root + "/rust-toolchain.toml"));
+  notInBuild = map (name: fs.maybeMissing (root + "/${name}")) [
+    "flake.nix"
+    "flake.lock"
+    "nix"
+    ".ci"
+    "scripts"
+    "results"
+    "README.md"
+  ];
+in
+{
+  src = fs.toSource {
+    inherit root;
+    fileset = fs.difference root (fs.unions notInBuild);
+  };
+
+  inherit (cargoToml.workspace.package) version;
+
+  lockFile = root + "/Cargo.lock";
+
+  # The only Rust version the flake accepts (asserted against pkgs.rustc.version).
+  toolchainChannel = toolchainToml.toolchain.channel;
+
+  # The flake's own copy of the default matrix, for `nix run .#matrix` outside a
+  # checkout and for checks.smoke; null while the file is missing.
+  defaultMatrix =
+    if builtins.pathExists (root + "/matrix.toml") then root + "/matrix.toml" else null;
+}
