@@ -1,1 +1,113 @@
-fn main() {}
+//! `ping-tokio-hyper`: the ping contract (services/README.md) on tokio + hyper 1.x.
+//!
+//! Idiomatic shape: one multi-thread runtime, one listener, one task per connection served by
+//! hyper's `http1::Builder`. The handler lives in `handler.rs`.
+
+mod handler;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use ping_common::cli::Args;
+use ping_common::startup::{Deviation, Model, StartupLine, deviation};
+
+const SERVICE: &str = "ping-tokio-hyper";
+
+fn main() -> ExitCode {
+    let args = Args::from_env();
+    let workers = args.workers();
+    // Multi-thread (work-stealing) on purpose: it is what `#[tokio::main]` gives and what most
+    // tokio users run, so it is the "model" we advertise for tokio. The per-core
+    // current_thread + SO_REUSEPORT variant (TechEmpower's hyper entry) would be another service.
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{SERVICE}: cannot build the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(args, workers)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{SERVICE}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listen = listener.local_addr()?;
+    StartupLine {
+        service: SERVICE.into(),
+        runtime: "tokio".into(),
+        runtime_version: env!("PING_TOKIO_VERSION").into(),
+        http: format!("hyper {} (http1::Builder)", env!("PING_HYPER_VERSION")),
+        model: Model::WorkStealing,
+        workers,
+        io_driver: "epoll".into(),
+        pid: std::process::id(),
+        listen,
+        server_header: SERVICE.into(),
+        pinned: false,
+        allowed_cpus: ping_common::cpus::allowed_cpus(),
+        deviations: vec![
+            Deviation::new(
+                deviation::LIBRARY_ERROR_RESPONSES,
+                "hyper answers some unparsable requests (400) and oversized heads (431) itself: \
+                 no Server header, Content-Length before Date",
+            ),
+            Deviation::new(
+                deviation::STATUS_LINE_HTTP10,
+                "hyper answers HTTP/1.0 requests with an HTTP/1.0 status line",
+            ),
+            Deviation::new(
+                deviation::PIPELINE_ERROR_DROPS_BATCH,
+                "with pipeline_flush, a malformed request closes the connection before the \
+                 buffered responses to earlier requests of the same batch are written",
+            ),
+        ],
+        io_uring_fds: None,
+    }
+    .print()
+    .context("cannot write the start-up line")?;
+
+    let mut http = http1::Builder::new();
+    http.keep_alive(true)
+        // Batch the responses to pipelined requests into one write, as TechEmpower's entry does.
+        .pipeline_flush(true)
+        // Canonical header-name case (`Content-Length`, not hyper's default lower case).
+        .title_case_headers(true)
+        // Request-head limit. hyper checks it only after a read leaves the head incomplete, so
+        // a head may reach up to twice this before it is refused (431): half the contract's
+        // 64 KiB keeps every head over 64 KiB refused.
+        .max_buf_size(ping_common::MAX_HEAD_BYTES / 2);
+
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of fds or a connection reset while queued: back off instead of spinning.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let http = http.clone();
+        tokio::spawn(async move {
+            let _ = http
+                .serve_connection(TokioIo::new(stream), service_fn(handler::handle))
+                .await;
+        });
+    }
+}

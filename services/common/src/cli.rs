@@ -1,0 +1,67 @@
+//! Command line shared by every service: `--listen`, `--workers`, `--help`.
+//!
+//! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`.
+
+use std::net::SocketAddr;
+
+use clap::Parser;
+
+/// Arguments every ping service accepts.
+#[derive(Debug, Clone, Parser)]
+#[command(about = "HTTP/1.1 ping service (pingmatrix); prints one JSON start-up line on stdout")]
+pub struct Args {
+    /// Address to listen on; port 0 picks a free port (reported in the start-up line).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Worker threads [default: the CPUs this process may run on (affinity mask / cpuset)].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub workers: Option<u16>,
+}
+
+impl Args {
+    /// Parses the process arguments; on error prints the message and exits with code 2.
+    pub fn from_env() -> Self {
+        Self::parse()
+    }
+
+    /// Worker count to use: `--workers`, else the number of CPUs we may run on.
+    pub fn workers(&self) -> usize {
+        self.workers
+            .map(usize::from)
+            .unwrap_or_else(crate::cpus::allowed_cpu_count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let a = Args::try_parse_from(["x"]).unwrap();
+        assert_eq!(a.listen, "127.0.0.1:8080".parse().unwrap());
+        assert!(a.workers.is_none());
+        assert!(a.workers() >= 1);
+    }
+
+    #[test]
+    fn explicit_values() {
+        let a = Args::try_parse_from(["x", "--listen", "127.0.0.1:0", "--workers", "3"]).unwrap();
+        assert_eq!(a.listen.port(), 0);
+        assert_eq!(a.workers(), 3);
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors_with_exit_code_2() {
+        for bad in [
+            vec!["x", "--workers", "0"],
+            vec!["x", "--workers", "many"],
+            vec!["x", "--listen", "nowhere"],
+            vec!["x", "--bogus"],
+        ] {
+            let err = Args::try_parse_from(&bad).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! Version of a locked package, read from `Cargo.lock` text.
+//!
+//! Dependency-free on purpose: service build scripts `include!` this file so the start-up line
+//! reports the runtime version actually built, without hard-coding it.
+
+/// Returns the version of the first `[[package]]` named `name` in a `Cargo.lock` text.
+pub fn locked_version(lock: &str, name: &str) -> Option<String> {
+    let wanted = format!("name = \"{name}\"");
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == wanted {
+            let next = lines.next()?.trim();
+            let v = next.strip_prefix("version = \"")?.strip_suffix('"')?;
+            return Some(v.to_owned());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::locked_version;
+
+    #[test]
+    fn finds_exact_name_only() {
+        let lock = "[[package]]\nname = \"may_minihttp\"\nversion = \"0.1.11\"\n\n[[package]]\nname = \"may\"\nversion = \"0.3.51\"\n";
+        assert_eq!(locked_version(lock, "may").as_deref(), Some("0.3.51"));
+        assert_eq!(
+            locked_version(lock, "may_minihttp").as_deref(),
+            Some("0.1.11")
+        );
+        assert_eq!(locked_version(lock, "tokio"), None);
+    }
+}

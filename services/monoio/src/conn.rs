@@ -1,0 +1,180 @@
+//! One connection: a hand-written HTTP/1.1 loop over httparse.
+//!
+//! Read into an owned buffer, answer every complete request in it (in order) into one output
+//! buffer, write it with one `write_all`. Limits per the contract: heads over 64 KiB → 431 and
+//! close, more than 64 headers → 431 and close, unparsable → 400 and close. Request bodies
+//! (Content-Length) are skipped; chunked request bodies are refused with 400.
+
+use std::time::Duration;
+
+use monoio::buf::IoBufMut;
+use monoio::io::{AsyncReadRent, AsyncWriteRent, AsyncWriteRentExt};
+use monoio::net::TcpStream;
+use ping_common::response::{Reply, Status};
+use ping_common::route::{Route, route};
+use ping_common::{MAX_HEAD_BYTES, MAX_HEADERS};
+
+use crate::SERVICE;
+
+const READ_CHUNK: usize = 8 * 1024;
+
+/// Outcome of parsing the front of the buffer.
+enum Parsed {
+    Partial,
+    Invalid(Status),
+    Request {
+        head_len: usize,
+        route: Route,
+        keep_alive: bool,
+        /// The request said `Connection: close` (echoed, as hyper does).
+        said_close: bool,
+        body_len: u64,
+    },
+}
+
+pub async fn serve(mut stream: TcpStream) {
+    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // Body bytes of the last request still to be discarded.
+    let mut skip: u64 = 0;
+    loop {
+        if input.capacity() - input.len() < READ_CHUNK / 2 {
+            input.reserve(READ_CHUNK);
+        }
+        let filled = input.len();
+        let (res, slice) = stream.read(input.slice_mut(filled..)).await;
+        input = slice.into_inner();
+        match res {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+
+        let mut start = 0;
+        let mut close = false;
+        loop {
+            if skip > 0 {
+                let n = skip.min((input.len() - start) as u64);
+                start += n as usize;
+                skip -= n;
+                if skip > 0 {
+                    break;
+                }
+            }
+            if start == input.len() {
+                break;
+            }
+            match parse(&input[start..]) {
+                Parsed::Partial => {
+                    if input.len() - start > MAX_HEAD_BYTES {
+                        Reply::empty(Status::HeadersTooLarge).encode(SERVICE, false, &mut output);
+                        close = true;
+                    }
+                    break;
+                }
+                Parsed::Invalid(status) => {
+                    Reply::empty(status).encode(SERVICE, false, &mut output);
+                    close = true;
+                    break;
+                }
+                Parsed::Request {
+                    head_len,
+                    route,
+                    keep_alive,
+                    said_close,
+                    body_len,
+                } => {
+                    start += head_len;
+                    skip = body_len;
+                    if let Route::Sleep { ms } = route {
+                        // Answer what is ready before waiting.
+                        if !output.is_empty() {
+                            match write(&mut stream, output).await {
+                                Some(o) => output = o,
+                                None => return,
+                            }
+                        }
+                        monoio::time::sleep(Duration::from_millis(ms)).await;
+                    }
+                    Reply::for_route(route).encode(SERVICE, said_close, &mut output);
+                    if !keep_alive {
+                        close = true;
+                        break;
+                    }
+                }
+            }
+        }
+        input.drain(..start);
+        if !output.is_empty() {
+            match write(&mut stream, output).await {
+                Some(o) => output = o,
+                None => return,
+            }
+        }
+        if close {
+            let _ = stream.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// Writes and clears `out`; `None` if the peer is gone.
+async fn write(stream: &mut TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
+    let (res, mut out) = stream.write_all(out).await;
+    out.clear();
+    res.ok().map(|_| out)
+}
+
+fn parse(buf: &[u8]) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let head_len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(httparse::Error::TooManyHeaders) => return Parsed::Invalid(Status::HeadersTooLarge),
+        Err(_) => return Parsed::Invalid(Status::BadRequest),
+    };
+    if head_len > MAX_HEAD_BYTES {
+        return Parsed::Invalid(Status::HeadersTooLarge);
+    }
+    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
+        return Parsed::Invalid(Status::BadRequest);
+    };
+    let mut said_close = false;
+    let mut said_keep_alive = false;
+    let mut body_len: Option<u64> = None;
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                said_close |= token.eq_ignore_ascii_case(b"close");
+                said_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            let Some(n) = parse_content_length(h.value) else {
+                return Parsed::Invalid(Status::BadRequest);
+            };
+            if body_len.is_some_and(|prev| prev != n) {
+                return Parsed::Invalid(Status::BadRequest);
+            }
+            body_len = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Parsed::Invalid(Status::BadRequest);
+        }
+    }
+    let keep_alive = !said_close && (version == 1 || said_keep_alive);
+    Parsed::Request {
+        head_len,
+        route: route(method, target),
+        keep_alive,
+        said_close,
+        body_len: body_len.unwrap_or(0),
+    }
+}
+
+fn parse_content_length(v: &[u8]) -> Option<u64> {
+    let v = v.trim_ascii();
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}

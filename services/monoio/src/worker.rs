@@ -1,0 +1,65 @@
+//! One worker: an OS thread with its own monoio runtime and SO_REUSEPORT listener.
+
+use std::net::SocketAddr;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use monoio::net::TcpListener;
+use monoio::{FusionDriver, FusionRuntime, RuntimeBuilder};
+
+/// I/O driver a worker's runtime actually runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    IoUring,
+    Epoll,
+}
+
+/// Submission-queue entries per ring (monoio's default; ample for 1,000+ connections).
+const RING_ENTRIES: u32 = 1024;
+
+/// Runs a worker forever; reports its driver (or a start-up error) on `ready` once bound.
+pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<Driver, String>>) {
+    if let Some(cpu) = cpu {
+        if let Err(e) = monoio::utils::bind_to_cpu_set([cpu]) {
+            let _ = ready.send(Err(format!("cannot pin to cpu {cpu}: {e:?}")));
+            return;
+        }
+    }
+    let rt = RuntimeBuilder::<FusionDriver>::new()
+        .with_entries(RING_ENTRIES)
+        .enable_timer()
+        .build();
+    let mut rt = match rt {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(format!("cannot build the monoio runtime: {e}")));
+            return;
+        }
+    };
+    let driver = match &rt {
+        FusionRuntime::Uring(_) => Driver::IoUring,
+        FusionRuntime::Legacy(_) => Driver::Epoll,
+    };
+    rt.block_on(async move {
+        // monoio's default listener options: SO_REUSEPORT + SO_REUSEADDR, backlog 1024.
+        let listener = match TcpListener::bind(listen) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
+                return;
+            }
+        };
+        let _ = ready.send(Ok(driver));
+        drop(ready);
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    monoio::spawn(crate::conn::serve(stream));
+                }
+                // Out of fds or a connection reset while queued: back off instead of spinning.
+                Err(_) => monoio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    });
+}

@@ -1,0 +1,69 @@
+//! The request handler: shared routing, an asynchronous sleep, canonical headers in order.
+
+use std::cell::RefCell;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use ping_common::response::{Body, Reply};
+use ping_common::route::{Route, route};
+
+use crate::SERVICE;
+
+pub async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+    let route = route(req.method().as_str(), target);
+    if let Route::Sleep { ms } = route {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    Ok(to_response(Reply::for_route(route)))
+}
+
+fn to_response(reply: Reply) -> Response<Full<Bytes>> {
+    let content_type = reply.content_type();
+    let allow = reply.allow();
+    let status = StatusCode::from_u16(reply.status.code()).unwrap_or(StatusCode::OK);
+    let body = match reply.body {
+        Body::Pong => Bytes::from_static(ping_common::response::PONG.as_bytes()),
+        Body::Json(v) => Bytes::from(v),
+        Body::Empty => Bytes::new(),
+    };
+    // Inserted in canonical order; hyper writes a HeaderMap in insertion order.
+    let mut headers = hyper::HeaderMap::with_capacity(5);
+    headers.insert(header::SERVER, HeaderValue::from_static(SERVICE));
+    headers.insert(header::DATE, date_value());
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    if let Some(ct) = content_type {
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    if let Some(allow) = allow {
+        headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+    }
+    let mut rsp = Response::new(Full::new(body));
+    *rsp.status_mut() = status;
+    *rsp.headers_mut() = headers;
+    rsp
+}
+
+thread_local! {
+    static DATE: RefCell<(Vec<u8>, Option<HeaderValue>)> = const { RefCell::new((Vec::new(), None)) };
+}
+
+/// The `Date` value as a `HeaderValue`, rebuilt only when the second changes (a clone is a
+/// reference-count bump), so we do no more work than hyper's own cached date.
+fn date_value() -> HeaderValue {
+    ping_common::date::with_date(|now| {
+        DATE.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.0.as_slice() != now.as_slice() || c.1.is_none() {
+                c.0 = now.to_vec();
+                c.1 = HeaderValue::from_bytes(now).ok();
+            }
+            c.1.clone().unwrap_or_else(|| HeaderValue::from_static(""))
+        })
+    })
+}
