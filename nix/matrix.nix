@@ -2,8 +2,9 @@
 # wrk for cross-checks, taskset for CPU pinning) and the Nix provenance the runner
 # records in every result.
 #
-# With no arguments it runs the default matrix: ./matrix.toml when the current
-# directory has one, else the flake's own copy; results go under ./results/.
+# With no arguments (or only options, e.g. `nix run .#matrix -- --quick`) it runs the
+# default matrix: ./matrix.toml when the current directory has one, else the flake's
+# own copy; results go to ./results/<UTC timestamp>/.
 { pkgs, workspace, defaultMatrix, flakeRev, nixpkgsRev }:
 let
   fallbackMatrix = if defaultMatrix == null then "" else "${defaultMatrix}";
@@ -16,18 +17,34 @@ pkgs.writeShellApplication {
     PINGMATRIX_NIXPKGS_REV = nixpkgsRev;
   };
   text = ''
-    if [ "$#" -eq 0 ]; then
-      config=matrix.toml
-      if [ ! -f "$config" ]; then
-        config="${fallbackMatrix}"
+    case "''${1:-}" in
+      -h | --help | -V | --version) exec "${workspace}/bin/matrix" "$@" ;;
+    esac
+    # No subcommand (no arguments, or only options such as --quick): `run` the default
+    # matrix, adding --config and --out unless the caller gave them.
+    if [ "$#" -eq 0 ] || [ "''${1#-}" != "$1" ]; then
+      has_config=false has_out=false
+      for arg in "$@"; do
+        case "$arg" in
+          --config | --config=*) has_config=true ;;
+          --out | --out=*) has_out=true ;;
+        esac
+      done
+      defaults=()
+      if [ "$has_config" = false ]; then
+        config=matrix.toml
+        [ -f "$config" ] || config="${fallbackMatrix}"
+        if [ -z "$config" ]; then
+          echo "matrix: no ./matrix.toml here and the flake ships none; pass --config" >&2
+          exit 2
+        fi
+        defaults+=(--config "$config")
       fi
-      if [ -z "$config" ]; then
-        echo "matrix: no ./matrix.toml here and the flake ships none; pass --config" >&2
-        exit 2
+      if [ "$has_out" = false ]; then
+        defaults+=(--out "results/$(date -u +%Y%m%dT%H%M%SZ)")
       fi
-      out="results/$(date -u +%Y%m%dT%H%M%SZ)"
-      echo "matrix: no arguments given: running $config, writing $out" >&2
-      set -- run --config "$config" --out "$out"
+      echo "matrix: running: matrix run ''${defaults[*]} $*" >&2
+      set -- run "''${defaults[@]}" "$@"
     fi
     exec "${workspace}/bin/matrix" "$@"
   '';

@@ -4,7 +4,7 @@
 #   syntax, pins, the rustc == rust-toolchain.toml assertion (it must pass AND fire),
 #   output structure (`nix flake show` / `nix flake check --no-build`) against the
 #   stand-in nixpkgs in nix/stand-in, apps (Nix 2.8 does not validate them), the
-#   matrix wrapper script, and Nix formatting (nixpkgs-fmt --check).
+#   matrix wrapper script (bash -n, shellcheck), and Nix formatting (nixpkgs-fmt --check).
 # Not verified here: that anything actually builds, runs or passes its tests under real
 # nixpkgs; that needs `nix flake check` on a networked machine with Nix >= 2.18.
 #
@@ -29,6 +29,8 @@ command -v nix >/dev/null && command -v nix-instantiate >/dev/null ||
     die "nix not found: install Nix >= 2.8 (Debian 12: apt-get install nix-bin; .ci/run does this)"
 command -v nixpkgs-fmt >/dev/null ||
     die "nixpkgs-fmt not found: cargo install --locked nixpkgs-fmt@1.3.0 (.ci/run does this)"
+command -v shellcheck >/dev/null ||
+    die "shellcheck not found: apt-get install shellcheck (.ci/run does this); writeShellApplication runs it at build time"
 command -v git >/dev/null && git rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
     die "not a git work tree: the flake is checked as git would present it"
 
@@ -195,6 +197,50 @@ elif [ "$env_names" != "PINGMATRIX_FLAKE_REV PINGMATRIX_NIXPKGS_REV" ]; then
     fail "wrapper: runtimeEnv is '$env_names', want PINGMATRIX_FLAKE_REV PINGMATRIX_NIXPKGS_REV"
 else
     ok "wrapper: valid bash, execs packages.workspace/bin/matrix, sets PINGMATRIX_FLAKE_REV and PINGMATRIX_NIXPKGS_REV"
+fi
+# writeShellApplication's build fails on any shellcheck finding; check the same script
+# (its preamble: bash, errexit/nounset/pipefail) here rather than on the networked machine.
+printf '#!/usr/bin/env bash\nset -o errexit\nset -o nounset\nset -o pipefail\n%s\n' "$text" >"$work/wrapper.sh"
+if [ -n "$text" ] && shellcheck "$work/wrapper.sh" >"$work/shellcheck.log" 2>&1; then
+    ok "wrapper: shellcheck clean (as writeShellApplication requires)"
+else
+    fail "wrapper: shellcheck: $(cat "$work/shellcheck.log")"
+fi
+
+# The default-argument logic, run for real with a fake runner that prints its arguments.
+fake="$work/fake-matrix"
+printf '#!/usr/bin/env bash\necho "$*"\n' >"$fake"
+chmod +x "$fake"
+sed "s|exec \"$workspace/bin/matrix\"|exec \"$fake\"|g" "$work/wrapper.sh" >"$work/wrapper-fake.sh"
+mkdir -p "$work/cwd-with" "$work/cwd-without"
+touch "$work/cwd-with/matrix.toml"
+wrapper_case() { # <dir> <expected ERE> <args...>
+    local dir=$1 want=$2 got rc=0
+    shift 2
+    got=$(cd "$dir" && bash "$work/wrapper-fake.sh" "$@" 2>/dev/null) || rc=$?
+    if [ "$rc" -eq 0 ] && [[ "$got" =~ $want ]]; then
+        ok "wrapper: matrix ${*:-(no arguments)} -> runner gets '$got'"
+    else
+        fail "wrapper: matrix $* (in $(basename "$dir")) -> '$got' (exit $rc), want /$want/"
+    fi
+}
+ts='results/[0-9]{8}T[0-9]{6}Z'
+wrapper_case "$work/cwd-with" "^run --config matrix.toml --out $ts\$"
+wrapper_case "$work/cwd-with" "^run --config matrix.toml --out $ts --quick\$" --quick
+wrapper_case "$work/cwd-with" "^run --out $ts --config other.toml\$" --config other.toml
+wrapper_case "$work/cwd-with" "^run --config matrix.toml --out x\$" --out x
+wrapper_case "$work/cwd-with" "^plan --config x\$" plan --config x
+wrapper_case "$work/cwd-with" "^--help\$" --help
+if [ -f "$flake/matrix.toml" ]; then
+    wrapper_case "$work/cwd-without" "^run --config /nix/store/[a-z0-9]{32}-matrix.toml --out $ts\$"
+else
+    rc=0
+    (cd "$work/cwd-without" && bash "$work/wrapper-fake.sh") >/dev/null 2>&1 || rc=$?
+    if [ "$rc" -eq 2 ]; then
+        ok "wrapper: without any matrix.toml it refuses clearly (exit 2)"
+    else
+        fail "wrapper: without any matrix.toml it exits $rc, want 2"
+    fi
 fi
 
 # --- 7. Nix formatting ------------------------------------------------------------------
