@@ -1,1 +1,64 @@
-fn main() {}
+//! `ping-may-minihttp`: the ping contract (services/README.md) on may + may_minihttp.
+//!
+//! Idiomatic shape (as may_minihttp's examples and TechEmpower entry): configure may's worker
+//! count, then `HttpServer(service).start(addr)`; one accept coroutine, one coroutine per
+//! connection, workers pinned by may to the allowed CPUs (its default). The library's limits
+//! that we cannot work around from an `HttpService` are declared as deviations (`deviations.rs`).
+
+mod deviations;
+mod service;
+
+use std::process::ExitCode;
+
+use may_minihttp::HttpServer;
+use ping_common::cli::Args;
+use ping_common::startup::{Model, StartupLine};
+
+const SERVICE: &str = "ping-may-minihttp";
+/// may_minihttp writes this `Server` value into every response; it cannot be changed.
+const SERVER_HEADER: &str = "M";
+
+fn main() -> ExitCode {
+    let args = Args::from_env();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{SERVICE}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let workers = args.workers();
+    // may's listener sets SO_REUSEPORT: check the port is really free first (and resolve :0).
+    let listen = ping_common::listen::probe_listen(args.listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    // Must precede the first coroutine: the scheduler reads it once.
+    may::config().set_workers(workers);
+    let server = HttpServer(service::Ping)
+        .start(listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    StartupLine {
+        service: SERVICE.into(),
+        runtime: "may".into(),
+        runtime_version: env!("PING_MAY_VERSION").into(),
+        http: format!("may_minihttp {} (HttpService)", env!("PING_MINIHTTP_VERSION")),
+        model: Model::Coroutine,
+        workers,
+        io_driver: "epoll".into(),
+        pid: std::process::id(),
+        listen,
+        server_header: SERVER_HEADER.into(),
+        // may pins worker i to the i-th CPU of the affinity mask (core_affinity), cycling.
+        pinned: may::config().get_worker_pin(),
+        allowed_cpus: ping_common::cpus::allowed_cpus(),
+        deviations: deviations::declared(),
+        io_uring_fds: None,
+    }
+    .print()?;
+    server
+        .join()
+        .map_err(|_| anyhow::anyhow!("the accept coroutine panicked"))?;
+    anyhow::bail!("the accept coroutine exited")
+}
