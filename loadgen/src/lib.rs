@@ -2,8 +2,16 @@
 //!
 //! `run(&LoadSpec) -> Result<Report>` is the whole API; the binary only parses flags and prints.
 
+pub mod cli;
+pub mod http;
 pub mod report;
+mod run;
 pub mod spec;
+pub mod stats;
+mod sys;
+pub mod text;
+mod worker;
 
 pub use report::Report;
+pub use run::{BUSY_LIMIT, RATE_SHORTFALL, SEND_LAG_P99_LIMIT_US, run};
 pub use spec::{LoadModel, LoadSpec};

@@ -23,6 +23,10 @@ pub struct Report {
     pub window_s: f64,
     /// Responses completed inside the window (ok + non-2xx + mismatches) / `window_s`.
     pub requests_per_s: f64,
+    /// Only responses that passed validation (`counts.ok`) / `window_s`: what a server that
+    /// answers fast but wrong cannot inflate.
+    #[serde(default)]
+    pub ok_per_s: f64,
     /// Closed loop: completion − actual send. Open loop: completion − intended send.
     pub latency_us: Percentiles,
     /// Completion − actual send (open loop; equals `latency_us` for closed loop).
@@ -42,6 +46,10 @@ pub struct Report {
     /// Merged latency histogram (same values as `latency_us`), HDR V2 + deflate, base64,
     /// values in µs — re-mergeable across runs.
     pub latency_hdr_v2_b64: String,
+    /// Things a reader must know about this run that are not generator saturation: refused
+    /// connections, timeouts, errors, an early stop. Empty for a clean run.
+    #[serde(default)]
+    pub problems: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -105,6 +113,9 @@ pub struct ConnectionCounts {
     pub established: u64,
     pub reconnected: u64,
     pub failed: u64,
+    /// Connections dropped because the server sent bytes no request asked for.
+    #[serde(default)]
+    pub protocol_violations: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -122,12 +133,16 @@ pub struct Interval {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Generator {
     pub threads: u32,
-    /// getrusage(RUSAGE_SELF) over the measured window.
+    /// Sum over worker threads of getrusage(RUSAGE_THREAD) across the measured window.
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
+    /// (cpu_user_s + cpu_sys_s) * 1e6 / responses completed in the window.
     pub cpu_us_per_request: f64,
     /// Busiest thread's CPU time / window length (0..1).
     pub busiest_thread_busy: f64,
+    /// Each worker thread's CPU time / window length (0..1).
+    #[serde(default)]
+    pub per_thread_busy: Vec<f64>,
     /// CPUs the generator was allowed to run on (affinity mask).
     pub allowed_cpus: Vec<u32>,
 }

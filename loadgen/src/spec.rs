@@ -54,3 +54,114 @@ pub struct LoadSpec {
     #[serde(default)]
     pub headers: Vec<(String, String)>,
 }
+
+/// Why a spec cannot be run. Every variant is a user error (the binary exits 2).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SpecError {
+    #[error(transparent)]
+    Url(#[from] crate::http::target::UrlError),
+    #[error("connections must be at least 1")]
+    NoConnections,
+    #[error("threads must be at least 1")]
+    NoThreads,
+    #[error("threads ({threads}) exceed connections ({connections}); every thread needs a connection")]
+    ThreadsExceedConnections { threads: u32, connections: u32 },
+    #[error("pipeline depth must be between 1 and 1024 (got {0})")]
+    Pipeline(u32),
+    #[error("pipelining needs keep-alive; use --pipeline 1 with --no-keepalive")]
+    PipelineWithoutKeepalive,
+    #[error("rate must be a positive, finite number of requests per second (got {0})")]
+    Rate(f64),
+    #[error("give a duration and/or a request count")]
+    NoBound,
+    #[error("duration must be positive")]
+    ZeroDuration,
+    #[error("request count must be positive")]
+    ZeroRequests,
+    #[error("timeout must be positive")]
+    ZeroTimeout,
+    #[error("expected status must be 100..=599 (got {0})")]
+    Status(u16),
+    #[error("invalid header `{0}`: names must be tokens, values must not contain CR/LF")]
+    Header(String),
+}
+
+impl LoadSpec {
+    /// Check everything that can be checked without touching the network.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        crate::http::target::split(&self.url)?;
+        let connections = match self.model {
+            LoadModel::Closed {
+                connections,
+                pipeline,
+            } => {
+                if !(1..=1024).contains(&pipeline) {
+                    return Err(SpecError::Pipeline(pipeline));
+                }
+                if pipeline > 1 && !self.keepalive {
+                    return Err(SpecError::PipelineWithoutKeepalive);
+                }
+                connections
+            }
+            LoadModel::Open {
+                rate_per_s,
+                connections,
+            } => {
+                if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
+                    return Err(SpecError::Rate(rate_per_s));
+                }
+                connections
+            }
+        };
+        if connections == 0 {
+            return Err(SpecError::NoConnections);
+        }
+        if self.threads == 0 {
+            return Err(SpecError::NoThreads);
+        }
+        if self.threads > connections {
+            return Err(SpecError::ThreadsExceedConnections {
+                threads: self.threads,
+                connections,
+            });
+        }
+        match (self.duration_ms, self.requests) {
+            (None, None) => return Err(SpecError::NoBound),
+            (Some(0), _) => return Err(SpecError::ZeroDuration),
+            (_, Some(0)) => return Err(SpecError::ZeroRequests),
+            _ => {}
+        }
+        if self.timeout_ms == 0 {
+            return Err(SpecError::ZeroTimeout);
+        }
+        if !(100..=599).contains(&self.expect_status) {
+            return Err(SpecError::Status(self.expect_status));
+        }
+        for (k, v) in &self.headers {
+            let token = !k.is_empty()
+                && k.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !token || v.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err(SpecError::Header(k.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Connections requested by the model.
+    pub fn connections(&self) -> u32 {
+        match self.model {
+            LoadModel::Closed { connections, .. } | LoadModel::Open { connections, .. } => {
+                connections
+            }
+        }
+    }
+
+    /// Requests per batch (closed loop pipelining); 1 for open loop.
+    pub fn pipeline(&self) -> u32 {
+        match self.model {
+            LoadModel::Closed { pipeline, .. } => pipeline.max(1),
+            LoadModel::Open { .. } => 1,
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Non-blocking TCP client sockets on raw fds: connect, `read`, `send(MSG_NOSIGNAL)`, close.
+//! Raw fds (not `std::net`) because the event loop needs non-blocking connect and must not
+//! die of SIGPIPE when a server vanishes mid-write.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+
+use super::last_err;
+
+/// Outcome of starting a connect.
+pub enum Connect {
+    /// Connected already (common on loopback) or in progress; wait for writability.
+    Started(RawFd),
+    /// Failed synchronously (e.g. refused on loopback).
+    Failed,
+}
+
+fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// Open a non-blocking TCP socket with TCP_NODELAY and start connecting to `addr`.
+pub fn connect(addr: &SocketAddr) -> io::Result<Connect> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain syscalls on an fd we own; pointers are valid for each call.
+    unsafe {
+        let fd = libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        );
+        if fd < 0 {
+            return Err(last_err());
+        }
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            &one as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let (ss, len) = sockaddr(addr);
+        let rc = libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len);
+        if rc == 0 {
+            return Ok(Connect::Started(fd));
+        }
+        let e = last_err();
+        if e.raw_os_error() == Some(libc::EINPROGRESS) {
+            Ok(Connect::Started(fd))
+        } else {
+            libc::close(fd);
+            Ok(Connect::Failed)
+        }
+    }
+}
+
+/// Pending error of a connecting socket (`SO_ERROR`); `Ok(())` once connected.
+pub fn take_error(fd: RawFd) -> io::Result<()> {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: valid out-pointers for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            &mut err as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(last_err());
+    }
+    if err != 0 {
+        return Err(io::Error::from_raw_os_error(err));
+    }
+    Ok(())
+}
+
+/// `read(2)`; `Ok(0)` is EOF, `WouldBlock` means drained.
+#[inline]
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: the buffer is valid for `buf.len()` bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+    if n < 0 { Err(last_err()) } else { Ok(n as usize) }
+}
+
+/// `send(2)` without SIGPIPE.
+#[inline]
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: the buffer is valid for `buf.len()` bytes.
+    let n = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr() as *const libc::c_void,
+            buf.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 { Err(last_err()) } else { Ok(n as usize) }
+}
+
+pub fn close(fd: RawFd) {
+    // SAFETY: callers pass fds they own and forget them afterwards.
+    unsafe { libc::close(fd) };
+}

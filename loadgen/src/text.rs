@@ -1,0 +1,136 @@
+//! The human view of a `Report`: a wrk-like summary. Everything here is derived from the
+//! report, so the text and the JSON can never disagree.
+
+use std::fmt::Write;
+
+use crate::report::{Percentiles, Report};
+use crate::spec::{LoadModel, LoadSpec};
+
+/// One line describing the load, e.g. for progress output.
+pub fn headline(spec: &LoadSpec) -> String {
+    let model = match spec.model {
+        LoadModel::Closed {
+            connections,
+            pipeline,
+        } => format!("closed loop, {connections} connections, pipeline {pipeline}"),
+        LoadModel::Open {
+            rate_per_s,
+            connections,
+        } => format!("open loop, {rate_per_s} req/s over up to {connections} connections"),
+    };
+    let bound = match (spec.duration_ms, spec.requests) {
+        (Some(d), Some(n)) => format!("{:.2} s or {n} requests", d as f64 / 1e3),
+        (Some(d), None) => format!("{:.2} s", d as f64 / 1e3),
+        (None, Some(n)) => format!("{n} requests"),
+        (None, None) => "unbounded".into(),
+    };
+    format!(
+        "{} — {model}, {} thread(s), {}, {bound} (warm-up {} ms)",
+        spec.url,
+        spec.threads,
+        if spec.keepalive { "keep-alive" } else { "connection per request" },
+        spec.warmup_ms
+    )
+}
+
+fn us(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2}s", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.2}ms", v / 1e3)
+    } else {
+        format!("{v:.0}µs")
+    }
+}
+
+fn line(out: &mut String, label: &str, p: &Percentiles) {
+    let _ = writeln!(
+        out,
+        "  {label:<13} mean {:>8} stdev {:>8} | p50 {:>8} p90 {:>8} p99 {:>8} p99.9 {:>8} max {:>8}",
+        us(p.mean),
+        us(p.stdev),
+        us(p.p50 as f64),
+        us(p.p90 as f64),
+        us(p.p99 as f64),
+        us(p.p999 as f64),
+        us(p.max as f64)
+    );
+}
+
+pub fn summary(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "loadgen {}: {}", r.loadgen_version, headline(&r.spec));
+    let open = matches!(r.spec.model, LoadModel::Open { .. });
+    if open {
+        line(&mut o, "Latency", &r.latency_us);
+        line(&mut o, "Service time", &r.service_time_us);
+        if let Some(l) = &r.send_lag_us {
+            line(&mut o, "Send lag", l);
+        }
+        let _ = writeln!(o, "  (latency from intended send time: no coordinated omission)");
+    } else {
+        line(&mut o, "Latency", &r.latency_us);
+        let _ = writeln!(
+            o,
+            "  (closed loop: service time from actual send; not latency under a fixed load)"
+        );
+    }
+    let c = &r.counts;
+    let _ = writeln!(
+        o,
+        "  {} responses in {:.2}s, {:.2} MB read",
+        r.latency_us.samples,
+        r.window_s,
+        r.bytes_read as f64 / 1e6
+    );
+    let _ = writeln!(
+        o,
+        "  sent {} = ok {} + non-2xx {} + errors {} + timeouts {} + in flight {}",
+        c.sent,
+        c.ok,
+        c.non_2xx,
+        c.errors.total(),
+        c.timeouts,
+        c.in_flight_at_end
+    );
+    let e = &c.errors;
+    if e.total() > 0 {
+        let _ = writeln!(
+            o,
+            "  errors: connect {} read {} write {} parse {} reset {} status-mismatch {} body-mismatch {}",
+            e.connect, e.read, e.write, e.parse, e.reset, e.status_mismatch, e.body_mismatch
+        );
+    }
+    if open {
+        let _ = writeln!(o, "  queued {} backlog at end {}", c.queued, c.backlog_at_end);
+    }
+    let k = &r.connections;
+    let _ = writeln!(
+        o,
+        "  connections: requested {} established {} reconnected {} failed {}",
+        k.requested, k.established, k.reconnected, k.failed
+    );
+    let _ = writeln!(o, "Requests/sec: {:>12.2}  (ok/sec {:.2})", r.requests_per_s, r.ok_per_s);
+    let g = &r.generator;
+    let _ = writeln!(
+        o,
+        "Generator: {} thread(s), cpu {:.2}s user + {:.2}s sys, {:.2} µs/request, busiest thread {:.0} %",
+        g.threads,
+        g.cpu_user_s,
+        g.cpu_sys_s,
+        g.cpu_us_per_request,
+        g.busiest_thread_busy * 100.0
+    );
+    if r.verdict.saturated {
+        let _ = writeln!(o, "Verdict: GENERATOR MAY BE THE BOTTLENECK");
+        for reason in &r.verdict.reasons {
+            let _ = writeln!(o, "  - {reason}");
+        }
+    } else {
+        let _ = writeln!(o, "Verdict: generator had headroom");
+    }
+    for p in &r.problems {
+        let _ = writeln!(o, "Problem: {p}");
+    }
+    o
+}

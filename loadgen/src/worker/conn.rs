@@ -1,0 +1,91 @@
+//! One client connection's state: socket, fixed read buffer, response framer, and the
+//! requests it carries. Requests on a connection complete in order, so one send time and
+//! a count describe a pipelined batch; no per-request storage.
+
+use std::os::fd::RawFd;
+
+use crate::http::response::ResponseParser;
+
+/// Fixed read buffer per connection. Bodies are skipped, so it only has to hold one response
+/// head; larger reads just mean fewer syscalls for large bodies.
+pub const READ_BUF: usize = 32 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// No socket; (re)connect at `retry_at_ns` (closed loop carries a batch when it does).
+    Down { retry_at_ns: u64 },
+    Connecting,
+    Open,
+    /// No socket and nothing more to do (closed-loop budget spent).
+    Parked,
+}
+
+pub struct Conn {
+    pub fd: RawFd,
+    /// Bumped on every new socket so stale epoll events for a closed one are ignored.
+    pub generation: u32,
+    pub state: State,
+    pub rbuf: Box<[u8]>,
+    pub rstart: usize,
+    pub rend: usize,
+    pub parser: ResponseParser,
+    /// Bytes of the request batch to write, and how many are written.
+    pub wlen: usize,
+    pub written: usize,
+    /// Requests issued and not yet answered.
+    pub in_flight: u32,
+    pub sent_ns: u64,
+    /// Open loop: intended send time of the request in flight.
+    pub intended_ns: u64,
+    /// The requests in flight were issued inside the measured window.
+    pub counted: bool,
+    pub connect_started_ns: u64,
+    /// Consecutive failed connects (for back-off).
+    pub connect_failures: u32,
+    /// Has this slot ever had an established connection (reconnect accounting).
+    pub ever_open: bool,
+    /// Sits in the worker's free list (open loop).
+    pub in_free: bool,
+}
+
+impl Conn {
+    pub fn new() -> Self {
+        Self {
+            fd: -1,
+            generation: 0,
+            state: State::Down { retry_at_ns: 0 },
+            rbuf: vec![0; READ_BUF].into_boxed_slice(),
+            rstart: 0,
+            rend: 0,
+            parser: ResponseParser::new(),
+            wlen: 0,
+            written: 0,
+            in_flight: 0,
+            sent_ns: 0,
+            intended_ns: 0,
+            counted: false,
+            connect_started_ns: 0,
+            connect_failures: 0,
+            ever_open: false,
+            in_free: false,
+        }
+    }
+
+    /// epoll token: generation in the high half, slot index in the low half.
+    pub fn token(&self, index: usize) -> u64 {
+        ((self.generation as u64) << 32) | index as u64
+    }
+
+    /// Drop the socket and all per-connection parse state.
+    pub fn reset_socket(&mut self) {
+        if self.fd >= 0 {
+            crate::sys::socket::close(self.fd);
+            self.fd = -1;
+        }
+        self.rstart = 0;
+        self.rend = 0;
+        self.parser.reset();
+        self.wlen = 0;
+        self.written = 0;
+    }
+}

@@ -1,0 +1,197 @@
+//! Small in-test HTTP/1.1 servers on 127.0.0.1 (std threads), with knobs for the failure
+//! modes loadgen must account for. Dropping a `TestServer` stops it and all its threads.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use loadgen::{LoadModel, LoadSpec};
+
+#[derive(Clone, Copy, Debug)]
+pub enum Mode {
+    /// Answer every request with 200 and a 4-byte body.
+    Ok,
+    /// Read requests, never answer.
+    Silent,
+    /// Answer, and close the connection after every response (Connection: close).
+    CloseEach,
+    /// Answer with this status.
+    Status(u16),
+    /// Answer 200 with a chunked body of 7 bytes.
+    Chunked,
+    /// The whole server freezes once for `ms` when request number `after` arrives.
+    StallOnce { after: u64, ms: u64 },
+}
+
+struct Shared {
+    mode: Mode,
+    stop: AtomicBool,
+    requests: AtomicU64,
+    accepted: AtomicU64,
+    stall_done: AtomicBool,
+    /// Held while stalling, so every connection freezes, not just one.
+    gate: Mutex<()>,
+    streams: Mutex<Vec<TcpStream>>,
+}
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    pub fn start(mode: Mode) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(Shared {
+            mode,
+            stop: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            stall_done: AtomicBool::new(false),
+            gate: Mutex::new(()),
+            streams: Mutex::new(Vec::new()),
+        });
+        let s = shared.clone();
+        let accept = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if s.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                s.accepted.fetch_add(1, Ordering::SeqCst);
+                if let Ok(c) = stream.try_clone() {
+                    s.streams.lock().unwrap().push(c);
+                }
+                let s2 = s.clone();
+                std::thread::spawn(move || serve(stream, &s2));
+            }
+        });
+        Self {
+            addr,
+            shared,
+            accept: Some(accept),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/ping", self.addr)
+    }
+
+    /// Requests the server has seen.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    pub fn accepted(&self) -> u64 {
+        self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Stop listening and reset every open connection, like a killed process.
+    pub fn kill(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        for s in self.shared.streams.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn serve(mut stream: TcpStream, s: &Shared) {
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut have = 0;
+    let mut out = Vec::new();
+    while !s.stop.load(Ordering::SeqCst) {
+        let n = match stream.read(&mut buf[have..]) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
+            Err(_) => return,
+        };
+        have += n;
+        out.clear();
+        let mut close = false;
+        while let Some(end) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
+            let req_len = end + 4;
+            let k = s.requests.fetch_add(1, Ordering::SeqCst) + 1;
+            buf.copy_within(req_len..have, 0);
+            have -= req_len;
+            match s.mode {
+                Mode::Silent => continue,
+                Mode::StallOnce { after, ms } if k == after && !s.stall_done.swap(true, Ordering::SeqCst) => {
+                    let _g = s.gate.lock().unwrap();
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
+                Mode::StallOnce { .. } => drop(s.gate.lock().unwrap()),
+                _ => {}
+            }
+            match s.mode {
+                Mode::Status(code) => out.extend_from_slice(
+                    format!("HTTP/1.1 {code} X\r\nContent-Length: 4\r\n\r\nnope").as_bytes(),
+                ),
+                Mode::Chunked => out.extend_from_slice(
+                    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\npong\r\n3\r\nabc\r\n0\r\n\r\n",
+                ),
+                Mode::CloseEach => {
+                    out.extend_from_slice(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 4\r\n\r\npong");
+                    close = true;
+                    break;
+                }
+                _ => out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong"),
+            }
+        }
+        if !out.is_empty() && stream.write_all(&out).is_err() {
+            return;
+        }
+        if close {
+            return;
+        }
+    }
+}
+
+/// A closed-loop spec with test-friendly defaults.
+pub fn closed(url: String, connections: u32, pipeline: u32) -> LoadSpec {
+    LoadSpec {
+        url,
+        model: LoadModel::Closed {
+            connections,
+            pipeline,
+        },
+        threads: 1,
+        keepalive: true,
+        duration_ms: None,
+        requests: None,
+        warmup_ms: 0,
+        timeout_ms: 2000,
+        expect_status: 200,
+        expect_body_bytes: None,
+        headers: Vec::new(),
+    }
+}
+
+/// The accounting identity every report must satisfy.
+pub fn assert_adds_up(r: &loadgen::Report) {
+    let c = &r.counts;
+    assert_eq!(
+        c.sent,
+        c.ok + c.non_2xx + c.errors.total() + c.timeouts + c.in_flight_at_end,
+        "accounting does not add up: {c:?}"
+    );
+}

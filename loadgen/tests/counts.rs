@@ -1,0 +1,116 @@
+//! Exact accounting against in-test servers: request counts, pipelining, keep-alive vs
+//! connection-per-request, status/body validation, chunked bodies.
+
+mod common;
+
+use common::{Mode, TestServer, assert_adds_up, closed};
+
+#[test]
+fn exact_counts_for_n_requests() {
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 4, 1);
+    spec.requests = Some(1000);
+    spec.threads = 2;
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!((r.counts.sent, r.counts.ok), (1000, 1000), "{:?}", r.counts);
+    assert_eq!(srv.requests(), 1000);
+    assert_eq!(r.latency_us.samples, 1000);
+    assert_eq!(r.connections.established, 4);
+    assert_eq!(r.status_counts.get(&200), Some(&1000));
+    assert!(r.requests_per_s > 0.0 && r.window_s > 0.0);
+}
+
+#[test]
+fn pipelined_counts_with_partial_last_batch() {
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 3, 16);
+    spec.requests = Some(1001);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!((r.counts.sent, r.counts.ok), (1001, 1001), "{:?}", r.counts);
+    assert_eq!(srv.requests(), 1001);
+}
+
+#[test]
+fn keepalive_reuses_connections_and_close_opens_one_per_request() {
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 2, 1);
+    spec.requests = Some(200);
+    let r = loadgen::run(&spec).unwrap();
+    assert_eq!(r.counts.ok, 200);
+    assert_eq!(srv.accepted(), 2);
+
+    let srv = TestServer::start(Mode::Ok);
+    spec.url = srv.url();
+    spec.keepalive = false;
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!(r.counts.ok, 200, "{:?}", r.counts);
+    // The client closes after each response even though this server would keep going.
+    assert!(srv.accepted() >= 200, "accepted {}", srv.accepted());
+    assert!(r.connections.established >= 200);
+}
+
+#[test]
+fn server_closing_each_connection_is_followed() {
+    let srv = TestServer::start(Mode::CloseEach);
+    let mut spec = closed(srv.url(), 2, 1);
+    spec.requests = Some(100);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!(r.counts.ok, 100, "{:?}", r.counts);
+    assert!(r.connections.reconnected >= 98);
+}
+
+#[test]
+fn wrong_status_and_body_are_errors() {
+    let srv = TestServer::start(Mode::Status(202));
+    let mut spec = closed(srv.url(), 1, 1);
+    spec.requests = Some(50);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!(r.counts.errors.status_mismatch, 50);
+    assert_eq!(r.ok_per_s, 0.0);
+
+    let srv = TestServer::start(Mode::Status(503));
+    spec.url = srv.url();
+    let r = loadgen::run(&spec).unwrap();
+    assert_eq!(r.counts.non_2xx, 50);
+
+    let srv = TestServer::start(Mode::Ok);
+    spec.url = srv.url();
+    spec.expect_body_bytes = Some(5);
+    let r = loadgen::run(&spec).unwrap();
+    assert_eq!(r.counts.errors.body_mismatch, 50);
+    spec.expect_body_bytes = Some(4);
+    let r = loadgen::run(&spec).unwrap();
+    assert_eq!(r.counts.ok, 50);
+}
+
+#[test]
+fn chunked_bodies_are_framed() {
+    let srv = TestServer::start(Mode::Chunked);
+    let mut spec = closed(srv.url(), 2, 4);
+    spec.requests = Some(400);
+    spec.expect_body_bytes = Some(7);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!(r.counts.ok, 400, "{:?}", r.counts);
+}
+
+#[test]
+fn duration_run_with_warmup_reports_a_timeline() {
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 4, 1);
+    spec.duration_ms = Some(600);
+    spec.warmup_ms = 200;
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert!((r.window_s - 0.6).abs() < 0.05, "window {}", r.window_s);
+    assert!(r.counts.ok > 100);
+    // Warm-up requests reached the server but are not in the report.
+    assert!(srv.requests() > r.counts.sent);
+    assert_eq!(r.timeline.len(), 1);
+    assert_eq!(r.timeline.iter().map(|i| i.responses).sum::<u64>(), r.latency_us.samples);
+}
