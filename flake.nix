@@ -60,7 +60,7 @@
             nixFiles = [ ./flake.nix ./nix ];
           };
 
-          formatter = checkedPkgs.nixpkgs-fmt;
+          formatter = import ./nix/formatter.nix { pkgs = checkedPkgs; };
         };
 
       all = nixpkgs.lib.genAttrs systems perSystem;

@@ -17,12 +17,13 @@ let
     "results"
     "README.md"
   ];
-in
-{
   src = fs.toSource {
     inherit root;
     fileset = fs.difference root (fs.unions notInBuild);
   };
+in
+{
+  inherit src;
 
   inherit (cargoToml.workspace.package) version;
 
@@ -32,7 +33,9 @@ in
   toolchainChannel = toolchainToml.toolchain.channel;
 
   # The flake's own copy of the default matrix, for `nix run .#matrix` outside a
-  # checkout and for checks.smoke; null while the file is missing.
+  # checkout and for checks.smoke; null while the file is missing. Taken from `src`
+  # so that the Cargo.lock the binaries were built from sits next to it, where the
+  # runner looks for it when recording provenance.
   defaultMatrix =
-    if builtins.pathExists (root + "/matrix.toml") then root + "/matrix.toml" else null;
+    if builtins.pathExists (root + "/matrix.toml") then "${src}/matrix.toml" else null;
 }

@@ -25,13 +25,13 @@ die() {
     exit 1
 }
 
-command -v nix >/dev/null && command -v nix-instantiate >/dev/null ||
+{ command -v nix >/dev/null && command -v nix-instantiate >/dev/null; } ||
     die "nix not found: install Nix >= 2.8 (Debian 12: apt-get install nix-bin; .ci/run does this)"
 command -v nixpkgs-fmt >/dev/null ||
     die "nixpkgs-fmt not found: cargo install --locked nixpkgs-fmt@1.3.0 (.ci/run does this)"
 command -v shellcheck >/dev/null ||
     die "shellcheck not found: apt-get install shellcheck (.ci/run does this); writeShellApplication runs it at build time"
-command -v git >/dev/null && git rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
+{ command -v git >/dev/null && git rev-parse --is-inside-work-tree >/dev/null 2>&1; } ||
     die "not a git work tree: the flake is checked as git would present it"
 
 work=$(mktemp -d)
@@ -57,7 +57,7 @@ if [ -n "$untracked" ]; then
 fi
 [ -f "$flake/flake.nix" ] || die "flake.nix is missing"
 [ -f "$flake/matrix.toml" ] ||
-    printf 'note matrix.toml is missing: checks.smoke and argument-less `nix run .#matrix` would fail\n'
+    echo "note matrix.toml is missing: checks.smoke and argument-less 'nix run .#matrix' would fail"
 
 stand_in="path:$flake/nix/stand-in"
 on_stand_in=(--override-input nixpkgs "$stand_in" --no-write-lock-file)
@@ -149,14 +149,16 @@ missing=0
 for sys in x86_64-linux aarch64-linux; do
     for want in "packages.$sys.workspace" "packages.$sys.matrix" "packages.$sys.default" \
         "devShells.$sys.default" "formatter.$sys" "checks.$sys.build" "checks.$sys.tests" \
-        "checks.$sys.clippy" "checks.$sys.fmt" "checks.$sys.smoke"; do
+        "checks.$sys.clippy" "checks.$sys.fmt" "checks.$sys.smoke" "checks.$sys.nix-fmt"; do
         run_nix eval --raw "path:$flake#$want.drvPath" "${on_stand_in[@]}" >/dev/null ||
             { fail "structure: $want is missing or not a derivation"; missing=1; }
     done
 done
-[ "$missing" -eq 1 ] || ok "structure: packages {workspace, matrix, default}, devShells.default, formatter, checks {build, tests, clippy, fmt, smoke} on both systems"
+[ "$missing" -eq 1 ] || ok "structure: packages {workspace, matrix, default}, devShells.default, formatter, checks {build, tests, clippy, fmt, smoke, nix-fmt} on both systems"
 
 # --- 5. apps, by hand (Nix 2.8 does not validate them) ---------------------------------
+# The --apply arguments are Nix code, single-quoted on purpose.
+# shellcheck disable=SC2016
 apps=$(run_nix eval --raw "path:$flake#apps" "${on_stand_in[@]}" --apply '
   apps: builtins.concatStringsSep "\n" (builtins.concatLists (builtins.attrValues (builtins.mapAttrs
     (sys: byName: map
@@ -165,6 +167,7 @@ apps=$(run_nix eval --raw "path:$flake#apps" "${on_stand_in[@]}" --apply '
         (if (a.meta.description or "") != "" then "described" else "undescribed") ])
       (builtins.attrNames byName))
     apps)))') || apps=""
+# shellcheck disable=SC2016
 wrappers=$(run_nix eval --raw "path:$flake#packages" "${on_stand_in[@]}" --apply '
   p: builtins.concatStringsSep "\n" (builtins.attrValues (builtins.mapAttrs
     (sys: ps: "${sys} ${ps.matrix.outPath} ${ps.workspace.outPath}") p))') || wrappers=""
@@ -232,7 +235,7 @@ wrapper_case "$work/cwd-with" "^run --config matrix.toml --out x\$" --out x
 wrapper_case "$work/cwd-with" "^plan --config x\$" plan --config x
 wrapper_case "$work/cwd-with" "^--help\$" --help
 if [ -f "$flake/matrix.toml" ]; then
-    wrapper_case "$work/cwd-without" "^run --config /nix/store/[a-z0-9]{32}-matrix.toml --out $ts\$"
+    wrapper_case "$work/cwd-without" "^run --config /nix/store/[a-z0-9]{32}-source/matrix.toml --out $ts\$"
 else
     rc=0
     (cd "$work/cwd-without" && bash "$work/wrapper-fake.sh") >/dev/null 2>&1 || rc=$?
@@ -241,6 +244,15 @@ else
     else
         fail "wrapper: without any matrix.toml it exits $rc, want 2"
     fi
+fi
+
+# The formatter is a writeShellApplication too: same bash -n + shellcheck gate.
+fmt_text=$(run_nix eval --raw "path:$flake#formatter.x86_64-linux.text" "${on_stand_in[@]}") || fmt_text=""
+printf '#!/usr/bin/env bash\nset -o errexit\nset -o nounset\nset -o pipefail\n%s\n' "$fmt_text" >"$work/formatter.sh"
+if [ -n "$fmt_text" ] && bash -n "$work/formatter.sh" && shellcheck "$work/formatter.sh" >"$work/shellcheck.log" 2>&1; then
+    ok "formatter: script is valid bash and shellcheck clean"
+else
+    fail "formatter: script empty, invalid or not shellcheck clean: $(cat "$work/shellcheck.log")"
 fi
 
 # --- 7. Nix formatting ------------------------------------------------------------------
