@@ -31,8 +31,9 @@ command -v nixpkgs-fmt >/dev/null ||
     die "nixpkgs-fmt not found: cargo install --locked nixpkgs-fmt@1.3.0 (.ci/run does this)"
 command -v shellcheck >/dev/null ||
     die "shellcheck not found: apt-get install shellcheck (.ci/run does this); writeShellApplication runs it at build time"
-{ command -v git >/dev/null && git rev-parse --is-inside-work-tree >/dev/null 2>&1; } ||
-    die "not a git work tree: the flake is checked as git would present it"
+command -v git >/dev/null || die "git not found: the flake is checked as git presents it"
+git_err=$(git rev-parse --is-inside-work-tree 2>&1 >/dev/null) ||
+    die "not usable as a git work tree (the flake is checked as git presents it): $git_err"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
