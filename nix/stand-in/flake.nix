@@ -33,16 +33,12 @@
 
         assertMsg = pred: msg: pred || builtins.throw msg;
 
-        optionals = cond: list: if cond then list else [ ];
-
         # Like nixpkgs: the program named by meta.mainProgram. The real one only
         # warns when mainProgram is missing; being stricter here catches it early.
         getExe = drv:
           if drv ? meta.mainProgram
           then "${drv}/bin/${drv.meta.mainProgram}"
           else builtins.throw "lib.getExe: ${drv.name or "value"} has no meta.mainProgram";
-
-        "getExe'" = drv: name: "${drv}/bin/${name}";
 
         # File sets: { include = [ path ]; exclude = [ path ]; }. Enough for
         # unions/difference/maybeMissing/toSource as the flake uses them; like the
