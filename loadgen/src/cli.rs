@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
     /// Open loop: total requests per second, latency measured from intended send times
-    #[arg(short = 'R', long)]
+    #[arg(short = 'R', long, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Closed loop: requests in flight per connection, sent as one write
     #[arg(long, default_value_t = 1)]
@@ -97,7 +97,9 @@ impl Args {
         if let Some(path) = &self.spec {
             let text = if path == "-" {
                 let mut s = String::new();
-                std::io::stdin().read_to_string(&mut s).context("reading spec from stdin")?;
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .context("reading spec from stdin")?;
                 s
             } else {
                 std::fs::read_to_string(path).with_context(|| format!("reading spec {path}"))?

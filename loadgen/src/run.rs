@@ -37,9 +37,12 @@ pub fn run(spec: &LoadSpec) -> Result<Report> {
     let duration_ns = spec.duration_ms.map(|d| d * ms);
     let warmup_ns = spec.warmup_ms * ms;
     let open = match spec.model {
-        LoadModel::Open { rate_per_s, .. } => {
-            Some(OpenPlan::new(rate_per_s, warmup_ns, duration_ns, spec.requests))
-        }
+        LoadModel::Open { rate_per_s, .. } => Some(OpenPlan::new(
+            rate_per_s,
+            warmup_ns,
+            duration_ns,
+            spec.requests,
+        )),
         LoadModel::Closed { .. } => None,
     };
     let plan = Arc::new(Plan {
@@ -135,7 +138,11 @@ fn add_counts(a: &mut Counts, b: &Counts) {
 
 fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcome>) -> Report {
     let open = matches!(spec.model, LoadModel::Open { .. });
-    let finished = outcomes.iter().map(|o| o.finished_ns).max().unwrap_or(ws_ns);
+    let finished = outcomes
+        .iter()
+        .map(|o| o.finished_ns)
+        .max()
+        .unwrap_or(ws_ns);
     let window_ns = finished.saturating_sub(ws_ns);
     let window_s = window_ns as f64 / 1e9;
     let (mut latency, mut service, mut lag) = (new_hist(3), new_hist(3), new_hist(3));
@@ -202,16 +209,35 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
                 t_s: i as u32,
                 responses,
                 requests_per_s: responses as f64 / len_s,
-                p50_us: if h.is_empty() { 0 } else { h.value_at_quantile(0.5) },
-                p99_us: if h.is_empty() { 0 } else { h.value_at_quantile(0.99) },
+                p50_us: if h.is_empty() {
+                    0
+                } else {
+                    h.value_at_quantile(0.5)
+                },
+                p99_us: if h.is_empty() {
+                    0
+                } else {
+                    h.value_at_quantile(0.99)
+                },
                 errors,
             }
         })
         .collect();
-    let responses = counts.ok + counts.non_2xx + counts.errors.status_mismatch + counts.errors.body_mismatch;
-    let per_s = |n: u64| if window_s > 0.0 { n as f64 / window_s } else { 0.0 };
+    let responses =
+        counts.ok + counts.non_2xx + counts.errors.status_mismatch + counts.errors.body_mismatch;
+    let per_s = |n: u64| {
+        if window_s > 0.0 {
+            n as f64 / window_s
+        } else {
+            0.0
+        }
+    };
     let latency_us = percentiles(&latency);
-    let service_time_us = if open { percentiles(&service) } else { latency_us.clone() };
+    let service_time_us = if open {
+        percentiles(&service)
+    } else {
+        latency_us.clone()
+    };
     let send_lag_us = open.then(|| percentiles(&lag));
 
     let busiest = busy.iter().copied().fold(0.0, f64::max);
@@ -252,7 +278,10 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
         problems.push(format!("{errors} requests ended in errors"));
     }
     if counts.backlog_at_end > 0 {
-        problems.push(format!("{} scheduled requests were never sent", counts.backlog_at_end));
+        problems.push(format!(
+            "{} scheduled requests were never sent",
+            counts.backlog_at_end
+        ));
     }
 
     let mut ser = V2DeflateSerializer::new();

@@ -64,7 +64,9 @@ pub enum SpecError {
     NoConnections,
     #[error("threads must be at least 1")]
     NoThreads,
-    #[error("threads ({threads}) exceed connections ({connections}); every thread needs a connection")]
+    #[error(
+        "threads ({threads}) exceed connections ({connections}); every thread needs a connection"
+    )]
     ThreadsExceedConnections { threads: u32, connections: u32 },
     #[error("pipeline depth must be between 1 and 1024 (got {0})")]
     Pipeline(u32),

@@ -57,7 +57,12 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(window_start_ns: u64, open_loop: bool, expect_status: u16, expect_body_bytes: Option<u64>) -> Self {
+    pub fn new(
+        window_start_ns: u64,
+        open_loop: bool,
+        expect_status: u16,
+        expect_body_bytes: Option<u64>,
+    ) -> Self {
         Self {
             window_start_ns,
             expect_status,

@@ -28,7 +28,11 @@ pub fn headline(spec: &LoadSpec) -> String {
         "{} — {model}, {} thread(s), {}, {bound} (warm-up {} ms)",
         spec.url,
         spec.threads,
-        if spec.keepalive { "keep-alive" } else { "connection per request" },
+        if spec.keepalive {
+            "keep-alive"
+        } else {
+            "connection per request"
+        },
         spec.warmup_ms
     )
 }
@@ -67,7 +71,10 @@ pub fn summary(r: &Report) -> String {
         if let Some(l) = &r.send_lag_us {
             line(&mut o, "Send lag", l);
         }
-        let _ = writeln!(o, "  (latency from intended send time: no coordinated omission)");
+        let _ = writeln!(
+            o,
+            "  (latency from intended send time: no coordinated omission)"
+        );
     } else {
         line(&mut o, "Latency", &r.latency_us);
         let _ = writeln!(
@@ -102,7 +109,11 @@ pub fn summary(r: &Report) -> String {
         );
     }
     if open {
-        let _ = writeln!(o, "  queued {} backlog at end {}", c.queued, c.backlog_at_end);
+        let _ = writeln!(
+            o,
+            "  queued {} backlog at end {}",
+            c.queued, c.backlog_at_end
+        );
     }
     let k = &r.connections;
     let _ = writeln!(
@@ -110,7 +121,11 @@ pub fn summary(r: &Report) -> String {
         "  connections: requested {} established {} reconnected {} failed {}",
         k.requested, k.established, k.reconnected, k.failed
     );
-    let _ = writeln!(o, "Requests/sec: {:>12.2}  (ok/sec {:.2})", r.requests_per_s, r.ok_per_s);
+    let _ = writeln!(
+        o,
+        "Requests/sec: {:>12.2}  (ok/sec {:.2})",
+        r.requests_per_s, r.ok_per_s
+    );
     let g = &r.generator;
     let _ = writeln!(
         o,

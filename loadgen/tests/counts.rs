@@ -112,5 +112,8 @@ fn duration_run_with_warmup_reports_a_timeline() {
     // Warm-up requests reached the server but are not in the report.
     assert!(srv.requests() > r.counts.sent);
     assert_eq!(r.timeline.len(), 1);
-    assert_eq!(r.timeline.iter().map(|i| i.responses).sum::<u64>(), r.latency_us.samples);
+    assert_eq!(
+        r.timeline.iter().map(|i| i.responses).sum::<u64>(),
+        r.latency_us.samples
+    );
 }

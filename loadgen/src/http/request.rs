@@ -13,7 +13,10 @@ pub struct RequestBytes {
 
 impl RequestBytes {
     pub fn new(target: &Target, headers: &[(String, String)], keepalive: bool, depth: u32) -> Self {
-        let mut one = format!("GET {} HTTP/1.1\r\nHost: {}\r\n", target.path, target.host_header);
+        let mut one = format!(
+            "GET {} HTTP/1.1\r\nHost: {}\r\n",
+            target.path, target.host_header
+        );
         for (k, v) in headers {
             one.push_str(k);
             one.push_str(": ");

@@ -30,18 +30,27 @@ pub struct Response {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     /// A response finished after `consumed` bytes.
-    Done { consumed: usize, response: Response },
+    Done {
+        consumed: usize,
+        response: Response,
+    },
     /// All `consumed` bytes were used (possibly 0); more input is needed.
-    More { consumed: usize },
+    More {
+        consumed: usize,
+    },
     Error(ParseError),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Head,
-    Body { remaining: u64 },
+    Body {
+        remaining: u64,
+    },
     ChunkSize,
-    ChunkData { remaining: u64 },
+    ChunkData {
+        remaining: u64,
+    },
     ChunkCrlf,
     Trailers,
     /// No length given: the body runs until the server closes.
@@ -204,7 +213,9 @@ impl ResponseParser {
         let n = match resp.parse(buf) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
-            Err(httparse::Error::TooManyHeaders) => return Err(ParseError::Head("too many headers")),
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(ParseError::Head("too many headers"));
+            }
             Err(_) => return Err(ParseError::Head("invalid syntax")),
         };
         let status = resp.code.unwrap_or(0);
@@ -293,7 +304,10 @@ mod tests {
         let mut p = ResponseParser::new();
         let rs = all(&mut p, &buf);
         assert_eq!(rs.len(), 3);
-        assert!(rs.iter().all(|r| r.status == 200 && r.body_bytes == 4 && !r.close));
+        assert!(
+            rs.iter()
+                .all(|r| r.status == 200 && r.body_bytes == 4 && !r.close)
+        );
     }
 
     #[test]
@@ -314,20 +328,44 @@ mod tests {
                 }
             }
             let r = got.unwrap_or_else(|| panic!("cut {cut}: incomplete"));
-            assert_eq!((r.status, r.body_bytes, start), (200, 7, msg.len()), "cut {cut}");
+            assert_eq!(
+                (r.status, r.body_bytes, start),
+                (200, 7, msg.len()),
+                "cut {cut}"
+            );
         }
     }
 
     #[test]
     fn close_and_eof_bodies() {
         let mut p = ResponseParser::new();
-        let rs = all(&mut p, b"HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-        assert_eq!(rs[0], Response { status: 503, body_bytes: 0, close: true });
+        let rs = all(
+            &mut p,
+            b"HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+        );
+        assert_eq!(
+            rs[0],
+            Response {
+                status: 503,
+                body_bytes: 0,
+                close: true
+            }
+        );
         let mut p = ResponseParser::new();
         assert!(all(&mut p, b"HTTP/1.0 200 OK\r\n\r\nabc").is_empty());
-        assert_eq!(p.on_eof(), Some(Response { status: 200, body_bytes: 3, close: true }));
+        assert_eq!(
+            p.on_eof(),
+            Some(Response {
+                status: 200,
+                body_bytes: 3,
+                close: true
+            })
+        );
         let mut p = ResponseParser::new();
-        let rs = all(&mut p, b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n");
+        let rs = all(
+            &mut p,
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+        );
         assert_eq!(rs[0].status, 204);
     }
 

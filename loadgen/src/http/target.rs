@@ -95,7 +95,10 @@ mod tests {
     #[test]
     fn splits_urls() {
         let (h, p, hh, path) = split("http://127.0.0.1:8080/ping?x=1").unwrap();
-        assert_eq!((h.as_str(), p, hh.as_str(), path.as_str()), ("127.0.0.1", 8080, "127.0.0.1:8080", "/ping?x=1"));
+        assert_eq!(
+            (h.as_str(), p, hh.as_str(), path.as_str()),
+            ("127.0.0.1", 8080, "127.0.0.1:8080", "/ping?x=1")
+        );
         let (h, p, _, path) = split("http://[::1]:9/").unwrap();
         assert_eq!((h.as_str(), p, path.as_str()), ("::1", 9, "/"));
         assert_eq!(split("http://localhost").unwrap().3, "/");

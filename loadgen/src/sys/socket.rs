@@ -119,7 +119,11 @@ pub fn take_error(fd: RawFd) -> io::Result<()> {
 pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: the buffer is valid for `buf.len()` bytes.
     let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-    if n < 0 { Err(last_err()) } else { Ok(n as usize) }
+    if n < 0 {
+        Err(last_err())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// `send(2)` without SIGPIPE.
@@ -134,7 +138,11 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
             libc::MSG_NOSIGNAL,
         )
     };
-    if n < 0 { Err(last_err()) } else { Ok(n as usize) }
+    if n < 0 {
+        Err(last_err())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 pub fn close(fd: RawFd) {

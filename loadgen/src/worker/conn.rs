@@ -13,7 +13,9 @@ pub const READ_BUF: usize = 32 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
     /// No socket; (re)connect at `retry_at_ns` (closed loop carries a batch when it does).
-    Down { retry_at_ns: u64 },
+    Down {
+        retry_at_ns: u64,
+    },
     Connecting,
     Open,
     /// No socket and nothing more to do (closed-loop budget spent).

@@ -79,13 +79,22 @@ impl Worker {
         let n = share.connections as usize;
         let j_end = plan.open.map_or(0, |o| {
             let (i, t) = (share.index as u64, plan.threads as u64);
-            if o.k_end > i { (o.k_end - i).div_ceil(t) } else { 0 }
+            if o.k_end > i {
+                (o.k_end - i).div_ceil(t)
+            } else {
+                0
+            }
         });
         Ok(Self {
             ep: Epoll::new(n.min(1024))?,
             conns: (0..n).map(|_| Conn::new()).collect(),
             events: Vec::with_capacity(n.min(1024)),
-            rec: Recorder::new(0, plan.open.is_some(), plan.expect_status, plan.expect_body_bytes),
+            rec: Recorder::new(
+                0,
+                plan.open.is_some(),
+                plan.expect_status,
+                plan.expect_body_bytes,
+            ),
             cc: ConnectionCounts::default(),
             t0_ns: 0,
             ws_ns: 0,
@@ -443,7 +452,9 @@ impl Worker {
         if let Some(o) = self.plan.open {
             // Everything due before the end but never sent is backlog, not silently lost.
             let horizon = now.min(self.end_ns);
-            while self.next_due_j < self.j_end && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) < horizon {
+            while self.next_due_j < self.j_end
+                && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) < horizon
+            {
                 self.next_due_j += 1;
             }
             self.rec.counts.backlog_at_end = (self.next_send_j..self.next_due_j)
@@ -499,7 +510,9 @@ impl Worker {
     fn dispatch_open(&mut self) -> u64 {
         let o = self.plan.open.expect("open loop");
         let now = now_ns();
-        while self.next_due_j < self.j_end && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) <= now {
+        while self.next_due_j < self.j_end
+            && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) <= now
+        {
             self.next_due_j += 1;
         }
         while self.next_send_j < self.next_due_j {
@@ -558,7 +571,11 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let kind = if is_reset(&e) { ErrorKind::Reset } else { ErrorKind::Write };
+                    let kind = if is_reset(&e) {
+                        ErrorKind::Reset
+                    } else {
+                        ErrorKind::Write
+                    };
                     self.fail_open(ci, kind, now_ns());
                     return;
                 }
@@ -606,7 +623,11 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let kind = if is_reset(&e) { ErrorKind::Reset } else { ErrorKind::Read };
+                    let kind = if is_reset(&e) {
+                        ErrorKind::Reset
+                    } else {
+                        ErrorKind::Read
+                    };
                     self.fail_open(ci, kind, now_ns());
                     return;
                 }
@@ -657,11 +678,11 @@ impl Worker {
     }
 
     fn on_eof(&mut self, ci: usize, now: u64) {
-        if let Some(r) = self.conns[ci].parser.on_eof() {
-            if self.conns[ci].in_flight > 0 {
-                self.on_response(ci, r, now);
-                return;
-            }
+        if let Some(r) = self.conns[ci].parser.on_eof()
+            && self.conns[ci].in_flight > 0
+        {
+            self.on_response(ci, r, now);
+            return;
         }
         if self.conns[ci].in_flight > 0 {
             self.fail_open(ci, ErrorKind::Read, now);

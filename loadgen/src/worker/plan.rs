@@ -32,7 +32,12 @@ pub struct OpenPlan {
 }
 
 impl OpenPlan {
-    pub fn new(rate_per_s: f64, warmup_ns: u64, duration_ns: Option<u64>, requests: Option<u64>) -> Self {
+    pub fn new(
+        rate_per_s: f64,
+        warmup_ns: u64,
+        duration_ns: Option<u64>,
+        requests: Option<u64>,
+    ) -> Self {
         let ns_per_request = 1e9 / rate_per_s;
         let k_window = (warmup_ns as f64 / ns_per_request).ceil() as u64;
         let by_time = duration_ns

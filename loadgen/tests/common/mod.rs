@@ -122,7 +122,14 @@ fn serve(mut stream: TcpStream, s: &Shared) {
         let n = match stream.read(&mut buf[have..]) {
             Ok(0) => return,
             Ok(n) => n,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
             Err(_) => return,
         };
         have += n;
@@ -135,7 +142,9 @@ fn serve(mut stream: TcpStream, s: &Shared) {
             have -= req_len;
             match s.mode {
                 Mode::Silent => continue,
-                Mode::StallOnce { after, ms } if k == after && !s.stall_done.swap(true, Ordering::SeqCst) => {
+                Mode::StallOnce { after, ms }
+                    if k == after && !s.stall_done.swap(true, Ordering::SeqCst) =>
+                {
                     let _g = s.gate.lock().unwrap();
                     std::thread::sleep(Duration::from_millis(ms));
                 }

@@ -1,0 +1,124 @@
+//! The binary's contract: exit 2 with a clear message on bad input, 1 when the target
+//! refuses every connection (still printing the report), JSON-only stdout with `--json -`,
+//! and `--spec` files as the runner passes them.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use common::{Mode, TestServer, closed};
+
+fn loadgen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .output()
+        .expect("run the loadgen binary")
+}
+
+#[test]
+fn bad_arguments_exit_2_with_a_message() {
+    for (args, needle) in [
+        (&["ftp://127.0.0.1:1/"][..], "scheme"),
+        (&["not a url"][..], "scheme"),
+        (&["http://:80/"][..], "host"),
+        (&["http://127.0.0.1:1/", "-c", "0"][..], "connections"),
+        (&["http://127.0.0.1:1/", "-R", "0"][..], "rate"),
+        (&["http://127.0.0.1:1/", "-R", "-5"][..], "rate"),
+        (
+            &["http://127.0.0.1:1/", "-R", "10", "--pipeline", "2"][..],
+            "pipeline",
+        ),
+        (
+            &["http://127.0.0.1:1/", "--pipeline", "4", "--no-keepalive"][..],
+            "keep-alive",
+        ),
+        (
+            &["http://127.0.0.1:1/", "-t", "4", "-c", "2"][..],
+            "threads",
+        ),
+        (&["http://127.0.0.1:1/", "-d", "soon"][..], "duration"),
+        (&["http://127.0.0.1:1/", "-H", "no colon"][..], "header"),
+        (&["http://127.0.0.1:1/", "--bogus"][..], "bogus"),
+        (&[][..], "URL"),
+    ] {
+        let out = loadgen(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.to_lowercase().contains(&needle.to_lowercase()),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn refused_target_exits_1_and_still_reports() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = loadgen(&[
+        &format!("http://127.0.0.1:{port}/"),
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let r: loadgen::Report = serde_json::from_slice(&out.stdout).expect("a report on stdout");
+    assert_eq!(r.connections.established, 0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refused"));
+}
+
+#[test]
+fn spec_from_stdin_as_the_runner_passes_it() {
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 2, 1);
+    spec.requests = Some(100);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["--spec", "-", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(&spec).unwrap().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: loadgen::Report = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r.spec, spec);
+    assert_eq!(r.counts.ok, 100);
+
+    // An invalid spec is bad input too.
+    let dir = std::env::temp_dir().join(format!("loadgen-spec-{}.json", std::process::id()));
+    spec.threads = 0;
+    std::fs::write(&dir, serde_json::to_string(&spec).unwrap()).unwrap();
+    let out = loadgen(&["--spec", dir.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&dir);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn text_summary_by_default() {
+    let srv = TestServer::start(Mode::Ok);
+    let out = loadgen(&[&srv.url(), "-c", "2", "-n", "200"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Requests/sec:"), "{text}");
+    assert!(text.contains("sent 200 = ok 200"), "{text}");
+}

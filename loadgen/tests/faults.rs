@@ -1,0 +1,176 @@
+//! Failure modes: silent servers (timeouts), a one-time stall seen by the open loop but not
+//! by closed-loop service time, refused connections, and a server dying mid-run.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Mode, TestServer, assert_adds_up, closed};
+use loadgen::LoadModel;
+
+#[test]
+fn silent_server_produces_timeouts_not_silence() {
+    let srv = TestServer::start(Mode::Silent);
+    let mut spec = closed(srv.url(), 2, 1);
+    spec.requests = Some(4);
+    spec.timeout_ms = 150;
+    let t = Instant::now();
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!(r.counts.timeouts, 4, "{:?}", r.counts);
+    assert_eq!(r.counts.ok, 0);
+    // Each timeout closes and reopens its connection.
+    assert!(r.connections.reconnected >= 2, "{:?}", r.connections);
+    assert!(t.elapsed() < Duration::from_secs(3));
+    assert!(r.problems.iter().any(|p| p.contains("timed out")));
+}
+
+#[test]
+fn timeouts_in_a_duration_run_are_counted_once() {
+    let srv = TestServer::start(Mode::Silent);
+    let mut spec = closed(srv.url(), 2, 4);
+    spec.duration_ms = Some(500);
+    spec.timeout_ms = 100;
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    // ~4 rounds of 2 connections x 4 requests time out; the rest are in flight at the end.
+    assert!(
+        r.counts.timeouts >= 16 && r.counts.timeouts <= 40,
+        "{:?}",
+        r.counts
+    );
+    assert_eq!(r.counts.timeouts % 4, 0);
+}
+
+#[test]
+fn open_loop_sees_a_stall_that_closed_loop_service_time_hides() {
+    // The whole server freezes for 500 ms once.
+    let srv = TestServer::start(Mode::StallOnce {
+        after: 200,
+        ms: 500,
+    });
+    let mut spec = closed(srv.url(), 8, 1);
+    spec.model = LoadModel::Open {
+        rate_per_s: 1000.0,
+        connections: 16,
+    };
+    spec.duration_ms = Some(1000);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert!(
+        r.latency_us.p99 >= 250_000,
+        "open-loop p99 {} µs should show the 500 ms stall",
+        r.latency_us.p99
+    );
+    assert!(
+        r.counts.queued > 0,
+        "requests should have queued during the stall"
+    );
+    assert!(r.service_time_us.p50 < 100_000);
+    let lag = r.send_lag_us.as_ref().unwrap();
+    assert!(lag.samples == r.counts.sent);
+
+    let srv = TestServer::start(Mode::StallOnce {
+        after: 200,
+        ms: 500,
+    });
+    let mut spec = closed(srv.url(), 2, 1);
+    spec.duration_ms = Some(1000);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert!(r.counts.ok > 1000, "{:?}", r.counts);
+    assert!(
+        r.latency_us.p99 < 250_000,
+        "closed-loop service-time p99 {} µs hides the stall",
+        r.latency_us.p99
+    );
+    assert!(
+        r.latency_us.max >= 400_000,
+        "but the max shows it: {}",
+        r.latency_us.max
+    );
+}
+
+#[test]
+fn refused_connections_end_the_run_with_a_report() {
+    // Bind and drop to get a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut spec = closed(format!("http://127.0.0.1:{port}/"), 4, 1);
+    spec.duration_ms = Some(5000);
+    let t = Instant::now();
+    let r = loadgen::run(&spec).unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "must not wait out the duration"
+    );
+    assert_adds_up(&r);
+    assert_eq!(r.connections.established, 0);
+    assert!(r.connections.failed >= 4);
+    assert_eq!(r.counts.ok, 0);
+    assert!(
+        r.problems.iter().any(|p| p.contains("refused")),
+        "{:?}",
+        r.problems
+    );
+}
+
+#[test]
+fn server_killed_mid_run_ends_on_time_with_complete_accounting() {
+    let mut srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 4, 1);
+    spec.duration_ms = Some(800);
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        srv.kill();
+        srv
+    });
+    let t = Instant::now();
+    let r = loadgen::run(&spec).unwrap();
+    let _srv = killer.join().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(2000),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_adds_up(&r);
+    assert!(r.counts.ok > 0);
+    assert!((r.window_s - 0.8).abs() < 0.1, "window {}", r.window_s);
+    assert!(
+        r.connections.failed > 0,
+        "reconnects to a dead server fail: {:?}",
+        r.connections
+    );
+    // Later seconds of the timeline show the outage.
+    assert_eq!(r.timeline.len(), 1);
+}
+
+#[test]
+fn server_killed_in_a_requests_run_stops_instead_of_hanging() {
+    let mut srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 2, 1);
+    spec.requests = Some(u32::MAX as u64);
+    spec.timeout_ms = 200;
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        srv.kill();
+        srv
+    });
+    let t = Instant::now();
+    let r = loadgen::run(&spec).unwrap();
+    let _srv = killer.join().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_adds_up(&r);
+    assert!(
+        r.problems.iter().any(|p| p.contains("unreachable")),
+        "{:?}",
+        r.problems
+    );
+}
