@@ -43,7 +43,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         service: SERVICE.into(),
         runtime: "may".into(),
         runtime_version: env!("PING_MAY_VERSION").into(),
-        http: format!("may_minihttp {} (HttpService)", env!("PING_MINIHTTP_VERSION")),
+        http: format!(
+            "may_minihttp {} (HttpService)",
+            env!("PING_MINIHTTP_VERSION")
+        ),
         model: Model::Coroutine,
         workers,
         io_driver: "epoll".into(),

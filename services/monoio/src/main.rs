@@ -41,7 +41,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut threads = Vec::with_capacity(workers);
     for i in 0..workers {
-        let cpu = pin.then(|| allowed[i]);
+        let cpu = if pin { allowed.get(i).copied() } else { None };
         let ready = ready_tx.clone();
         threads.push(
             std::thread::Builder::new()

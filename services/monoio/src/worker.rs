@@ -19,11 +19,11 @@ const RING_ENTRIES: u32 = 1024;
 
 /// Runs a worker forever; reports its driver (or a start-up error) on `ready` once bound.
 pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<Driver, String>>) {
-    if let Some(cpu) = cpu {
-        if let Err(e) = monoio::utils::bind_to_cpu_set([cpu]) {
-            let _ = ready.send(Err(format!("cannot pin to cpu {cpu}: {e:?}")));
-            return;
-        }
+    if let Some(cpu) = cpu
+        && let Err(e) = monoio::utils::bind_to_cpu_set([cpu])
+    {
+        let _ = ready.send(Err(format!("cannot pin to cpu {cpu}: {e:?}")));
+        return;
     }
     let rt = RuntimeBuilder::<FusionDriver>::new()
         .with_entries(RING_ENTRIES)

@@ -1,0 +1,136 @@
+//! Connection contract: keep-alive, pipelining, split requests, `Connection: close`, HTTP/1.0.
+
+use std::time::Duration;
+
+use ping_common::response::Reply;
+use ping_common::route::Route;
+use ping_common::startup::deviation;
+
+use crate::client::{Conn, get};
+use crate::expect::{assert_canonical, expected, text};
+use crate::service::Service;
+
+/// How long a connection that should close may take to do so; and how long one that should
+/// stay open is watched.
+const CLOSE_WAIT: Duration = Duration::from_secs(3);
+const OPEN_WATCH: Duration = Duration::from_millis(400);
+
+pub fn keep_alive(bin: &str) {
+    let svc = Service::start(bin, &[]);
+    let mut c = Conn::open(svc.addr());
+    for i in 0..10 {
+        let target = if i % 2 == 0 { "/ping" } else { "/json" };
+        c.send_ok(&get(target, ""));
+        assert_eq!(c.expect_response(target).status, 200, "request {i}");
+    }
+    assert!(
+        !c.closes_within(OPEN_WATCH),
+        "keep-alive connection was closed"
+    );
+}
+
+/// 64 requests in one segment are all answered, in order.
+pub fn pipelined_64(bin: &str) {
+    let svc = Service::start(bin, &[]);
+    let mut c = Conn::open(svc.addr());
+    let routes: Vec<Route> = (0..64)
+        .map(|i| match i % 3 {
+            0 => Route::Ping,
+            1 => Route::Json,
+            _ => Route::NotFound,
+        })
+        .collect();
+    let mut batch = Vec::new();
+    for r in &routes {
+        let target = match r {
+            Route::Ping => "/ping",
+            Route::Json => "/json",
+            _ => "/missing",
+        };
+        batch.extend_from_slice(&get(target, ""));
+    }
+    c.send_ok(&batch);
+    for (i, r) in routes.iter().enumerate() {
+        let got = c.expect_response(&format!("pipelined #{i}"));
+        assert_eq!(
+            text(&got.bytes),
+            text(&expected(&svc.startup, &Reply::for_route(*r), false, &got)),
+            "pipelined response #{i}"
+        );
+    }
+}
+
+/// A request dribbled one byte per segment is answered, and so is the next one.
+pub fn split_request(bin: &str) {
+    let svc = Service::start(bin, &[]);
+    let mut c = Conn::open(svc.addr());
+    let req = get("/ping", "X-Split: yes\r\n");
+    for b in &req {
+        c.send_ok(std::slice::from_ref(b));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let r = c.expect_response("split request");
+    assert_canonical(&svc.startup, &Reply::for_route(Route::Ping), false, &r);
+    // A second request split mid-line, and a third that starts in the same segment.
+    let two = [get("/json", ""), get("/ping", "")].concat();
+    let (a, b) = two.split_at(7);
+    let (b, rest) = b.split_at(b.len() - 10);
+    for part in [a, b, rest] {
+        c.send_ok(part);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.expect_response("split json").body.len(), 27);
+    assert_eq!(c.expect_response("split ping").body, b"pong");
+}
+
+/// `Connection: close` → respond, then close (or, if declared, stay open).
+pub fn connection_close(bin: &str) {
+    let svc = Service::start(bin, &[]);
+    let mut c = Conn::open(svc.addr());
+    c.send_ok(&get("/ping", "Connection: close\r\n"));
+    let r = c.expect_response("Connection: close");
+    let s = &svc.startup;
+    if s.has_deviation(deviation::CONNECTION_CLOSE_IGNORED) {
+        assert_canonical(s, &Reply::for_route(Route::Ping), false, &r);
+        assert!(
+            !c.closes_within(OPEN_WATCH),
+            "declared: connection stays open"
+        );
+        c.send_ok(&get("/ping", ""));
+        assert_eq!(c.expect_response("after ignored close").status, 200);
+    } else {
+        assert_canonical(s, &Reply::for_route(Route::Ping), true, &r);
+        assert!(
+            c.closes_within(CLOSE_WAIT),
+            "not closed after Connection: close"
+        );
+        assert!(c.leftover().is_empty(), "bytes after the response");
+    }
+}
+
+/// HTTP/1.0 without keep-alive → respond, then close (or, if declared, stay open).
+pub fn http10_close(bin: &str) {
+    let svc = Service::start(bin, &[]);
+    let mut c = Conn::open(svc.addr());
+    c.send_ok(b"GET /ping HTTP/1.0\r\nHost: x\r\n\r\n");
+    let r = c.expect_response("HTTP/1.0");
+    let s = &svc.startup;
+    let want_version = if s.has_deviation(deviation::STATUS_LINE_HTTP10) {
+        "HTTP/1.0"
+    } else {
+        "HTTP/1.1"
+    };
+    assert_eq!(r.version, want_version);
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"pong"[..]));
+    if s.has_deviation(deviation::CONNECTION_CLOSE_IGNORED) {
+        assert!(
+            !c.closes_within(OPEN_WATCH),
+            "declared: connection stays open"
+        );
+    } else {
+        assert!(
+            c.closes_within(CLOSE_WAIT),
+            "HTTP/1.0 connection not closed"
+        );
+    }
+}

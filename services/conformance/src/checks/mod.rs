@@ -1,0 +1,8 @@
+//! The contract checks, one function per contract point, each taking a service binary name.
+//! `tests/contract.rs` runs all of them against every service.
+
+pub mod connection;
+pub mod endpoints;
+pub mod load;
+pub mod process;
+pub mod robustness;

@@ -1,0 +1,166 @@
+//! Process-level contract: start-up line, CLI, worker count, SIGTERM.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ping_common::startup::deviation;
+
+use crate::client::{Conn, get};
+use crate::service::Service;
+
+/// Every deviation id a service may declare; an unknown id means the suite cannot check it.
+const KNOWN_DEVIATIONS: &[&str] = &[
+    deviation::REASON_PHRASE_200,
+    deviation::SERVER_HEADER,
+    deviation::MAX_HEADERS_16,
+    deviation::CONNECTION_CLOSE_IGNORED,
+    deviation::NO_HEAD_SIZE_CAP,
+    deviation::LIBRARY_ERROR_RESPONSES,
+    deviation::STATUS_LINE_HTTP10,
+    deviation::HEADER_ORDER_405,
+    deviation::PIPELINE_ERROR_DROPS_BATCH,
+];
+
+pub fn startup_line(bin: &str) {
+    let svc = Service::start(bin, &[]);
+    let s = &svc.startup;
+    let raw: serde_json::Value = serde_json::from_str(svc.startup_raw.trim_end()).unwrap();
+    for key in [
+        "service",
+        "runtime",
+        "runtime_version",
+        "http",
+        "model",
+        "workers",
+        "io_driver",
+        "pid",
+        "listen",
+        "deviations",
+    ] {
+        assert!(raw.get(key).is_some(), "start-up line lacks {key:?}");
+    }
+    assert!(svc.startup_raw.ends_with('\n') && svc.startup_raw.matches('\n').count() == 1);
+    assert_eq!(s.service, bin);
+    assert_eq!(s.pid, svc.pid());
+    assert_ne!(
+        s.listen.port(),
+        0,
+        "listen must be the actual bound address"
+    );
+    assert!(s.listen.ip().is_loopback());
+    assert!(
+        s.runtime_version.split('.').count() == 3 && s.runtime_version != "unknown",
+        "runtime_version {:?}",
+        s.runtime_version
+    );
+    assert!(
+        ["epoll", "io_uring"].contains(&s.io_driver.as_str()),
+        "{}",
+        s.io_driver
+    );
+    // Default workers: the CPUs this process (and so its child) may run on.
+    assert_eq!(s.workers, ping_common::cpus::allowed_cpu_count());
+    for d in &s.deviations {
+        assert!(
+            KNOWN_DEVIATIONS.contains(&d.id.as_str()),
+            "unknown deviation {d:?}"
+        );
+        assert!(!d.detail.is_empty(), "deviation {} has no detail", d.id);
+    }
+    // The port really serves, and nothing else appears on stdout.
+    let mut c = Conn::open(svc.addr());
+    c.send_ok(&get("/ping", ""));
+    assert_eq!(c.expect_response("/ping").status, 200);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        svc.extra_stdout(),
+        "",
+        "stdout must hold only the start-up line"
+    );
+}
+
+pub fn workers_flag(bin: &str) {
+    let svc = Service::start(bin, &["--workers", "3"]);
+    assert_eq!(svc.startup.workers, 3);
+    let mut c = Conn::open(svc.addr());
+    c.send_ok(&get("/ping", ""));
+    assert_eq!(c.expect_response("/ping").status, 200);
+}
+
+/// Default worker count follows the affinity mask (as `taskset -c <cpu>` sets it).
+pub fn workers_follow_affinity(bin: &str) {
+    let cpu = *ping_common::cpus::allowed_cpus()
+        .last()
+        .expect("at least one allowed cpu");
+    let svc = Service::start_with(bin, &[], |cmd| {
+        // SAFETY: only async-signal-safe calls (sched_setaffinity) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    });
+    assert_eq!(svc.startup.workers, 1, "one allowed CPU → one worker");
+    assert_eq!(svc.startup.allowed_cpus, vec![cpu]);
+}
+
+pub fn bad_cli_args_exit_2(bin: &str) {
+    let path = crate::binary::path(bin);
+    for args in [
+        &["--workers", "0"][..],
+        &["--workers", "lots"],
+        &["--listen", "not-an-address"],
+        &["--no-such-flag"],
+        &["stray"],
+    ] {
+        let out = Command::new(&path)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{bin} {args:?}");
+        assert!(out.stdout.is_empty(), "{bin} {args:?}: wrote to stdout");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("error"),
+            "{bin} {args:?}: unclear message {err:?}"
+        );
+    }
+    let help = Command::new(&path).arg("--help").output().expect("run");
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("--listen") && text.contains("--workers"),
+        "{text}"
+    );
+}
+
+/// A port already held (even by a SO_REUSEPORT socket) is an error, not silent sharing.
+pub fn taken_port_is_an_error(bin: &str) {
+    let first = Service::start(bin, &[]);
+    let out = Command::new(crate::binary::path(bin))
+        .args(["--listen", &first.addr().to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "no start-up line on failure");
+    assert!(!out.stderr.is_empty(), "a message on stderr");
+}
+
+pub fn sigterm_exits_promptly(bin: &str) {
+    let mut svc = Service::start(bin, &[]);
+    // With an idle keep-alive connection open: it must not hold the process up.
+    let mut c = Conn::open(svc.addr());
+    c.send_ok(&get("/ping", ""));
+    c.expect_response("/ping");
+    svc.signal(libc::SIGTERM);
+    let status = svc.wait_exit(Duration::from_secs(3));
+    assert!(status.is_some(), "{bin} still running 3 s after SIGTERM");
+}

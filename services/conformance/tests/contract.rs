@@ -1,0 +1,54 @@
+//! Runs every contract check against every service binary.
+//!
+//! Adding a service = adding one line to the table at the bottom. Build the binaries first:
+//! `cargo build --workspace --bins`.
+
+/// Expands to one test module per service, one `#[test]` per check.
+macro_rules! conformance {
+    ($($module:ident => $bin:literal),* $(,)?) => {
+        $(conformance!(@service $module, $bin, [
+            startup_line = process,
+            workers_flag = process,
+            workers_follow_affinity = process,
+            bad_cli_args_exit_2 = process,
+            taken_port_is_an_error = process,
+            sigterm_exits_promptly = process,
+            ping = endpoints,
+            json = endpoints,
+            not_found = endpoints,
+            method_not_allowed = endpoints,
+            sleep_waits = endpoints,
+            sleep_bad_query = endpoints,
+            date_advances = endpoints,
+            request_body_is_skipped = endpoints,
+            keep_alive = connection,
+            pipelined_64 = connection,
+            split_request = connection,
+            connection_close = connection,
+            http10_close = connection,
+            garbage = robustness,
+            garbage_after_valid = robustness,
+            oversized_head = robustness,
+            unterminated_head = robustness,
+            many_headers = robustness,
+            concurrent_1000 = load,
+            sleep_does_not_block = load,
+        ]);)*
+    };
+    (@service $module:ident, $bin:literal, [$($check:ident = $group:ident),* $(,)?]) => {
+        mod $module {
+            $(
+                #[test]
+                fn $check() {
+                    conformance::checks::$group::$check($bin);
+                }
+            )*
+        }
+    };
+}
+
+conformance! {
+    tokio_hyper => "ping-tokio-hyper",
+    monoio => "ping-monoio",
+    may_minihttp => "ping-may-minihttp",
+}
