@@ -1,0 +1,89 @@
+//! CPU lists ("0", "0-3", "0,2-3"): parsing, printing, and which CPUs this process may use.
+
+/// Parses a Linux-style CPU list into sorted, unique CPU numbers.
+pub fn parse_cpus(s: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(format!("empty entry in CPU list {s:?}"));
+        }
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let a: u32 = a
+            .parse()
+            .map_err(|_| format!("{a:?} is not a CPU number (in {s:?})"))?;
+        let b: u32 = b
+            .parse()
+            .map_err(|_| format!("{b:?} is not a CPU number (in {s:?})"))?;
+        if b < a {
+            return Err(format!("range {part:?} runs backwards"));
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Compact form: [0,1,2,5] → "0-2,5".
+pub fn format_cpus(cpus: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// CPUs in this process's affinity mask (what a child may be pinned to).
+pub fn allowed_cpus() -> Vec<u32> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for pid 0 (this thread).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            return (0..n as u32).collect();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .map(|c| c as u32)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lists_and_ranges() {
+        assert_eq!(parse_cpus("0").unwrap(), vec![0]);
+        assert_eq!(parse_cpus("0-2,5, 1").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpus("2-1").is_err());
+        assert!(parse_cpus("a").is_err());
+        assert!(parse_cpus("0,,1").is_err());
+        assert!(parse_cpus("").is_err());
+    }
+
+    #[test]
+    fn formats_compactly() {
+        assert_eq!(format_cpus(&[0, 1, 2, 5]), "0-2,5");
+        assert_eq!(format_cpus(&[3]), "3");
+    }
+
+    #[test]
+    fn allowed_cpus_non_empty() {
+        assert!(!allowed_cpus().is_empty());
+    }
+}

@@ -1,0 +1,81 @@
+//! The matrix file: its TOML schema, validation, and the validated `Matrix` the plan uses.
+
+pub mod cpus;
+pub mod schema;
+pub mod validate;
+
+use std::path::PathBuf;
+
+use loadgen::LoadModel;
+
+use crate::results::schema::ProfileLimits;
+
+pub use validate::{ConfigError, ConfigErrors, load};
+
+/// A validated matrix file with binaries resolved to paths.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    pub path: PathBuf,
+    /// Verbatim text (copied into run.json).
+    pub text: String,
+    pub timing: Timing,
+    pub startup_timeout_ms: u64,
+    pub stop_grace_ms: u64,
+    pub request_timeout_ms: u64,
+    pub loadgen_threads: u32,
+    pub loadgen: PathBuf,
+    /// "service/scenario/level/profile".
+    pub reference: Option<String>,
+    pub quick: Option<QuickDef>,
+    pub services: Vec<ServiceDef>,
+    pub scenarios: Vec<ScenarioDef>,
+    pub profiles: Vec<ProfileDef>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    pub warmup_ms: u64,
+    pub duration_ms: u64,
+    pub repetitions: u32,
+    pub cooldown_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct QuickDef {
+    /// "scenario/level/profile".
+    pub cells: Vec<String>,
+    pub warmup_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub repetitions: Option<u32>,
+    pub cooldown_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServiceDef {
+    pub name: String,
+    pub binary: PathBuf,
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ScenarioDef {
+    pub name: String,
+    pub path: String,
+    pub keepalive: bool,
+    pub expect_body_bytes: Option<u64>,
+    pub levels: Vec<Level>,
+    pub profiles: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Level {
+    /// "c64", "c16p16", "r20000".
+    pub label: String,
+    pub model: LoadModel,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProfileDef {
+    pub name: String,
+    pub limits: ProfileLimits,
+}

@@ -1,0 +1,134 @@
+//! The matrix file (`matrix.toml`) as written by a human: serde types with
+//! `deny_unknown_fields` everywhere, and `Spanned` on the fields whose meaning is checked
+//! after parsing, so their errors can name a line.
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixFile {
+    #[serde(default)]
+    pub defaults: Defaults,
+    #[serde(default)]
+    pub quick: Option<Quick>,
+    #[serde(default)]
+    pub services: Vec<Service>,
+    #[serde(default)]
+    pub scenarios: Vec<Scenario>,
+    #[serde(default)]
+    pub profiles: Vec<Profile>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Defaults {
+    pub warmup_ms: u64,
+    pub duration_ms: u64,
+    pub repetitions: u32,
+    /// Pause after each repetition (server stopped) so sockets in TIME_WAIT and the CPU settle.
+    pub cooldown_ms: u64,
+    pub startup_timeout_ms: u64,
+    /// SIGTERM → SIGKILL grace.
+    pub stop_grace_ms: u64,
+    pub request_timeout_ms: u64,
+    pub loadgen_threads: u32,
+    /// The load generator binary (name on PATH / next to `matrix`, or a path).
+    pub loadgen: Spanned<String>,
+    /// Cell re-run at the end to measure drift: "service/scenario/level/profile";
+    /// default = the first cell of the plan.
+    pub reference: Option<Spanned<String>>,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            warmup_ms: 1000,
+            duration_ms: 3000,
+            repetitions: 3,
+            cooldown_ms: 200,
+            startup_timeout_ms: 10_000,
+            stop_grace_ms: 2000,
+            request_timeout_ms: 2000,
+            loadgen_threads: 1,
+            loadgen: Spanned::new(0..0, "loadgen".to_string()),
+            reference: None,
+        }
+    }
+}
+
+/// `--quick`: a representative subset with short windows.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quick {
+    /// Cells as "scenario/level/profile" (every service runs each).
+    pub cells: Spanned<Vec<String>>,
+    pub warmup_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub repetitions: Option<u32>,
+    pub cooldown_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    pub name: Spanned<String>,
+    pub binary: Spanned<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: Spanned<String>,
+    /// Path and query, e.g. "/sleep?ms=1".
+    pub path: Spanned<String>,
+    /// false = a new connection per request (`Connection: close`).
+    #[serde(default = "yes")]
+    pub keepalive: bool,
+    /// Expected response body length; checked by the generator on every response.
+    pub expect_body_bytes: Option<u64>,
+    pub load: Load,
+    /// Restrict to these profiles (default: all).
+    pub profiles: Option<Spanned<Vec<String>>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Load model of a scenario. A flat struct (not a tagged enum) so the fields keep their
+/// spans: closed = `connections` (one level each) + `pipeline`; open = `rates_per_s` (one
+/// level each) + `max_connections`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    pub model: Spanned<ModelKind>,
+    pub connections: Option<Spanned<Vec<u32>>>,
+    pub pipeline: Option<Spanned<u32>>,
+    pub rates_per_s: Option<Spanned<Vec<f64>>>,
+    pub max_connections: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    Closed,
+    Open,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: Spanned<String>,
+    /// CPU list for the server, e.g. "0" or "0-1" or "0,2".
+    pub server_cpus: Spanned<String>,
+    pub loadgen_cpus: Spanned<String>,
+    /// CPUs of quota (0.2 = `cpu: 200m`).
+    pub cpu_quota: Option<Spanned<f64>>,
+    /// Memory limit in MiB (`memory: 400Mi` = 400).
+    pub memory_max_mib: Option<Spanned<u64>>,
+    /// `--workers` for the service; default = number of server CPUs.
+    pub workers: Option<u32>,
+}

@@ -1,0 +1,71 @@
+//! Toolchain and source identity: rustc (now and at build), Cargo.lock hash, git commit.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+use crate::results::schema::{Source, Toolchain};
+
+fn output(cmd: &mut Command) -> Option<String> {
+    let o = cmd.output().ok()?;
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+pub fn toolchain() -> Toolchain {
+    Toolchain {
+        rustc_runtime: output(Command::new("rustc").arg("-V")),
+        rustc_build: env!("PINGMATRIX_BUILD_RUSTC").into(),
+        build_profile: env!("PINGMATRIX_BUILD_PROFILE").into(),
+        matrix_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// Directory of the matrix file, or "." (git and Cargo.lock are looked up from there).
+fn base_dir(config: &Path) -> PathBuf {
+    config
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn find_up(start: &Path, name: &str) -> Option<PathBuf> {
+    let start = start.canonicalize().ok()?;
+    start.ancestors().map(|d| d.join(name)).find(|p| p.exists())
+}
+
+pub fn source(config: &Path) -> Source {
+    let dir = base_dir(config);
+    let git = |args: &[&str]| output(Command::new("git").arg("-C").arg(&dir).args(args));
+    let commit = git(&["rev-parse", "HEAD"]);
+    let dirty = commit
+        .as_ref()
+        .and_then(|_| git(&["status", "--porcelain", "--untracked-files=no"]))
+        .map(|s| !s.is_empty());
+    let (lock, origin) =
+        match find_up(&dir, "Cargo.lock").and_then(|p| std::fs::read(&p).ok().map(|b| (p, b))) {
+            Some((p, bytes)) => (
+                Some(format!("{:x}", Sha256::digest(&bytes))),
+                format!("runtime: {}", p.display()),
+            ),
+            None => {
+                let b = env!("PINGMATRIX_BUILD_CARGO_LOCK_SHA256");
+                (
+                    (b != "unknown").then(|| b.to_string()),
+                    "build time (embedded in matrix)".into(),
+                )
+            }
+        };
+    Source {
+        git_commit: commit,
+        git_dirty: dirty,
+        cargo_lock_sha256: lock,
+        cargo_lock_origin: origin,
+    }
+}
+
+pub fn loadgen_version(loadgen: &Path) -> Option<String> {
+    output(Command::new(loadgen).arg("--version"))
+}

@@ -1,0 +1,36 @@
+//! results.json: the aggregate over a run's cells.
+
+use crate::results::schema::{
+    CellStatus, CellSummary, Drift, ResultsFile, RunStatus, SCHEMA_VERSION,
+};
+
+pub fn results_file(
+    run_id: &str,
+    status: RunStatus,
+    cells: Vec<CellSummary>,
+    drift: Option<Drift>,
+) -> ResultsFile {
+    ResultsFile {
+        schema_version: SCHEMA_VERSION,
+        run_id: run_id.into(),
+        status,
+        failed_cells: cells
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c.status,
+                    Some(CellStatus::Failed) | Some(CellStatus::Interrupted)
+                )
+            })
+            .count() as u32,
+        suspect_cells: cells.iter().filter(|c| c.suspect).count() as u32,
+        cells,
+        drift,
+    }
+}
+
+pub fn to_bytes(r: &ResultsFile) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(r).unwrap_or_default();
+    b.push(b'\n');
+    b
+}

@@ -1,0 +1,136 @@
+//! cgroup v1 (also "hybrid" layouts): one hierarchy per controller under /sys/fs/cgroup/<c>.
+//! Children go under the runner's own group in each hierarchy (from /proc/self/cgroup).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{
+    CGROUP_ROOT, CgroupVersion, Confinement, Request, Unsupported, group_name, keyed, read_trim,
+    self_cgroups, write,
+};
+use crate::config::cpus::format_cpus;
+use crate::results::schema::{AppliedLimits, CgroupCounters};
+
+const PERIOD_US: u64 = 100_000;
+
+/// The runner's own directory in the hierarchy holding `controller`.
+fn own_dir(controller: &str) -> Result<PathBuf, Unsupported> {
+    let (ctrls, path) = self_cgroups()
+        .into_iter()
+        .find(|(c, _)| c.iter().any(|c| c == controller))
+        .ok_or_else(|| Unsupported(format!("controller {controller} not in /proc/self/cgroup")))?;
+    let candidates = [controller.to_string(), ctrls.join(",")];
+    for mount in candidates {
+        let root = Path::new(CGROUP_ROOT).join(&mount);
+        if root.exists() {
+            return Ok(root.join(path.trim_start_matches('/')));
+        }
+    }
+    Err(Unsupported(format!(
+        "{controller} hierarchy not mounted under {CGROUP_ROOT}"
+    )))
+}
+
+fn mkdir(
+    c: &mut Confinement,
+    controller: &str,
+    role: &str,
+    name: &str,
+) -> Result<PathBuf, Unsupported> {
+    let _ = role;
+    let dir = own_dir(controller)?.join(name);
+    std::fs::create_dir(&dir)
+        .map_err(|e| Unsupported(format!("cannot create {}: {e}", dir.display())))?;
+    c.add_dir(dir.clone())
+        .map_err(|e| Unsupported(format!("bad cgroup path {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
+    let name = group_name(role);
+    let mut c = Confinement::default();
+    c.version = Some(CgroupVersion::V1);
+    let mut readback = BTreeMap::new();
+    let mut notes = Vec::new();
+    if !req.cpus.is_empty() {
+        let dir = mkdir(&mut c, "cpuset", role, &name)?;
+        // A v1 cpuset child starts empty: mems must be copied from the parent first.
+        let mems = read_trim(&dir.parent().unwrap_or(&dir).join("cpuset.mems"))
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| "0".into());
+        write(&dir.join("cpuset.mems"), &mems)?;
+        write(&dir.join("cpuset.cpus"), &format_cpus(&req.cpus))?;
+        readback.insert(
+            "cpuset.cpus".into(),
+            read_trim(&dir.join("cpuset.cpus")).unwrap_or_default(),
+        );
+    }
+    if let Some(q) = req.cpu_quota {
+        let dir = mkdir(&mut c, "cpu", role, &name)?;
+        write(&dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+        let quota = ((q * PERIOD_US as f64).round() as u64).max(1000);
+        write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+        readback.insert(
+            "cpu.cfs_quota_us".into(),
+            read_trim(&dir.join("cpu.cfs_quota_us")).unwrap_or_default(),
+        );
+        readback.insert(
+            "cpu.cfs_period_us".into(),
+            read_trim(&dir.join("cpu.cfs_period_us")).unwrap_or_default(),
+        );
+        c.cpu_dir = Some(dir);
+    }
+    if let Some(m) = req.memory_max_bytes {
+        let dir = mkdir(&mut c, "memory", role, &name)?;
+        write(&dir.join("memory.limit_in_bytes"), &m.to_string())?;
+        // Without this, swap would let the process exceed the limit unnoticed.
+        match std::fs::write(dir.join("memory.memsw.limit_in_bytes"), m.to_string()) {
+            Ok(()) => {
+                readback.insert(
+                    "memory.memsw.limit_in_bytes".into(),
+                    read_trim(&dir.join("memory.memsw.limit_in_bytes")).unwrap_or_default(),
+                );
+            }
+            Err(e) => notes.push(format!(
+                "memory.memsw.limit_in_bytes not set ({e}); swap may extend the limit"
+            )),
+        }
+        readback.insert(
+            "memory.limit_in_bytes".into(),
+            read_trim(&dir.join("memory.limit_in_bytes")).unwrap_or_default(),
+        );
+        c.memory_dir = Some(dir);
+    }
+    let dirs: Vec<String> = c.dirs.iter().map(|d| d.display().to_string()).collect();
+    c.record = Some(AppliedLimits {
+        mechanism: "cgroup-v1".into(),
+        server_cgroups: if role == "server" {
+            dirs.clone()
+        } else {
+            vec![]
+        },
+        loadgen_cgroups: if role == "server" { vec![] } else { dirs },
+        readback,
+        notes,
+    });
+    Ok(c)
+}
+
+pub fn counters(c: &Confinement) -> CgroupCounters {
+    let cpu = c.cpu_dir.as_ref().map(|d| d.join("cpu.stat"));
+    let mem = c.memory_dir.as_ref();
+    CgroupCounters {
+        nr_periods: cpu.as_ref().and_then(|p| keyed(p, "nr_periods")),
+        nr_throttled: cpu.as_ref().and_then(|p| keyed(p, "nr_throttled")),
+        throttled_us: cpu
+            .as_ref()
+            .and_then(|p| keyed(p, "throttled_time"))
+            .map(|ns| ns / 1000),
+        memory_peak_bytes: mem.and_then(|d| {
+            read_trim(&d.join("memory.max_usage_in_bytes"))?
+                .parse()
+                .ok()
+        }),
+        oom_kills: mem.and_then(|d| keyed(&d.join("memory.oom_control"), "oom_kill")),
+    }
+}

@@ -1,0 +1,119 @@
+//! cgroup v2 (unified): one tree; controllers must be enabled in the parent's
+//! `cgroup.subtree_control`, which the kernel refuses while the parent itself holds
+//! processes ("no internal processes") — then the profile is reported unsupported with
+//! that reason instead of being silently skipped.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{
+    CGROUP_ROOT, CgroupVersion, Confinement, Request, Unsupported, group_name, keyed, read_trim,
+    self_cgroups, write,
+};
+use crate::config::cpus::format_cpus;
+use crate::results::schema::{AppliedLimits, CgroupCounters};
+
+const PERIOD_US: u64 = 100_000;
+
+fn own_dir() -> Result<PathBuf, Unsupported> {
+    let (_, path) = self_cgroups()
+        .into_iter()
+        .find(|(c, _)| c.is_empty())
+        .ok_or_else(|| Unsupported("no unified (0::) entry in /proc/self/cgroup".into()))?;
+    Ok(Path::new(CGROUP_ROOT).join(path.trim_start_matches('/')))
+}
+
+pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
+    let parent = own_dir()?;
+    let mut wanted = Vec::new();
+    if !req.cpus.is_empty() {
+        wanted.push("cpuset");
+    }
+    if req.cpu_quota.is_some() {
+        wanted.push("cpu");
+    }
+    if req.memory_max_bytes.is_some() {
+        wanted.push("memory");
+    }
+    let enabled = read_trim(&parent.join("cgroup.subtree_control")).unwrap_or_default();
+    let available = read_trim(&parent.join("cgroup.controllers")).unwrap_or_default();
+    for w in &wanted {
+        if enabled.split_whitespace().any(|e| e == *w) {
+            continue;
+        }
+        if !available.split_whitespace().any(|a| a == *w) {
+            return Err(Unsupported(format!(
+                "controller {w} not delegated to {}",
+                parent.display()
+            )));
+        }
+        write(&parent.join("cgroup.subtree_control"), &format!("+{w}")).map_err(|e| {
+            Unsupported(format!(
+                "{e} (cgroup v2 forbids enabling controllers in a group that holds processes; run matrix in its own leaf, e.g. `systemd-run --scope -p Delegate=yes matrix run`)"
+            ))
+        })?;
+    }
+    let dir = parent.join(group_name(role));
+    std::fs::create_dir(&dir)
+        .map_err(|e| Unsupported(format!("cannot create {}: {e}", dir.display())))?;
+    let mut c = Confinement::default();
+    c.version = Some(CgroupVersion::V2);
+    c.add_dir(dir.clone())
+        .map_err(|e| Unsupported(format!("bad cgroup path: {e}")))?;
+    let mut readback = BTreeMap::new();
+    let mut notes = Vec::new();
+    if !req.cpus.is_empty() {
+        write(&dir.join("cpuset.cpus"), &format_cpus(&req.cpus))?;
+        readback.insert(
+            "cpuset.cpus".into(),
+            read_trim(&dir.join("cpuset.cpus")).unwrap_or_default(),
+        );
+    }
+    if let Some(q) = req.cpu_quota {
+        let quota = ((q * PERIOD_US as f64).round() as u64).max(1000);
+        write(&dir.join("cpu.max"), &format!("{quota} {PERIOD_US}"))?;
+        readback.insert(
+            "cpu.max".into(),
+            read_trim(&dir.join("cpu.max")).unwrap_or_default(),
+        );
+        c.cpu_dir = Some(dir.clone());
+    }
+    if let Some(m) = req.memory_max_bytes {
+        write(&dir.join("memory.max"), &m.to_string())?;
+        if let Err(e) = std::fs::write(dir.join("memory.swap.max"), "0") {
+            notes.push(format!(
+                "memory.swap.max not set ({e}); swap may extend the limit"
+            ));
+        }
+        readback.insert(
+            "memory.max".into(),
+            read_trim(&dir.join("memory.max")).unwrap_or_default(),
+        );
+        c.memory_dir = Some(dir.clone());
+    }
+    let dirs = vec![dir.display().to_string()];
+    c.record = Some(AppliedLimits {
+        mechanism: "cgroup-v2".into(),
+        server_cgroups: if role == "server" {
+            dirs.clone()
+        } else {
+            vec![]
+        },
+        loadgen_cgroups: if role == "server" { vec![] } else { dirs },
+        readback,
+        notes,
+    });
+    Ok(c)
+}
+
+pub fn counters(c: &Confinement) -> CgroupCounters {
+    let cpu = c.cpu_dir.as_ref().map(|d| d.join("cpu.stat"));
+    let mem = c.memory_dir.as_ref();
+    CgroupCounters {
+        nr_periods: cpu.as_ref().and_then(|p| keyed(p, "nr_periods")),
+        nr_throttled: cpu.as_ref().and_then(|p| keyed(p, "nr_throttled")),
+        throttled_us: cpu.as_ref().and_then(|p| keyed(p, "throttled_usec")),
+        memory_peak_bytes: mem.and_then(|d| read_trim(&d.join("memory.peak"))?.parse().ok()),
+        oom_kills: mem.and_then(|d| keyed(&d.join("memory.events"), "oom_kill")),
+    }
+}

@@ -1,0 +1,232 @@
+//! Applying a resource profile to one process: cgroups (v1 or v2) for cpuset, CPU quota and
+//! memory max, plus the affinity mask, installed between fork and exec so the process never
+//! runs a single instruction unconfined.
+//!
+//! Child groups are created under the runner's own cgroup and removed on drop. When a
+//! requested limit cannot be applied the caller gets `Unsupported` with the reason — never a
+//! silent unlimited run.
+
+pub mod affinity;
+pub mod cgroup_v1;
+pub mod cgroup_v2;
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::results::schema::{AppliedLimits, CgroupCounters};
+
+/// What one process should be confined to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub cpus: Vec<u32>,
+    pub cpu_quota: Option<f64>,
+    pub memory_max_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsupported(pub String);
+
+/// Which cgroup hierarchy this machine offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupVersion {
+    V1,
+    V2,
+    None,
+}
+
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+pub fn cgroup_version() -> CgroupVersion {
+    let root = Path::new(CGROUP_ROOT);
+    if root.join("cgroup.controllers").exists() {
+        CgroupVersion::V2
+    } else if root.join("cpu").exists()
+        || root.join("cpuset").exists()
+        || root.join("memory").exists()
+    {
+        CgroupVersion::V1
+    } else {
+        CgroupVersion::None
+    }
+}
+
+/// A unique child-group name for this runner process.
+pub fn group_name(role: &str) -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "pingmatrix-{}-{role}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Limits in force for one process: created cgroup dirs (removed on drop) and what to do
+/// between fork and exec.
+#[derive(Debug, Default)]
+pub struct Confinement {
+    /// `cgroup.procs` files the child writes "0" into (moves itself) before exec.
+    procs_files: Vec<CString>,
+    affinity: Option<Vec<u32>>,
+    /// Directories to remove once the process is gone (deepest last created first).
+    dirs: Vec<PathBuf>,
+    pub record: Option<AppliedLimits>,
+    /// Where counters are read (cpu.stat, memory files).
+    pub cpu_dir: Option<PathBuf>,
+    pub memory_dir: Option<PathBuf>,
+    pub version: Option<CgroupVersion>,
+}
+
+/// Builds the confinement for `req`: cgroups when available (required for quota / memory),
+/// affinity always.
+pub fn confine(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
+    let needs_cgroup = req.cpu_quota.is_some() || req.memory_max_bytes.is_some();
+    let attempt = match cgroup_version() {
+        CgroupVersion::V1 => cgroup_v1::create(role, req),
+        CgroupVersion::V2 => cgroup_v2::create(role, req),
+        CgroupVersion::None => Err(Unsupported(format!(
+            "no cgroup filesystem at {CGROUP_ROOT}"
+        ))),
+    };
+    let mut c = match attempt {
+        Ok(c) => c,
+        Err(e) if needs_cgroup => {
+            return Err(Unsupported(format!(
+                "CPU quota / memory limit requested but cgroups are unusable: {e}"
+            )));
+        }
+        Err(e) => {
+            let mut c = Confinement::default();
+            c.record = Some(AppliedLimits {
+                mechanism: "affinity-only".into(),
+                server_cgroups: vec![],
+                loadgen_cgroups: vec![],
+                readback: BTreeMap::new(),
+                notes: vec![format!(
+                    "cpuset cgroup unavailable ({e}); CPUs enforced by sched_setaffinity only, which a runtime that pins its own threads can override"
+                )],
+            });
+            c
+        }
+    };
+    if !req.cpus.is_empty() {
+        c.affinity = Some(req.cpus.clone());
+    }
+    Ok(c)
+}
+
+impl Confinement {
+    pub(crate) fn add_dir(&mut self, dir: PathBuf) -> std::io::Result<()> {
+        let procs = dir.join("cgroup.procs");
+        self.dirs.push(dir);
+        let c = CString::new(procs.into_os_string().into_encoded_bytes())
+            .map_err(std::io::Error::other)?;
+        self.procs_files.push(c);
+        Ok(())
+    }
+
+    /// Installs process-group, cgroup attach, affinity and parent-death signal into `cmd`.
+    pub fn install(&self, cmd: &mut Command) {
+        let procs = self.procs_files.clone();
+        let set = self.affinity.as_deref().map(affinity::cpu_set);
+        cmd.process_group(0);
+        // SAFETY: only async-signal-safe calls (open/write/close/sched_setaffinity/prctl) on
+        // data prepared before fork; nothing allocates.
+        unsafe {
+            cmd.pre_exec(move || {
+                for p in &procs {
+                    let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                    if r != 1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if let Some(set) = &set
+                    && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // No orphans even if the runner itself is SIGKILLed.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+
+    /// Throttling / memory counters now (absolute; the caller takes deltas).
+    pub fn counters(&self) -> Option<CgroupCounters> {
+        match self.version? {
+            CgroupVersion::V1 => Some(cgroup_v1::counters(self)),
+            CgroupVersion::V2 => Some(cgroup_v2::counters(self)),
+            CgroupVersion::None => None,
+        }
+    }
+
+    /// Removes the cgroup dirs (the process must be gone). Retries briefly: the kernel
+    /// releases an exited task's membership asynchronously.
+    pub fn release(&mut self) {
+        for dir in self.dirs.drain(..).rev() {
+            for _ in 0..50 {
+                if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+impl Drop for Confinement {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Parses `/proc/self/cgroup` into (controllers, path) pairs.
+pub fn self_cgroups() -> Vec<(Vec<String>, String)> {
+    std::fs::read_to_string("/proc/self/cgroup")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(3, ':');
+            let _id = it.next()?;
+            let ctrls = it.next()?;
+            let path = it.next()?;
+            Some((
+                ctrls
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
+                path.to_string(),
+            ))
+        })
+        .collect()
+}
+
+pub(crate) fn write(path: &Path, value: &str) -> Result<(), Unsupported> {
+    std::fs::write(path, value)
+        .map_err(|e| Unsupported(format!("cannot write {value:?} to {}: {e}", path.display())))
+}
+
+pub(crate) fn read_trim(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// `key value` lines (cpu.stat, memory.events, memory.oom_control).
+pub(crate) fn keyed(path: &Path, key: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}

@@ -1,0 +1,66 @@
+//! Running the load generator as a confined child process (`loadgen --spec <file> --json -`)
+//! so it is pinned and accounted separately from the server.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use loadgen::{LoadSpec, Report};
+
+use crate::interrupt;
+use crate::limits::Confinement;
+use crate::process::Proc;
+
+pub struct Outcome {
+    pub report: Report,
+    pub exit_code: Option<i32>,
+}
+
+pub fn run(
+    loadgen: &Path,
+    spec: &LoadSpec,
+    spec_file: &Path,
+    confinement: &Confinement,
+) -> Result<Outcome, String> {
+    let json = serde_json::to_vec_pretty(spec).map_err(|e| e.to_string())?;
+    std::fs::write(spec_file, json)
+        .map_err(|e| format!("cannot write {}: {e}", spec_file.display()))?;
+    let mut cmd = Command::new(loadgen);
+    cmd.arg("--spec").arg(spec_file).arg("--json").arg("-");
+    let mut proc = Proc::spawn(cmd, confinement)
+        .map_err(|e| format!("cannot start {}: {e}", loadgen.display()))?;
+    let budget = Duration::from_millis(
+        spec.warmup_ms + spec.duration_ms.unwrap_or(0) + spec.timeout_ms + 15_000,
+    );
+    let deadline = Instant::now() + budget;
+    let status = loop {
+        if let Some(st) = proc.try_wait() {
+            break st;
+        }
+        if interrupt::requested() {
+            proc.kill();
+            return Err("interrupted".into());
+        }
+        if Instant::now() >= deadline {
+            proc.kill();
+            return Err(format!(
+                "loadgen still running after {} s; killed",
+                budget.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let _ = std::fs::remove_file(spec_file);
+    let out = proc.collect_stdout();
+    let tail = proc.stderr_tail().unwrap_or_default();
+    match serde_json::from_str::<Report>(&out) {
+        Ok(report) if status.code() == Some(0) || status.code() == Some(1) => Ok(Outcome {
+            report,
+            exit_code: status.code(),
+        }),
+        Ok(_) => Err(format!("loadgen exited with {status}; stderr: {tail}")),
+        Err(e) => Err(format!(
+            "loadgen exited with {status} without a readable report ({e}); stderr: {tail}"
+        )),
+    }
+}

@@ -1,0 +1,148 @@
+//! A child process in its own process group whose stdout/stderr are drained by threads
+//! (stdout lines to a channel, stderr to a bounded tail). Dropping it kills the whole
+//! group and reaps it: no orphan survives any error path.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::limits::Confinement;
+
+const TAIL_LINES: usize = 40;
+
+pub struct Proc {
+    child: Child,
+    pub pid: u32,
+    /// Just before `spawn()` (exec time for startup measurements).
+    pub spawned_at: Instant,
+    pub stdout_lines: Receiver<String>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    readers: Vec<JoinHandle<()>>,
+    status: Option<ExitStatus>,
+}
+
+impl Proc {
+    pub fn spawn(mut cmd: Command, confinement: &Confinement) -> std::io::Result<Proc> {
+        confinement.install(&mut cmd);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let spawned_at = Instant::now();
+        let mut child = cmd.spawn()?;
+        let pid = child.id();
+        let (tx, rx) = channel();
+        let out = child.stdout.take().expect("piped stdout");
+        let err = child.stderr.take().expect("piped stderr");
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let t2 = tail.clone();
+        let readers = vec![
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        // Nobody listens any more: keep draining so the child never blocks.
+                        continue;
+                    }
+                }
+            }),
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(err);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match r.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let mut t = t2.lock().unwrap_or_else(|p| p.into_inner());
+                            if t.len() == TAIL_LINES {
+                                t.pop_front();
+                            }
+                            t.push_back(String::from_utf8_lossy(&buf).trim_end().to_string());
+                        }
+                    }
+                }
+            }),
+        ];
+        Ok(Proc {
+            child,
+            pid,
+            spawned_at,
+            stdout_lines: rx,
+            stderr_tail: tail,
+            readers,
+            status: None,
+        })
+    }
+
+    /// Exit status if the process has exited (reaps it).
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
+    }
+
+    /// Last lines of stderr (None if it wrote nothing).
+    pub fn stderr_tail(&self) -> Option<String> {
+        let t = self.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+        (!t.is_empty()).then(|| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+    }
+
+    /// Sends `sig` to the whole process group.
+    pub fn signal_group(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's process group (pgid == pid, set at spawn).
+        unsafe {
+            libc::kill(-(self.pid as i32), sig);
+        }
+    }
+
+    /// Waits up to `timeout` for exit; None on timeout.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.try_wait() {
+                return Some(s);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// SIGKILL the group and reap.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.signal_group(libc::SIGKILL);
+            self.status = self.child.wait().ok();
+        }
+        // The group may hold other members even after the leader died.
+        self.signal_group(libc::SIGKILL);
+        self.status
+    }
+
+    /// Reads all remaining stdout after exit (for the generator's report).
+    pub fn collect_stdout(&mut self) -> String {
+        for h in self.readers.drain(..) {
+            let _ = h.join();
+        }
+        self.stdout_lines.try_iter().collect::<Vec<_>>().join("\n")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reads a whole stream (used by tests and small helpers).
+pub fn read_all(mut r: impl Read) -> String {
+    let mut s = String::new();
+    let _ = r.read_to_string(&mut s);
+    s
+}

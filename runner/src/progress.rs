@@ -1,0 +1,141 @@
+//! Progress on stderr: an indicatif bar on a terminal, plain lines otherwise, nothing with
+//! --quiet. Format: `[12/96] ping-monoio /json c=64 rep 2/3  412k req/s p99 1.9 ms  ETA 4:10`.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::results::schema::{CellSpec, RepResult};
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    plain: bool,
+    total: u64,
+    done: u64,
+    started: Instant,
+    estimate_s: f64,
+}
+
+fn fmt_eta(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+fn level_text(c: &CellSpec) -> String {
+    match &c.load {
+        loadgen::LoadModel::Closed {
+            connections,
+            pipeline,
+        } if *pipeline > 1 => {
+            format!("c={connections} pipeline={pipeline}")
+        }
+        loadgen::LoadModel::Closed { connections, .. } => format!("c={connections}"),
+        loadgen::LoadModel::Open { rate_per_s, .. } => format!("rate={rate_per_s:.0}/s"),
+    }
+}
+
+impl Progress {
+    pub fn new(total: u64, estimate_s: f64, quiet: bool) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        let bar = (!quiet && tty).then(|| {
+            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template("{bar:24} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b
+        });
+        Progress {
+            bar,
+            plain: !quiet && !tty,
+            total,
+            done: 0,
+            started: Instant::now(),
+            estimate_s,
+        }
+    }
+
+    fn eta(&self) -> Duration {
+        let remaining = self.total.saturating_sub(self.done) as f64;
+        let per = if self.done > 0 {
+            self.started.elapsed().as_secs_f64() / self.done as f64
+        } else {
+            self.estimate_s / self.total.max(1) as f64
+        };
+        Duration::from_secs_f64(remaining * per)
+    }
+
+    fn head(&self, c: &CellSpec, rep: u32) -> String {
+        let rep = if rep == 0 {
+            "drift re-run".to_string()
+        } else {
+            format!("rep {rep}/{}", c.repetitions)
+        };
+        format!(
+            "[{}/{}] {} {} {} [{}] {rep}",
+            (self.done + 1).min(self.total),
+            self.total,
+            c.service,
+            c.path,
+            level_text(c),
+            c.profile
+        )
+    }
+
+    pub fn begin(&self, c: &CellSpec, rep: u32) {
+        if let Some(b) = &self.bar {
+            b.set_message(format!(
+                "{}  ETA {}",
+                self.head(c, rep),
+                fmt_eta(self.eta())
+            ));
+        }
+    }
+
+    pub fn end(&mut self, c: &CellSpec, rep: u32, r: Option<&RepResult>, failure: Option<&str>) {
+        let what = match (r, failure) {
+            (Some(r), _) => format!(
+                "{:.0} req/s p99 {:.2} ms{}",
+                r.report.requests_per_s,
+                r.report.latency_us.p99 as f64 / 1000.0,
+                r.server
+                    .cpu_us_per_request
+                    .map_or(String::new(), |c| format!(" cpu {c:.1} µs/req"))
+            ),
+            (None, Some(f)) => format!("FAILED: {f}"),
+            (None, None) => "skipped".into(),
+        };
+        let line = format!("{}  {what}", self.head(c, rep));
+        self.done += 1;
+        let eta = fmt_eta(self.eta());
+        if let Some(b) = &self.bar {
+            b.println(format!("{line}  ETA {eta}"));
+            b.set_position(self.done);
+        } else if self.plain {
+            eprintln!("{line}  ETA {eta}");
+        }
+    }
+
+    /// Counts repetitions that will not run (a cell failed early) toward completion.
+    pub fn skip(&mut self, n: u64) {
+        self.done += n;
+        if let Some(b) = &self.bar {
+            b.set_position(self.done);
+        }
+    }
+
+    pub fn note(&self, msg: &str) {
+        if let Some(b) = &self.bar {
+            b.println(msg);
+        } else if self.plain {
+            eprintln!("{msg}");
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! A cell's aggregate over its repetitions (the row results.json and results.md show).
+
+use loadgen::LoadModel;
+
+use super::schema::{CellResult, CellSummary, LatencySummary};
+use crate::flags;
+use crate::stats::{median, summarize};
+
+fn med_u64(xs: impl Iterator<Item = u64>) -> u64 {
+    let v: Vec<f64> = xs.map(|x| x as f64).collect();
+    median(&v).unwrap_or(0.0).round() as u64
+}
+
+pub fn summarize_cell(c: &CellResult) -> CellSummary {
+    let reps: Vec<_> = c.reps.iter().filter(|r| r.rep > 0).collect();
+    let rps: Vec<f64> = reps.iter().map(|r| r.report.requests_per_s).collect();
+    let latency = (!reps.is_empty()).then(|| {
+        let l = |f: fn(&loadgen::report::Percentiles) -> u64| {
+            med_u64(reps.iter().map(|r| f(&r.report.latency_us)))
+        };
+        LatencySummary {
+            mean_us: median(
+                &reps
+                    .iter()
+                    .map(|r| r.report.latency_us.mean)
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap_or(0.0),
+            p50_us: l(|p| p.p50),
+            p90_us: l(|p| p.p90),
+            p99_us: l(|p| p.p99),
+            p999_us: l(|p| p.p999),
+            max_us: reps
+                .iter()
+                .map(|r| r.report.latency_us.max)
+                .max()
+                .unwrap_or(0),
+        }
+    });
+    let startup: Vec<f64> = c
+        .starts
+        .iter()
+        .filter_map(|s| s.first_200_us)
+        .map(|x| x as f64)
+        .collect();
+    let idle: Vec<f64> = c
+        .starts
+        .iter()
+        .filter_map(|s| s.idle_rss_bytes)
+        .map(|x| x as f64)
+        .collect();
+    let rss_mean: Vec<f64> = reps
+        .iter()
+        .filter_map(|r| r.server.rss_mean_bytes)
+        .map(|x| x as f64)
+        .collect();
+    let cpu: Vec<f64> = reps
+        .iter()
+        .filter_map(|r| r.server.cpu_us_per_request)
+        .collect();
+    let gen_cpu: Vec<f64> = reps
+        .iter()
+        .map(|r| r.report.generator.cpu_us_per_request)
+        .collect();
+    let throttled: Option<u64> = reps
+        .iter()
+        .filter_map(|r| r.cgroup.as_ref()?.nr_throttled)
+        .reduce(|a, b| a + b);
+    let ooms: Option<u64> = reps
+        .iter()
+        .filter_map(|r| r.cgroup.as_ref()?.oom_kills)
+        .reduce(|a, b| a + b);
+    let reasons = flags::suspect_reasons(c);
+    CellSummary {
+        key: c.cell.key.clone(),
+        service: c.cell.service.clone(),
+        scenario: c.cell.scenario.clone(),
+        level: c.cell.level.clone(),
+        profile: c.cell.profile.clone(),
+        status: Some(c.status),
+        n: reps.len() as u32,
+        requests_per_s: summarize(&rps),
+        latency,
+        startup_us: summarize(&startup),
+        idle_rss_bytes: summarize(&idle),
+        rss_mean_bytes: summarize(&rss_mean),
+        rss_peak_bytes: reps.iter().filter_map(|r| r.server.rss_peak_bytes).max(),
+        server_cpu_us_per_request: summarize(&cpu),
+        loadgen_cpu_us_per_request: summarize(&gen_cpu),
+        offered_rate_per_s: match c.cell.load {
+            LoadModel::Open { rate_per_s, .. } => Some(rate_per_s),
+            LoadModel::Closed { .. } => None,
+        },
+        generator_saturated: reps.iter().any(|r| r.report.verdict.saturated),
+        errors: reps
+            .iter()
+            .map(|r| r.report.counts.errors.total() + r.report.counts.non_2xx)
+            .sum(),
+        timeouts: reps.iter().map(|r| r.report.counts.timeouts).sum(),
+        cpu_throttled_periods: throttled,
+        oom_kills: ooms,
+        verification_passed: (!c.verification.is_empty())
+            .then(|| c.verification.iter().all(|v| v.passed)),
+        deviations: c
+            .banner
+            .as_ref()
+            .map(|b| b.deviations.iter().map(|d| d.id.clone()).collect())
+            .unwrap_or_default(),
+        suspect: !reasons.is_empty(),
+        suspect_reasons: reasons,
+        failure: c
+            .failure
+            .as_ref()
+            .map(|f| format!("{}: {}", f.stage, f.reason)),
+    }
+}

@@ -1,0 +1,297 @@
+//! `matrix run`: plan → environment record → groups of cells with interleaved repetitions →
+//! drift re-run → aggregate exports. Cell files are written after every repetition, so an
+//! interruption or crash loses at most the repetition in flight.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::binaries::exe_dir;
+use crate::cell::{self, Ctx};
+use crate::cli::RunArgs;
+use crate::config::{self, Matrix};
+use crate::export;
+use crate::interrupt;
+use crate::plan::{self, Options, Plan};
+use crate::progress::Progress;
+use crate::results::schema::{CellResult, CellStatus, Drift, RunRecord, RunStatus, SCHEMA_VERSION};
+use crate::results::store::Store;
+use crate::results::summary::summarize_cell;
+use crate::sample::now_unix_us;
+use crate::stats::pct_change;
+
+/// How the run ended, for the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    AllOk,
+    SomeFailed,
+    Interrupted,
+}
+
+/// UTC timestamp for run ids: 2026-11-30T13-05-00Z.
+pub fn utc_stamp(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+fn binaries(m: &Matrix) -> BTreeMap<String, String> {
+    let mut b: BTreeMap<String, String> = m
+        .services
+        .iter()
+        .map(|s| (s.name.clone(), s.binary.display().to_string()))
+        .collect();
+    b.insert("loadgen".into(), m.loadgen.display().to_string());
+    if let Ok(me) = std::env::current_exe() {
+        b.insert("matrix".into(), me.display().to_string());
+    }
+    b
+}
+
+fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, RunRecord)> {
+    let env = crate::env::collect(&args.select.config, &m.loadgen, binaries(m));
+    let now_ms = now_unix_us() / 1000;
+    let short = env
+        .source
+        .git_commit
+        .as_deref()
+        .map_or("nogit".to_string(), |c| c[..c.len().min(7)].to_string());
+    let run_id = format!("{}-{short}", utc_stamp(now_ms / 1000));
+    let store = Store::create(args.out.join(&run_id))?;
+    let run = RunRecord {
+        schema_version: SCHEMA_VERSION,
+        run_id,
+        started_unix_ms: now_ms,
+        finished_unix_ms: None,
+        status: RunStatus::Running,
+        command_line: std::env::args().collect(),
+        quick: args.select.quick,
+        only: args.select.only.clone(),
+        config_path: args.select.config.display().to_string(),
+        config_toml: m.text.clone(),
+        config_sha256: format!("{:x}", Sha256::digest(m.text.as_bytes())),
+        plan: plan.cells().cloned().collect(),
+        estimated_duration_s: plan.estimate_s(),
+        environment: env,
+    };
+    store.write_run(&run)?;
+    Ok((store, run))
+}
+
+/// Re-validates the matrix recorded in an interrupted run and reopens its directory.
+fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Options)> {
+    let store = Store::open(dir)?;
+    let run = store.read_run()?;
+    let path = PathBuf::from(&run.config_path);
+    let m = config::validate::parse(&path, &run.config_toml, exe_dir().as_deref())?;
+    let opts = Options {
+        quick: run.quick,
+        only: run.only.clone(),
+    };
+    Ok((store, run, m, opts))
+}
+
+pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
+    interrupt::install();
+    let (store, mut run, m, opts) = match &args.resume {
+        Some(dir) => resume_run(dir)?,
+        None => {
+            let m = config::load(&args.select.config, exe_dir().as_deref())?;
+            let opts = Options {
+                quick: args.select.quick,
+                only: args.select.only.clone(),
+            };
+            let plan = plan::expand(&m, &opts)?;
+            let (store, run) = start_run(args, &m, &plan)?;
+            (store, run, m, opts)
+        }
+    };
+    let plan = plan::expand(&m, &opts)?;
+    run.status = RunStatus::Running;
+    run.finished_unix_ms = None;
+    store.write_run(&run)?;
+    let tmp = store.tmp_dir()?;
+    let ctx = Ctx {
+        matrix: &m,
+        run_id: &run.run_id,
+        tmp_dir: &tmp,
+    };
+    let mut progress = Progress::new(plan.rep_count(), plan.estimate_s(), args.quiet);
+    progress.note(&format!("run {} → {}", run.run_id, store.dir.display()));
+
+    'groups: for group in &plan.groups {
+        let mut states: Vec<CellResult> = Vec::new();
+        for c in group {
+            if store.cell_done(&c.key) {
+                progress.skip(u64::from(c.repetitions));
+            } else {
+                states.push(cell::new_result(&run.run_id, c));
+            }
+        }
+        let reps = group.iter().map(|c| c.repetitions).max().unwrap_or(0);
+        for rep in 1..=reps {
+            for st in states.iter_mut() {
+                if interrupt::requested() {
+                    break 'groups;
+                }
+                if st.status != CellStatus::Partial || rep > st.cell.repetitions {
+                    continue;
+                }
+                progress.begin(&st.cell, rep);
+                let r = cell::run_rep(&ctx, st, rep);
+                let failure = st
+                    .failure
+                    .as_ref()
+                    .map(|f| format!("{}: {}", f.stage, f.reason));
+                progress.end(&st.cell, rep, r.as_ref(), failure.as_deref());
+                if let Some(r) = r {
+                    st.reps.push(r);
+                    if rep == st.cell.repetitions {
+                        st.status = CellStatus::Ok;
+                    }
+                } else {
+                    progress.skip(u64::from(st.cell.repetitions - rep));
+                }
+                st.summary = summarize_cell(st);
+                store.write_cell(st)?;
+                if !interrupt::sleep_ms(st.cell.cooldown_ms) {
+                    break 'groups;
+                }
+            }
+        }
+    }
+    // Whatever was in flight when interrupted is already written with its status.
+    let interrupted = interrupt::requested();
+    let drift = if interrupted {
+        None
+    } else {
+        drift_rerun(&ctx, &store, &plan, &mut progress)
+    };
+    progress.finish();
+    let _ = std::fs::remove_dir_all(&tmp);
+
+    let status = if interrupted || interrupt::requested() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Completed
+    };
+    let outcome = export_all(&store, &mut run, &plan, status, drift)?;
+    Ok(if status == RunStatus::Interrupted {
+        Outcome::Interrupted
+    } else {
+        outcome
+    })
+}
+
+fn drift_rerun(ctx: &Ctx, store: &Store, plan: &Plan, progress: &mut Progress) -> Option<Drift> {
+    let spec = plan.reference.as_ref()?;
+    let first = store.read_cell(&spec.key)?;
+    let first_rep = first.reps.iter().find(|r| r.rep == 1)?;
+    let mut scratch = cell::new_result(ctx.run_id, spec);
+    progress.begin(spec, 0);
+    let rerun = cell::run_rep(ctx, &mut scratch, 0);
+    let failure = scratch
+        .failure
+        .as_ref()
+        .map(|f| format!("{}: {}", f.stage, f.reason));
+    progress.end(spec, 0, rerun.as_ref(), failure.as_deref());
+    let (r_rps, r_cpu) = match &rerun {
+        Some(r) => (Some(r.report.requests_per_s), r.server.cpu_us_per_request),
+        None => (None, None),
+    };
+    let f_rps = first_rep.report.requests_per_s;
+    let f_cpu = first_rep.server.cpu_us_per_request;
+    Some(Drift {
+        key: spec.key.clone(),
+        first_requests_per_s: Some(f_rps),
+        rerun_requests_per_s: r_rps,
+        requests_per_s_drift_pct: r_rps.and_then(|r| pct_change(f_rps, r)),
+        first_cpu_us_per_request: f_cpu,
+        rerun_cpu_us_per_request: r_cpu,
+        cpu_us_per_request_drift_pct: match (f_cpu, r_cpu) {
+            (Some(a), Some(b)) => pct_change(a, b),
+            _ => None,
+        },
+        note: match failure {
+            Some(f) => format!("re-run failed: {f}"),
+            None => "single repetition at the end vs repetition 1 of the cell".into(),
+        },
+    })
+}
+
+/// Reads every cell file of the plan back and writes results.json, results.md, run.json.
+pub fn export_all(
+    store: &Store,
+    run: &mut RunRecord,
+    plan: &Plan,
+    status: RunStatus,
+    drift: Option<Drift>,
+) -> anyhow::Result<Outcome> {
+    let cells: Vec<CellResult> = plan
+        .cells()
+        .filter_map(|c| store.read_cell(&c.key))
+        .collect();
+    let mut runtimes = BTreeMap::new();
+    for c in &cells {
+        if let Some(b) = &c.banner {
+            runtimes.entry(c.cell.service.clone()).or_insert_with(|| {
+                format!(
+                    "{} {} / {}",
+                    b.runtime.as_deref().unwrap_or("?"),
+                    b.runtime_version.as_deref().unwrap_or(""),
+                    b.io_driver.as_deref().unwrap_or("?")
+                )
+            });
+        }
+    }
+    let summaries = cells.iter().map(summarize_cell).collect();
+    let results = export::json::results_file(&run.run_id, status, summaries, drift);
+    store.write_file("results.json", &export::json::to_bytes(&results))?;
+    run.status = status;
+    run.finished_unix_ms = Some(now_unix_us() / 1000);
+    store.write_run(run)?;
+    store.write_file(
+        "results.md",
+        &export::markdown::render(run, &results, &runtimes),
+    )?;
+    let failed = cells.iter().any(|c| {
+        matches!(
+            c.status,
+            CellStatus::Failed | CellStatus::Interrupted | CellStatus::Partial
+        )
+    });
+    Ok(if failed {
+        Outcome::SomeFailed
+    } else {
+        Outcome::AllOk
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_stamp;
+
+    #[test]
+    fn utc_stamp_known_dates() {
+        assert_eq!(utc_stamp(0), "1970-01-01T00-00-00Z");
+        // 2026-11-30T13:05:00Z
+        assert_eq!(utc_stamp(1_796_043_900), "2026-11-30T13-05-00Z");
+        assert_eq!(utc_stamp(951_782_400), "2000-02-29T00-00-00Z");
+    }
+}

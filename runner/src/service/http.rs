@@ -1,0 +1,92 @@
+//! A minimal blocking HTTP/1.1 client for readiness and verification (one request per
+//! connection, `Connection: close` not sent so servers behave as under keep-alive load).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub reason: String,
+    pub version: u8,
+    /// Lower-cased names; repeated headers joined with ", ".
+    pub headers: BTreeMap<String, String>,
+    pub header_count: usize,
+    pub body: Vec<u8>,
+    pub elapsed: Duration,
+}
+
+pub fn get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<Response, String> {
+    let start = Instant::now();
+    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let req =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: pingmatrix-verify\r\n\r\n");
+    s.write_all(req.as_bytes())
+        .map_err(|e| format!("write: {e}"))?;
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut r = httparse::Response::new(&mut headers);
+        match r.parse(&buf) {
+            Ok(httparse::Status::Complete(head_len)) => {
+                let mut map: BTreeMap<String, String> = BTreeMap::new();
+                for h in r.headers.iter() {
+                    let v = String::from_utf8_lossy(h.value).to_string();
+                    map.entry(h.name.to_ascii_lowercase())
+                        .and_modify(|e| {
+                            e.push_str(", ");
+                            e.push_str(&v);
+                        })
+                        .or_insert(v);
+                }
+                let header_count = r.headers.len();
+                let status = r.code.unwrap_or(0);
+                let reason = r.reason.unwrap_or("").to_string();
+                let version = r.version.unwrap_or(0);
+                let len: Option<usize> = map
+                    .get("content-length")
+                    .and_then(|v| v.trim().parse().ok());
+                let Some(len) = len else {
+                    return Err("response has no valid Content-Length".into());
+                };
+                while buf.len() < head_len + len {
+                    let n = s.read(&mut chunk).map_err(|e| format!("read body: {e}"))?;
+                    if n == 0 {
+                        return Err(format!(
+                            "connection closed after {} of {len} body bytes",
+                            buf.len() - head_len
+                        ));
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                let body = buf[head_len..head_len + len].to_vec();
+                return Ok(Response {
+                    status,
+                    reason,
+                    version,
+                    headers: map,
+                    header_count,
+                    body,
+                    elapsed: start.elapsed(),
+                });
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(e) => return Err(format!("unparseable response: {e}")),
+        }
+        let n = s.read(&mut chunk).map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err(format!("connection closed after {} bytes", buf.len()));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() > 1 << 20 {
+            return Err("response head larger than 1 MiB".into());
+        }
+    }
+}

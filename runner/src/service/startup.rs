@@ -1,0 +1,84 @@
+//! Start-up time: exec → TCP connect accepted → first `HTTP/1.1 200` on /ping, at µs
+//! resolution. Timing the 200, not the open port: some runtimes accept long before serving.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use crate::interrupt;
+use crate::process::Proc;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Ready {
+    pub connect_us: u64,
+    pub first_200_us: u64,
+}
+
+/// Polls until /ping answers 200, the process exits, the timeout passes or we are
+/// interrupted (error text says which).
+pub fn wait_ready(proc: &mut Proc, addr: SocketAddr, timeout: Duration) -> Result<Ready, String> {
+    let t0 = proc.spawned_at;
+    let deadline = t0 + timeout;
+    let mut connect_us = None;
+    let mut last_err = String::from("never accepted a connection");
+    loop {
+        if let Some(st) = proc.try_wait() {
+            return Err(format!("exited during start-up with {st} ({last_err})"));
+        }
+        if interrupt::requested() {
+            return Err("interrupted during start-up".into());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "not ready within {} ms: {last_err}",
+                timeout.as_millis()
+            ));
+        }
+        match TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+            Ok(mut s) => {
+                connect_us.get_or_insert(t0.elapsed().as_micros() as u64);
+                match probe(&mut s) {
+                    Ok(()) => {
+                        return Ok(Ready {
+                            connect_us: connect_us.unwrap_or(0),
+                            first_200_us: t0.elapsed().as_micros() as u64,
+                        });
+                    }
+                    Err(e) => {
+                        last_err = e;
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
+            Err(e) => {
+                last_err = format!("connect: {e}");
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    }
+}
+
+fn probe(s: &mut TcpStream) -> Result<(), String> {
+    s.set_read_timeout(Some(Duration::from_secs(1)))
+        .map_err(|e| e.to_string())?;
+    let _ = s.set_nodelay(true);
+    s.write_all(b"GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .map_err(|e| format!("write: {e}"))?;
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while n < 12 {
+        match s.read(&mut buf[n..]) {
+            Ok(0) => return Err("closed before a status line".into()),
+            Ok(k) => n += k,
+            Err(e) => return Err(format!("read: {e}")),
+        }
+    }
+    if buf[..n].starts_with(b"HTTP/1.1 200") {
+        Ok(())
+    } else {
+        Err(format!(
+            "first status line: {:?}",
+            String::from_utf8_lossy(&buf[..n.min(40)])
+        ))
+    }
+}
