@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Wrapper cost: each ping service against its runtime's plain hello-world
+# (services/<svc>/examples/hello.rs), with wrk -t1 -c64 on /ping, server pinned to one CPU and
+# wrk to another, release builds, A/B pairs interleaved (order alternates per pair).
+# Prints every run, then per runtime the req/s medians and the service/hello ratio.
+#
+#   scripts/wrapper-cost.sh                        # 5 pairs x 10 s
+#   PAIRS=3 DURATION_S=2 scripts/wrapper-cost.sh   # quick smoke
+#
+# Env: PAIRS (5), DURATION_S (10), WARMUP_S (1), CONNECTIONS (64), SERVER_CPU (0), WRK_CPU (1),
+#      RUNTIMES ("tokio-hyper monoio may-minihttp"), CARGO_TARGET_DIR (target).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PAIRS=${PAIRS:-5}
+DURATION_S=${DURATION_S:-10}
+WARMUP_S=${WARMUP_S:-1}
+CONNECTIONS=${CONNECTIONS:-64}
+SERVER_CPU=${SERVER_CPU:-0}
+WRK_CPU=${WRK_CPU:-1}
+RUNTIMES=${RUNTIMES:-"tokio-hyper monoio may-minihttp"}
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+REL="$TARGET_DIR/release"
+
+for tool in wrk taskset; do
+  command -v "$tool" >/dev/null || { echo "wrapper-cost: $tool not found" >&2; exit 2; }
+done
+
+pkgs=()
+for rt in $RUNTIMES; do pkgs+=(-p "ping-$rt"); done
+cargo build --release --locked "${pkgs[@]}" --bins --examples >&2
+
+SERVER_PID=""
+cleanup() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""; }
+trap cleanup EXIT
+
+# A port nobody listens on (pure bash: /dev/tcp connect fails).
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+  echo "wrapper-cost: no free port found" >&2; exit 1
+}
+
+wait_ready() {
+  local port=$1
+  for _ in $(seq 1 200); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    kill -0 "$SERVER_PID" 2>/dev/null || { echo "wrapper-cost: server exited" >&2; exit 1; }
+    sleep 0.05
+  done
+  echo "wrapper-cost: server on port $port not ready after 10 s" >&2; exit 1
+}
+
+# run_one <variant:hello|service> <runtime> → prints req/s
+run_one() {
+  local variant=$1 rt=$2 port out
+  port=$(free_port)
+  out=$(mktemp)
+  if [[ $variant == hello ]]; then
+    taskset -c "$SERVER_CPU" "$REL/examples/hello-$rt" "127.0.0.1:$port" 1 >"$out" 2>/dev/null &
+  else
+    taskset -c "$SERVER_CPU" "$REL/ping-$rt" --listen "127.0.0.1:$port" --workers 1 >"$out" 2>/dev/null &
+  fi
+  SERVER_PID=$!
+  wait_ready "$port"
+  local url="http://127.0.0.1:$port/ping"
+  if [[ $WARMUP_S != 0 ]]; then
+    taskset -c "$WRK_CPU" wrk -t1 -c"$CONNECTIONS" -d"${WARMUP_S}s" "$url" >/dev/null
+  fi
+  local report
+  report=$(taskset -c "$WRK_CPU" wrk -t1 -c"$CONNECTIONS" -d"${DURATION_S}s" "$url")
+  if [[ $variant == service && $rt == monoio ]]; then
+    grep -o '"io_driver":"[^"]*"' "$out" >&2 || true
+  fi
+  cleanup
+  rm -f "$out"
+  if grep -qE 'Non-2xx|Socket errors' <<<"$report"; then
+    echo "wrapper-cost: $variant $rt had errors:" >&2
+    grep -E 'Non-2xx|Socket errors' <<<"$report" >&2
+  fi
+  awk '/^Requests\/sec:/ {print $2}' <<<"$report"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+
+echo "# wrapper cost: wrk -t1 -c$CONNECTIONS -d${DURATION_S}s /ping (warm-up ${WARMUP_S}s), server on cpu $SERVER_CPU (--workers 1), wrk on cpu $WRK_CPU, $PAIRS A/B pairs"
+echo "# kernel $(uname -r), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+summary=()
+for rt in $RUNTIMES; do
+  hello=() service=()
+  for pair in $(seq 1 "$PAIRS"); do
+    if (( pair % 2 )); then order="hello service"; else order="service hello"; fi
+    for v in $order; do
+      r=$(run_one "$v" "$rt")
+      echo "$rt pair $pair $v: $r req/s"
+      if [[ $v == hello ]]; then hello+=("$r"); else service+=("$r"); fi
+    done
+  done
+  mh=$(printf '%s\n' "${hello[@]}" | median)
+  ms=$(printf '%s\n' "${service[@]}" | median)
+  summary+=("$(awk -v rt="$rt" -v h="$mh" -v s="$ms" 'BEGIN {
+    printf "%-14s %12.0f %12.0f %8.3f %+8.1f%%", rt, h, s, s/h, (1 - s/h) * 100 }')")
+done
+echo
+printf '%-14s %12s %12s %8s %9s\n' runtime hello_rps service_rps ratio cost
+printf '%s\n' "${summary[@]}"
