@@ -22,6 +22,10 @@ pub enum Command {
     Run(RunArgs),
     /// Print the expanded cells and the time estimate without running anything.
     Plan(SelectArgs),
+    /// Compare two result sets cell by cell: ratio, 95 % CI of the change, verdict.
+    Compare(crate::compare::CompareArgs),
+    /// Write SVG plots and results.md for a run (optionally the README reference section).
+    Report(crate::report::ReportArgs),
 }
 
 /// Which matrix file and which part of it.

@@ -7,6 +7,7 @@
 pub mod binaries;
 pub mod cell;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod env;
 pub mod export;
@@ -17,6 +18,7 @@ pub mod load;
 pub mod plan;
 pub mod process;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod sample;

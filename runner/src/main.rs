@@ -17,6 +17,8 @@ fn main() -> ExitCode {
             run::Outcome::SomeFailed => ExitCode::from(1),
             run::Outcome::Interrupted => ExitCode::from(130),
         }),
+        Command::Compare(args) => runner::compare::cmd(args),
+        Command::Report(args) => runner::report::cmd(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("matrix: {e:#}");

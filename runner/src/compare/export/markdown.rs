@@ -1,0 +1,91 @@
+//! `--format markdown`: a header saying what was compared and how, then one table row per
+//! (cell, metric). No headings, so the text can sit inside any README section.
+
+use std::fmt::Write as _;
+
+use super::super::model::Comparison;
+use super::super::test::Verdict;
+use super::{
+    change, machine_line, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
+};
+
+pub fn render(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "**pingmatrix compare**: old {} → new {}, on {}.\n",
+        side_line(&c.old),
+        side_line(&c.new),
+        machine_line(c)
+    );
+    let _ = writeln!(o, "{}\n", rule(c));
+    if c.forced {
+        let mut why = c.incomparable.clone();
+        for cell in c.cells.iter().filter(|x| !x.not_comparable.is_empty()) {
+            why.push(format!("{}: {}", cell.id, cell.not_comparable.join("; ")));
+        }
+        let _ = writeln!(
+            o,
+            "> **Forced comparison (`--force`)**: the runs are not comparable — {}.\n",
+            why.join("; ")
+        );
+    }
+    let _ = writeln!(o, "Summary: {}.\n", summary(c));
+    let _ = writeln!(
+        o,
+        "| cell | metric | old | new | new/old | change [95 % CI] | verdict |"
+    );
+    let _ = writeln!(o, "|---|---|---:|---:|---:|---|---|");
+    for cell in &c.cells {
+        for (i, m) in cell.metrics.iter().enumerate() {
+            let name = if i == 0 {
+                format!("{}{}", cell.id, suspect_mark(cell))
+            } else {
+                String::new()
+            };
+            let v = verdict(m);
+            let v = match m.verdict {
+                Verdict::Better | Verdict::Worse => format!("**{v}**"),
+                _ => v.to_string(),
+            };
+            let _ = writeln!(
+                o,
+                "| {name} | {} | {} | {} | {} | {} | {v} |",
+                m.metric.label(),
+                side_value(m, true),
+                side_value(m, false),
+                ratio(m),
+                change(m),
+            );
+        }
+    }
+    let _ = writeln!(o);
+    for (what, ids) in [("old", &c.only_old), ("new", &c.only_new)] {
+        if !ids.is_empty() {
+            let list: Vec<String> = ids.iter().map(|i| format!("`{i}`")).collect();
+            let _ = writeln!(o, "Only in {what}: {}.\n", list.join(", "));
+        }
+    }
+    let notes: Vec<String> = c
+        .cells
+        .iter()
+        .filter(|x| x.suspect() || (!x.not_comparable.is_empty() && !c.forced))
+        .map(|x| {
+            let mut why = x.suspect_reasons.clone();
+            why.extend(
+                x.not_comparable
+                    .iter()
+                    .map(|r| format!("not comparable: {r}")),
+            );
+            format!("- `{}`: {}", x.id, why.join("; "))
+        })
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(
+            o,
+            "Suspect or not comparable cells:\n\n{}\n",
+            notes.join("\n")
+        );
+    }
+    o
+}

@@ -1,0 +1,116 @@
+//! Renderers of a `Comparison`: terminal table, Markdown, JSON. They return Strings and
+//! never touch files; the command decides where the text goes.
+
+pub mod json;
+pub mod markdown;
+pub mod terminal;
+
+use super::metric::Unit;
+use super::model::{CellComparison, Comparison, MetricComparison};
+use super::test::Verdict;
+
+/// A metric value in its unit, compact: "12.3k", "812 µs", "1.25 ms", "7.4 MiB".
+pub fn value(unit: Unit, x: f64) -> String {
+    match unit {
+        Unit::PerSecond if x >= 10_000.0 => format!("{:.1}k", x / 1000.0),
+        Unit::PerSecond if x >= 1000.0 => format!("{:.2}k", x / 1000.0),
+        Unit::PerSecond => format!("{x:.1}"),
+        Unit::Micros if x >= 10_000.0 => format!("{:.1} ms", x / 1000.0),
+        Unit::Micros if x >= 1000.0 => format!("{:.2} ms", x / 1000.0),
+        Unit::Micros if x >= 10.0 => format!("{x:.0} µs"),
+        Unit::Micros => format!("{x:.2} µs"),
+        Unit::Bytes => format!("{:.2} MiB", x / 1_048_576.0),
+    }
+}
+
+pub fn side_value(m: &MetricComparison, old: bool) -> String {
+    let s = if old { &m.old } else { &m.new };
+    s.as_ref()
+        .map_or_else(|| "–".into(), |s| value(m.unit, s.mean))
+}
+
+pub fn ratio(m: &MetricComparison) -> String {
+    m.difference
+        .as_ref()
+        .map_or_else(|| "–".into(), |d| format!("{:.3}", d.ratio))
+}
+
+/// "-10.0 % [-11.1, -8.9]", or "-10.0 % [no CI]".
+pub fn change(m: &MetricComparison) -> String {
+    let Some(d) = &m.difference else {
+        return "–".into();
+    };
+    match (d.ci95_low_pct, d.ci95_high_pct) {
+        (Some(lo), Some(hi)) => format!("{:+.1} % [{lo:+.1}, {hi:+.1}]", d.change_pct),
+        _ => format!("{:+.1} % [no CI]", d.change_pct),
+    }
+}
+
+pub fn verdict(m: &MetricComparison) -> &'static str {
+    m.verdict.word(m.metric)
+}
+
+/// Which side(s) of a cell are suspect, for a marker next to its name.
+pub fn suspect_mark(c: &CellComparison) -> &'static str {
+    match (c.suspect_old, c.suspect_new) {
+        (true, true) => " ⚠ suspect (both)",
+        (true, false) => " ⚠ suspect (old)",
+        (false, true) => " ⚠ suspect (new)",
+        (false, false) => "",
+    }
+}
+
+/// "2 better, 1 worse, 30 no change, ..." over every metric of every matched cell.
+pub fn summary(c: &Comparison) -> String {
+    let parts: Vec<String> = [
+        (Verdict::Better, "better"),
+        (Verdict::Worse, "worse"),
+        (Verdict::NoChange, "no change"),
+        (Verdict::Undetermined, "without CI (n<2)"),
+        (Verdict::NotComparable, "not comparable"),
+    ]
+    .iter()
+    .map(|&(v, w)| (c.count(v), w))
+    .filter(|&(n, w)| n > 0 || w == "better" || w == "worse")
+    .map(|(n, w)| format!("{n} {w}"))
+    .collect();
+    format!(
+        "{} matched cells; metrics: {}; {} suspect cells",
+        c.cells.len(),
+        parts.join(", "),
+        c.cells.iter().filter(|x| x.suspect()).count()
+    )
+}
+
+/// "run X (commit abc123def456)".
+pub fn side_line(s: &super::model::Side) -> String {
+    match &s.git_commit {
+        Some(g) => format!("run {} (commit {})", s.run_id, &g[..g.len().min(12)]),
+        None => format!("run {}", s.run_id),
+    }
+}
+
+/// One line about where the runs were made (the old side; identical unless forced).
+pub fn machine_line(c: &Comparison) -> String {
+    let fmt = |s: &super::model::Side| {
+        format!(
+            "{} × {} logical CPUs, loadgen {}",
+            s.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            s.logical_cpus.map_or_else(|| "?".into(), |n| n.to_string()),
+            s.loadgen_version.as_deref().unwrap_or("unknown")
+        )
+    };
+    let (o, n) = (fmt(&c.old), fmt(&c.new));
+    if o == n {
+        o
+    } else {
+        format!("old: {o}; new: {n}")
+    }
+}
+
+pub fn rule(c: &Comparison) -> String {
+    format!(
+        "{}. Verdict \"no change\" unless the CI excludes zero and the change exceeds {} %.",
+        c.method, c.noise_pct
+    )
+}

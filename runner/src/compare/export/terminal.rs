@@ -1,0 +1,92 @@
+//! The terminal table: one block per matched cell, colour (green better, red worse, yellow
+//! warnings) only when the caller says stdout is a terminal.
+
+use std::fmt::Write as _;
+
+use super::super::model::Comparison;
+use super::super::test::Verdict;
+use super::{
+    change, machine_line, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
+};
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+pub fn render(c: &Comparison, colour: bool) -> String {
+    let paint = |code: &str, s: &str| {
+        if colour {
+            format!("{code}{s}{RESET}")
+        } else {
+            s.to_string()
+        }
+    };
+    let mut o = String::new();
+    let _ = writeln!(o, "old: {}  [{}]", side_line(&c.old), c.old.label);
+    let _ = writeln!(o, "new: {}  [{}]", side_line(&c.new), c.new.label);
+    let _ = writeln!(o, "machine: {}", machine_line(c));
+    let _ = writeln!(o, "{}", rule(c));
+    if c.forced {
+        let _ = writeln!(
+            o,
+            "{}",
+            paint(
+                YELLOW,
+                "FORCED (--force): the runs are not comparable; read every verdict with that in mind:"
+            )
+        );
+        for r in &c.incomparable {
+            let _ = writeln!(o, "  - {r}");
+        }
+        for cell in c.cells.iter().filter(|x| !x.not_comparable.is_empty()) {
+            let _ = writeln!(o, "  - {}: {}", cell.id, cell.not_comparable.join("; "));
+        }
+    }
+    let _ = writeln!(o, "{}", summary(c));
+    for (what, ids) in [("old", &c.only_old), ("new", &c.only_new)] {
+        for id in ids.iter() {
+            let _ = writeln!(o, "only in {what}: {id}");
+        }
+    }
+    for cell in &c.cells {
+        let _ = writeln!(o);
+        let _ = write!(o, "{}", paint(BOLD, &cell.id.to_string()));
+        let mark = suspect_mark(cell);
+        if !mark.is_empty() {
+            let _ = write!(o, "{}", paint(YELLOW, mark));
+        }
+        let _ = writeln!(o);
+        for r in &cell.suspect_reasons {
+            let _ = writeln!(o, "  ⚠ {r}");
+        }
+        for r in &cell.not_comparable {
+            let _ = writeln!(o, "  not comparable: {r}");
+        }
+        let _ = writeln!(
+            o,
+            "  {:<12} {:>10} {:>10} {:>8}  {:<26} verdict",
+            "metric", "old", "new", "new/old", "change [95 % CI]"
+        );
+        for m in &cell.metrics {
+            let v = verdict(m);
+            let v = match m.verdict {
+                Verdict::Better => paint(GREEN, v),
+                Verdict::Worse => paint(RED, v),
+                Verdict::NotComparable => paint(YELLOW, v),
+                _ => v.to_string(),
+            };
+            let _ = writeln!(
+                o,
+                "  {:<12} {:>10} {:>10} {:>8}  {:<26} {v}",
+                m.metric.label(),
+                side_value(m, true),
+                side_value(m, false),
+                ratio(m),
+                change(m),
+            );
+        }
+    }
+    o
+}

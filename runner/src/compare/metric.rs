@@ -1,0 +1,172 @@
+//! The metrics a comparison covers, which direction is better for each, and how to read
+//! their per-repetition values out of a cell (falling back to results.json summaries).
+
+use serde::Serialize;
+
+use crate::results::schema::{CellResult, CellSummary, Stat};
+use crate::stats;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    RequestsPerS,
+    LatencyP50Us,
+    LatencyP99Us,
+    StartupUs,
+    IdleRssBytes,
+    PeakRssBytes,
+    CpuUsPerRequest,
+}
+
+/// How a metric's values are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    PerSecond,
+    Micros,
+    Bytes,
+}
+
+pub const ALL: [Metric; 7] = [
+    Metric::RequestsPerS,
+    Metric::LatencyP50Us,
+    Metric::LatencyP99Us,
+    Metric::StartupUs,
+    Metric::IdleRssBytes,
+    Metric::PeakRssBytes,
+    Metric::CpuUsPerRequest,
+];
+
+impl Metric {
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::RequestsPerS => "req/s",
+            Metric::LatencyP50Us => "p50 latency",
+            Metric::LatencyP99Us => "p99 latency",
+            Metric::StartupUs => "startup",
+            Metric::IdleRssBytes => "idle RSS",
+            Metric::PeakRssBytes => "peak RSS",
+            Metric::CpuUsPerRequest => "CPU/request",
+        }
+    }
+
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::RequestsPerS => Unit::PerSecond,
+            Metric::IdleRssBytes | Metric::PeakRssBytes => Unit::Bytes,
+            _ => Unit::Micros,
+        }
+    }
+
+    /// Throughput is the only metric where more is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::RequestsPerS)
+    }
+
+    /// Verdict words that fit the metric: (better, worse).
+    pub fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Metric::RequestsPerS
+            | Metric::LatencyP50Us
+            | Metric::LatencyP99Us
+            | Metric::StartupUs => ("faster", "slower"),
+            Metric::IdleRssBytes | Metric::PeakRssBytes => ("smaller", "larger"),
+            Metric::CpuUsPerRequest => ("cheaper", "costlier"),
+        }
+    }
+}
+
+/// One side's values of one metric in one cell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sample {
+    pub n: u32,
+    pub mean: f64,
+    /// Sample standard deviation; `None` when n < 2 or only a point value is known.
+    pub stdev: Option<f64>,
+    /// The per-repetition (or per-start) values when a cell file was available.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<f64>,
+}
+
+impl Sample {
+    pub fn from_values(values: Vec<f64>) -> Option<Sample> {
+        Some(Sample {
+            n: values.len() as u32,
+            mean: stats::mean(&values)?,
+            stdev: stats::stdev(&values),
+            values,
+        })
+    }
+
+    fn from_stat(s: &Stat) -> Option<Sample> {
+        (s.n > 0).then(|| Sample {
+            n: s.n,
+            mean: s.mean,
+            stdev: s.stdev,
+            values: Vec::new(),
+        })
+    }
+
+    /// A value with no dispersion information (e.g. a median from results.json).
+    fn point(x: f64) -> Sample {
+        Sample {
+            n: 1,
+            mean: x,
+            stdev: None,
+            values: Vec::new(),
+        }
+    }
+}
+
+/// Per-repetition values from the cell file. Repetition 0 (the drift re-run) is excluded,
+/// as in the run's own summary; start-up samples use every start.
+pub fn from_cell(c: &CellResult, m: Metric) -> Option<Sample> {
+    let reps = c.reps.iter().filter(|r| r.rep > 0);
+    let values: Vec<f64> = match m {
+        Metric::RequestsPerS => reps.map(|r| r.report.requests_per_s).collect(),
+        Metric::LatencyP50Us => reps.map(|r| r.report.latency_us.p50 as f64).collect(),
+        Metric::LatencyP99Us => reps.map(|r| r.report.latency_us.p99 as f64).collect(),
+        Metric::PeakRssBytes => reps
+            .filter_map(|r| r.server.rss_peak_bytes)
+            .map(|b| b as f64)
+            .collect(),
+        Metric::CpuUsPerRequest => reps.filter_map(|r| r.server.cpu_us_per_request).collect(),
+        Metric::StartupUs => c
+            .starts
+            .iter()
+            .filter_map(|s| s.first_200_us)
+            .map(|x| x as f64)
+            .collect(),
+        Metric::IdleRssBytes => c
+            .starts
+            .iter()
+            .filter_map(|s| s.idle_rss_bytes)
+            .map(|x| x as f64)
+            .collect(),
+    };
+    Sample::from_values(values)
+}
+
+/// From results.json alone: mean/stdev/n where the summary keeps them, a point otherwise.
+pub fn from_summary(s: &CellSummary, m: Metric) -> Option<Sample> {
+    match m {
+        Metric::RequestsPerS => s.requests_per_s.as_ref().and_then(Sample::from_stat),
+        Metric::LatencyP50Us => s.latency.as_ref().map(|l| Sample::point(l.p50_us as f64)),
+        Metric::LatencyP99Us => s.latency.as_ref().map(|l| Sample::point(l.p99_us as f64)),
+        Metric::StartupUs => s.startup_us.as_ref().and_then(Sample::from_stat),
+        Metric::IdleRssBytes => s.idle_rss_bytes.as_ref().and_then(Sample::from_stat),
+        Metric::PeakRssBytes => s.rss_peak_bytes.map(|b| Sample::point(b as f64)),
+        Metric::CpuUsPerRequest => s
+            .server_cpu_us_per_request
+            .as_ref()
+            .and_then(Sample::from_stat),
+    }
+}
+
+/// Prefer the cell file (real per-repetition values) over the summary.
+pub fn sample(summary: &CellSummary, cell: Option<&CellResult>, m: Metric) -> Option<Sample> {
+    match cell {
+        Some(c) => from_cell(c, m),
+        None => from_summary(summary, m),
+    }
+}

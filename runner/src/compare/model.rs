@@ -1,0 +1,89 @@
+//! The result of a comparison, as data: what the exporters render and `--format json`
+//! serializes.
+
+use serde::Serialize;
+
+use super::matching::CellId;
+use super::metric::{Metric, Sample, Unit};
+use super::test::{Difference, Verdict};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub old: Side,
+    pub new: Side,
+    /// How the intervals were computed, in one sentence.
+    pub method: String,
+    pub noise_pct: f64,
+    /// `--force` was given and the runs (or some cells) are not comparable.
+    pub forced: bool,
+    /// Run-level reasons the runs are not comparable (only non-empty when forced).
+    pub incomparable: Vec<String>,
+    pub only_old: Vec<CellId>,
+    pub only_new: Vec<CellId>,
+    pub cells: Vec<CellComparison>,
+}
+
+/// One side's identity, for the header.
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    pub label: String,
+    pub run_id: String,
+    pub cpu_model: Option<String>,
+    pub logical_cpus: Option<usize>,
+    pub loadgen_version: Option<String>,
+    pub git_commit: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CellComparison {
+    pub id: CellId,
+    pub key: String,
+    /// Suspect cells are marked, never hidden.
+    pub suspect_old: bool,
+    pub suspect_new: bool,
+    pub suspect_reasons: Vec<String>,
+    /// Why this cell's two sides were run differently (verdicts withheld unless forced).
+    pub not_comparable: Vec<String>,
+    pub metrics: Vec<MetricComparison>,
+}
+
+impl CellComparison {
+    pub fn suspect(&self) -> bool {
+        self.suspect_old || self.suspect_new
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricComparison {
+    pub metric: Metric,
+    pub unit: Unit,
+    pub old: Option<Sample>,
+    pub new: Option<Sample>,
+    pub difference: Option<Difference>,
+    pub verdict: Verdict,
+}
+
+impl Comparison {
+    /// Worse verdicts whose change is at least `pct` percent: what `--fail-on-regression`
+    /// fails on.
+    pub fn regressions(&self, pct: f64) -> Vec<(&CellComparison, &MetricComparison)> {
+        self.cells
+            .iter()
+            .flat_map(|c| c.metrics.iter().map(move |m| (c, m)))
+            .filter(|(_, m)| {
+                m.verdict == Verdict::Worse
+                    && m.difference
+                        .as_ref()
+                        .is_some_and(|d| d.change_pct.abs() >= pct)
+            })
+            .collect()
+    }
+
+    pub fn count(&self, v: Verdict) -> usize {
+        self.cells
+            .iter()
+            .flat_map(|c| &c.metrics)
+            .filter(|m| m.verdict == v)
+            .count()
+    }
+}

@@ -1,0 +1,181 @@
+//! The statistics of a difference: Welch's t interval for (new − old) of the means, reported
+//! relative to the old mean, and the verdict rule.
+//!
+//! Why Welch and not a bootstrap: with the 3–5 repetitions a matrix affords, a bootstrap
+//! resamples from at most 5 values and its interval is far too narrow. Welch's t does not
+//! assume equal variances and widens honestly through its small degrees of freedom.
+//! The relative CI divides the absolute interval by the old mean, treated as fixed; with
+//! the few-percent spread of a usable cell this understates the width by a few percent of
+//! itself, far below the noise threshold.
+
+use serde::Serialize;
+
+use super::metric::{Metric, Sample};
+use crate::stats::t_975;
+
+/// The difference of means, new − old, with its 95 % Welch interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    /// new mean / old mean.
+    pub ratio: f64,
+    /// (new − old) / old × 100.
+    pub change_pct: f64,
+    /// 95 % CI of `change_pct`; `None` when either side has fewer than 2 values.
+    pub ci95_low_pct: Option<f64>,
+    pub ci95_high_pct: Option<f64>,
+    /// Welch–Satterthwaite degrees of freedom (floored before looking up t).
+    pub df: Option<f64>,
+}
+
+pub fn difference(old: &Sample, new: &Sample) -> Option<Difference> {
+    if old.mean == 0.0 || !old.mean.is_finite() || !new.mean.is_finite() {
+        return None;
+    }
+    let diff = new.mean - old.mean;
+    let to_pct = |x: f64| x / old.mean * 100.0;
+    let ci = welch(old, new).map(|(half, df)| (to_pct(diff - half), to_pct(diff + half), df));
+    Some(Difference {
+        ratio: new.mean / old.mean,
+        change_pct: to_pct(diff),
+        ci95_low_pct: ci.map(|c| c.0),
+        ci95_high_pct: ci.map(|c| c.1),
+        df: ci.map(|c| c.2),
+    })
+}
+
+/// Half-width of the 95 % interval of new.mean − old.mean and the degrees of freedom.
+fn welch(old: &Sample, new: &Sample) -> Option<(f64, f64)> {
+    let (s1, s2) = (old.stdev?, new.stdev?);
+    if old.n < 2 || new.n < 2 {
+        return None;
+    }
+    let (n1, n2) = (f64::from(old.n), f64::from(new.n));
+    let (v1, v2) = (s1 * s1 / n1, s2 * s2 / n2);
+    let se2 = v1 + v2;
+    let df = if se2 == 0.0 {
+        // Both sides constant: the interval collapses to the point; df is moot.
+        n1 + n2 - 2.0
+    } else {
+        se2 * se2 / (v1 * v1 / (n1 - 1.0) + v2 * v2 / (n2 - 1.0))
+    };
+    // Flooring df rounds t up: the interval errs wide, never narrow.
+    let t = t_975((df.floor() as usize).max(1));
+    Some((t * se2.sqrt(), df))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Better,
+    Worse,
+    /// The CI includes zero, or the change is within the noise threshold.
+    NoChange,
+    /// No interval could be computed (fewer than 2 values on a side).
+    Undetermined,
+    /// The cell was run differently on the two sides (and `--force` was not given).
+    NotComparable,
+    /// The metric was not measured on one side.
+    Missing,
+}
+
+impl Verdict {
+    pub fn word(self, m: Metric) -> &'static str {
+        let (better, worse) = m.words();
+        match self {
+            Verdict::Better => better,
+            Verdict::Worse => worse,
+            Verdict::NoChange => "no change",
+            Verdict::Undetermined => "n<2, no CI",
+            Verdict::NotComparable => "not comparable",
+            Verdict::Missing => "–",
+        }
+    }
+}
+
+/// "No change" unless the CI excludes zero AND |change| exceeds the noise threshold.
+pub fn verdict(m: Metric, d: &Difference, noise_pct: f64) -> Verdict {
+    let (Some(lo), Some(hi)) = (d.ci95_low_pct, d.ci95_high_pct) else {
+        return Verdict::Undetermined;
+    };
+    let excludes_zero = lo > 0.0 || hi < 0.0;
+    if !excludes_zero || d.change_pct.abs() <= noise_pct {
+        return Verdict::NoChange;
+    }
+    let went_up = d.change_pct > 0.0;
+    if went_up == m.higher_is_better() {
+        Verdict::Better
+    } else {
+        Verdict::Worse
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[f64]) -> Sample {
+        Sample::from_values(v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn welch_matches_a_hand_computed_interval() {
+        // old: mean 100, s = 2 (n=3); new: mean 90, s = 1 (n=3).
+        // v1 = 4/3, v2 = 1/3, se = sqrt(5/3) = 1.29099; df = (5/3)^2 / ((16/9)/2 + (1/9)/2)
+        // = 2.7778 / 0.9444 = 2.941 → floor 2 → t = 4.303; half = 5.5551.
+        let d = difference(&s(&[98.0, 100.0, 102.0]), &s(&[89.0, 90.0, 91.0])).unwrap();
+        assert!((d.change_pct + 10.0).abs() < 1e-9);
+        assert!((d.ratio - 0.9).abs() < 1e-12);
+        assert!((d.df.unwrap() - 2.941).abs() < 1e-3, "{:?}", d.df);
+        assert!((d.ci95_low_pct.unwrap() - (-10.0 - 5.5551)).abs() < 1e-3);
+        assert!((d.ci95_high_pct.unwrap() - (-10.0 + 5.5551)).abs() < 1e-3);
+    }
+
+    #[test]
+    fn ten_percent_throughput_drop_with_low_noise_is_slower() {
+        let d = difference(
+            &s(&[100_000.0, 100_500.0, 99_500.0, 100_200.0, 99_800.0]),
+            &s(&[90_000.0, 90_400.0, 89_600.0, 90_100.0, 89_900.0]),
+        )
+        .unwrap();
+        assert_eq!(verdict(Metric::RequestsPerS, &d, 2.0), Verdict::Worse);
+        assert_eq!(Verdict::Worse.word(Metric::RequestsPerS), "slower");
+    }
+
+    #[test]
+    fn lower_latency_is_better() {
+        let d = difference(&s(&[100.0, 101.0, 99.0]), &s(&[80.0, 81.0, 79.0])).unwrap();
+        assert_eq!(verdict(Metric::LatencyP99Us, &d, 2.0), Verdict::Better);
+        assert_eq!(verdict(Metric::RequestsPerS, &d, 2.0), Verdict::Worse);
+    }
+
+    #[test]
+    fn significant_but_below_threshold_is_no_change() {
+        // −1 % with almost no noise: the CI excludes zero, the threshold does not.
+        let d = difference(&s(&[100.0, 100.01, 99.99]), &s(&[99.0, 99.01, 98.99])).unwrap();
+        assert!(d.ci95_high_pct.unwrap() < 0.0);
+        assert_eq!(verdict(Metric::RequestsPerS, &d, 2.0), Verdict::NoChange);
+        assert_eq!(verdict(Metric::RequestsPerS, &d, 0.5), Verdict::Worse);
+    }
+
+    #[test]
+    fn large_but_noisy_change_is_no_change() {
+        let d = difference(&s(&[100.0, 140.0, 60.0]), &s(&[80.0, 120.0, 40.0])).unwrap();
+        assert!(d.ci95_low_pct.unwrap() < 0.0 && d.ci95_high_pct.unwrap() > 0.0);
+        assert_eq!(verdict(Metric::RequestsPerS, &d, 2.0), Verdict::NoChange);
+    }
+
+    #[test]
+    fn single_values_give_no_interval() {
+        let d = difference(&s(&[100.0]), &s(&[50.0])).unwrap();
+        assert_eq!(d.ci95_low_pct, None);
+        assert_eq!(
+            verdict(Metric::RequestsPerS, &d, 2.0),
+            Verdict::Undetermined
+        );
+    }
+
+    #[test]
+    fn zero_old_mean_has_no_relative_difference() {
+        assert!(difference(&s(&[0.0, 0.0]), &s(&[1.0, 2.0])).is_none());
+    }
+}

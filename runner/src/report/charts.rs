@@ -1,0 +1,336 @@
+//! Which charts a result set gets, and the data each one shows. Pure: returns SVG strings
+//! with their file names; `report::cmd` writes them.
+
+use std::collections::BTreeMap;
+
+use crate::compare::input::ResultSet;
+use crate::results::schema::{CellStatus, CellSummary};
+use crate::stats;
+
+use super::data::{self, Group, load_x, merged_latency, slug};
+use super::{bars, open_loop, spectrum, throughput};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Throughput,
+    Spectrum,
+    OpenLoop,
+    Startup,
+    Memory,
+}
+
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub kind: Kind,
+    /// Path relative to the run directory, e.g. "plots/throughput-ping-pinned.svg".
+    pub file: String,
+    pub title: String,
+    pub scenario: Option<String>,
+    pub profile: String,
+    pub svg: String,
+}
+
+fn measured(c: &CellSummary) -> bool {
+    c.n > 0
+        && matches!(
+            c.status,
+            None | Some(CellStatus::Ok) | Some(CellStatus::Partial)
+        )
+}
+
+/// Every chart for the set. `latency_level`: the level label for the spectra (default: the
+/// highest level every service of the group reached).
+pub fn all(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec<Chart>> {
+    let mut out = Vec::new();
+    let groups = data::groups(set);
+    for g in &groups {
+        if !g.open {
+            if let Some(c) = throughput_chart(set, g)? {
+                out.push(c);
+            }
+        } else if let Some(c) = open_loop_chart(set, g)? {
+            out.push(c);
+        }
+        if let Some(c) = spectrum_chart(set, g, latency_level)? {
+            out.push(c);
+        }
+    }
+    let mut profiles: Vec<&str> = Vec::new();
+    for c in &set.results.cells {
+        if !profiles.contains(&c.profile.as_str()) {
+            profiles.push(&c.profile);
+        }
+    }
+    for p in profiles {
+        out.extend(startup_chart(set, p)?);
+        out.extend(memory_chart(set, p)?);
+    }
+    Ok(out)
+}
+
+fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
+    let series: Vec<throughput::Series> = g
+        .services()
+        .into_iter()
+        .map(|service| {
+            let points = g
+                .cells
+                .iter()
+                .filter(|c| c.service == service && measured(c))
+                .filter_map(|c| {
+                    let s = c.requests_per_s.as_ref()?;
+                    Some(throughput::Point {
+                        x: load_x(set, c)?,
+                        y: s.mean,
+                        lo: s.ci95_low.unwrap_or(s.mean).max(0.0),
+                        hi: s.ci95_high.unwrap_or(s.mean),
+                    })
+                })
+                .collect();
+            throughput::Series { service, points }
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let title = format!(
+        "{} · profile {}: throughput vs connections",
+        g.scenario, g.profile
+    );
+    Ok(Some(Chart {
+        kind: Kind::Throughput,
+        file: format!(
+            "plots/throughput-{}-{}.svg",
+            slug(&g.scenario),
+            slug(&g.profile)
+        ),
+        svg: throughput::render(&title, &series)?,
+        title,
+        scenario: Some(g.scenario.clone()),
+        profile: g.profile.clone(),
+    }))
+}
+
+fn open_loop_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
+    let series: Vec<open_loop::Series> = g
+        .services()
+        .into_iter()
+        .map(|service| {
+            let points = g
+                .cells
+                .iter()
+                .filter(|c| c.service == service && measured(c))
+                .filter_map(|c| {
+                    let l = c.latency.as_ref()?;
+                    Some((load_x(set, c)?, l.p50_us as f64, l.p99_us as f64))
+                })
+                .collect();
+            open_loop::Series { service, points }
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let title = format!(
+        "{} · profile {}: latency vs offered rate (open loop)",
+        g.scenario, g.profile
+    );
+    Ok(Some(Chart {
+        kind: Kind::OpenLoop,
+        file: format!(
+            "plots/open-loop-{}-{}.svg",
+            slug(&g.scenario),
+            slug(&g.profile)
+        ),
+        svg: open_loop::render(&title, &series)?,
+        title,
+        scenario: Some(g.scenario.clone()),
+        profile: g.profile.clone(),
+    }))
+}
+
+/// The level for a group's spectrum: the requested one if the group has it, else the
+/// highest load every service with histograms reached.
+fn spectrum_level(set: &ResultSet, g: &Group, wanted: Option<&str>) -> Option<String> {
+    let with_hist: Vec<&&CellSummary> = g
+        .cells
+        .iter()
+        .filter(|c| measured(c) && set.cells.contains_key(&c.key))
+        .collect();
+    if let Some(w) = wanted
+        && with_hist.iter().any(|c| c.level == w)
+    {
+        return Some(w.to_string());
+    }
+    let services = g.services();
+    let mut levels: Vec<(f64, String)> = with_hist
+        .iter()
+        .filter_map(|c| Some((load_x(set, c)?, c.level.clone())))
+        .filter(|(_, l)| {
+            services
+                .iter()
+                .all(|s| with_hist.iter().any(|c| &c.service == s && &c.level == l))
+        })
+        .collect();
+    levels.sort_by(|a, b| a.0.total_cmp(&b.0));
+    levels.pop().map(|l| l.1)
+}
+
+fn spectrum_chart(
+    set: &ResultSet,
+    g: &Group,
+    wanted: Option<&str>,
+) -> anyhow::Result<Option<Chart>> {
+    let Some(level) = spectrum_level(set, g, wanted) else {
+        return Ok(None);
+    };
+    let mut series = Vec::new();
+    let mut reps = 0;
+    for c in g.cells.iter().filter(|c| c.level == level && measured(c)) {
+        let Some(cell) = set.cells.get(&c.key) else {
+            continue;
+        };
+        if let Some(hist) = merged_latency(cell)? {
+            reps = reps.max(cell.reps.iter().filter(|r| r.rep > 0).count());
+            series.push(spectrum::Series {
+                service: c.service.clone(),
+                hist,
+            });
+        }
+    }
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let title = format!(
+        "{} · profile {} · {}: latency percentiles ({} reps merged)",
+        g.scenario, g.profile, level, reps
+    );
+    Ok(Some(Chart {
+        kind: Kind::Spectrum,
+        file: format!(
+            "plots/latency-{}-{}-{}.svg",
+            slug(&g.scenario),
+            slug(&g.profile),
+            slug(&level)
+        ),
+        svg: spectrum::render(&title, &series)?,
+        title,
+        scenario: Some(g.scenario.clone()),
+        profile: g.profile.clone(),
+    }))
+}
+
+/// Services of a profile in first-seen order.
+fn services_of<'a>(set: &'a ResultSet, profile: &str) -> Vec<&'a str> {
+    let mut v: Vec<&str> = Vec::new();
+    for c in set.results.cells.iter().filter(|c| c.profile == profile) {
+        if !v.contains(&c.service.as_str()) {
+            v.push(&c.service);
+        }
+    }
+    v
+}
+
+fn startup_chart(set: &ResultSet, profile: &str) -> anyhow::Result<Option<Chart>> {
+    let rows: Vec<bars::Startup> = services_of(set, profile)
+        .into_iter()
+        .filter_map(|service| {
+            let cells = set
+                .results
+                .cells
+                .iter()
+                .filter(|c| c.service == service && c.profile == profile);
+            // Every start of every cell when the cell files are here; else the summaries.
+            let raw: Vec<f64> = cells
+                .clone()
+                .filter_map(|c| set.cells.get(&c.key))
+                .flat_map(|c| c.starts.iter().filter_map(|s| s.first_200_us))
+                .map(|x| x as f64)
+                .collect();
+            if !raw.is_empty() {
+                return Some(bars::Startup {
+                    service: service.to_string(),
+                    median_us: stats::median(&raw)?,
+                    min_us: raw.iter().copied().fold(f64::INFINITY, f64::min),
+                    max_us: raw.iter().copied().fold(0.0, f64::max),
+                    n: raw.len(),
+                });
+            }
+            let st: Vec<_> = cells.filter_map(|c| c.startup_us.as_ref()).collect();
+            Some(bars::Startup {
+                service: service.to_string(),
+                median_us: stats::median(&st.iter().map(|s| s.median).collect::<Vec<_>>())?,
+                min_us: st.iter().map(|s| s.min).fold(f64::INFINITY, f64::min),
+                max_us: st.iter().map(|s| s.max).fold(0.0, f64::max),
+                n: st.iter().map(|s| s.n as usize).sum(),
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let title = format!("profile {profile}: start-up time (exec → first 200)");
+    Ok(Some(Chart {
+        kind: Kind::Startup,
+        file: format!("plots/startup-{}.svg", slug(profile)),
+        svg: bars::startup(&title, &rows)?,
+        title,
+        scenario: None,
+        profile: profile.to_string(),
+    }))
+}
+
+fn memory_chart(set: &ResultSet, profile: &str) -> anyhow::Result<Option<Chart>> {
+    let mut rows = Vec::new();
+    for service in services_of(set, profile) {
+        let cells: Vec<&CellSummary> = set
+            .results
+            .cells
+            .iter()
+            .filter(|c| c.service == service && c.profile == profile)
+            .collect();
+        let idle: Vec<f64> = cells
+            .iter()
+            .filter_map(|c| c.idle_rss_bytes.as_ref().map(|s| s.median))
+            .collect();
+        let peak = cells.iter().filter_map(|c| c.rss_peak_bytes).max();
+        if idle.is_empty() && peak.is_none() {
+            continue;
+        }
+        rows.push(bars::Memory {
+            service: service.to_string(),
+            idle_bytes: stats::median(&idle),
+            peak_bytes: peak.map(|p| p as f64),
+        });
+    }
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let title = format!("profile {profile}: memory (idle RSS, peak RSS under load)");
+    Ok(Some(Chart {
+        kind: Kind::Memory,
+        file: format!("plots/memory-{}.svg", slug(profile)),
+        svg: bars::memory(&title, &rows)?,
+        title,
+        scenario: None,
+        profile: profile.to_string(),
+    }))
+}
+
+/// Charts grouped for a Markdown section: (heading, charts) in a stable order.
+pub fn by_kind(charts: &[Chart]) -> BTreeMap<u8, (&'static str, Vec<&Chart>)> {
+    let mut m: BTreeMap<u8, (&'static str, Vec<&Chart>)> = BTreeMap::new();
+    for c in charts {
+        let (order, name) = match c.kind {
+            Kind::Throughput => (0, "Throughput vs connections (closed loop)"),
+            Kind::OpenLoop => (1, "Latency vs offered rate (open loop)"),
+            Kind::Spectrum => (2, "Latency percentile spectra"),
+            Kind::Startup => (3, "Start-up time"),
+            Kind::Memory => (4, "Memory"),
+        };
+        m.entry(order).or_insert((name, Vec::new())).1.push(c);
+    }
+    m
+}

@@ -1,0 +1,128 @@
+//! What the charts read: cells grouped by (scenario, profile), each cell's position on the
+//! load axis, and merged latency histograms decoded from the generator reports.
+
+use base64::Engine;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use loadgen::LoadModel;
+
+use crate::compare::input::ResultSet;
+use crate::results::schema::{CellResult, CellSummary};
+
+/// Cells of one (scenario, profile), closed or open loop.
+pub struct Group<'a> {
+    pub scenario: String,
+    pub profile: String,
+    pub open: bool,
+    pub cells: Vec<&'a CellSummary>,
+}
+
+impl Group<'_> {
+    /// Services in first-seen order.
+    pub fn services(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for c in &self.cells {
+            if !v.contains(&c.service) {
+                v.push(c.service.clone());
+            }
+        }
+        v
+    }
+}
+
+pub fn groups(set: &ResultSet) -> Vec<Group<'_>> {
+    let mut out: Vec<Group> = Vec::new();
+    for c in &set.results.cells {
+        let open = c.offered_rate_per_s.is_some();
+        match out
+            .iter_mut()
+            .find(|g| g.scenario == c.scenario && g.profile == c.profile && g.open == open)
+        {
+            Some(g) => g.cells.push(c),
+            None => out.push(Group {
+                scenario: c.scenario.clone(),
+                profile: c.profile.clone(),
+                open,
+                cells: vec![c],
+            }),
+        }
+    }
+    out
+}
+
+/// Position on the load axis: connections (closed loop) or offered req/s (open loop).
+/// From the cell's spec when its file exists, else parsed from the level label
+/// ("c64", "c16p16", "r20000").
+pub fn load_x(set: &ResultSet, c: &CellSummary) -> Option<f64> {
+    if let Some(rate) = c.offered_rate_per_s {
+        return Some(rate);
+    }
+    if let Some(cell) = set.cells.get(&c.key) {
+        return match cell.cell.load {
+            LoadModel::Closed { connections, .. } => Some(f64::from(connections)),
+            LoadModel::Open { rate_per_s, .. } => Some(rate_per_s),
+        };
+    }
+    let digits: String = c
+        .level
+        .trim_start_matches(['c', 'r'])
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Latency histogram (µs) of all measured repetitions of a cell, merged. `None` when the
+/// cell file is missing or holds no histogram.
+pub fn merged_latency(cell: &CellResult) -> anyhow::Result<Option<Histogram<u64>>> {
+    let mut merged: Option<Histogram<u64>> = None;
+    for rep in cell.reps.iter().filter(|r| r.rep > 0) {
+        let b64 = &rep.report.latency_hdr_v2_b64;
+        if b64.is_empty() {
+            continue;
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cell {} rep {}: histogram is not base64: {e}",
+                    cell.cell.key,
+                    rep.rep
+                )
+            })?;
+        let h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cell {} rep {}: bad HDR histogram: {e:?}",
+                    cell.cell.key,
+                    rep.rep
+                )
+            })?;
+        // An auto-resizing target: repetitions may have recorded different maxima.
+        let m = match &mut merged {
+            Some(m) => m,
+            None => merged.insert(
+                Histogram::new(h.sigfig())
+                    .map_err(|e| anyhow::anyhow!("cell {}: histogram: {e:?}", cell.cell.key))?,
+            ),
+        };
+        m.add(&h).map_err(|e| {
+            anyhow::anyhow!("cell {}: cannot merge histograms: {e:?}", cell.cell.key)
+        })?;
+    }
+    Ok(merged.filter(|h| !h.is_empty()))
+}
+
+/// File-name-safe form of a label.
+pub fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}

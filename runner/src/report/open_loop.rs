@@ -1,0 +1,70 @@
+//! Open loop: latency vs offered rate per service, where the knee is. p99 as a thick line
+//! with points, p50 as a thin line in the same colour; log latency axis.
+
+use plotters::prelude::*;
+
+use super::palette::colour;
+use super::style::{self, canvas, label_font, swatch, title_font};
+
+/// (offered req/s, p50 µs, p99 µs) per level.
+pub struct Series {
+    pub service: String,
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    anyhow::ensure!(all().next().is_some(), "no points to plot for {title}");
+    let xmax = all().map(|p| p.0).fold(0.0, f64::max) * 1.08;
+    let ymin = all()
+        .map(|p| p.1.min(p.2))
+        .fold(f64::INFINITY, f64::min)
+        .max(1.0)
+        / 1.5;
+    let ymax = all().map(|p| p.2.max(p.1)).fold(1.0, f64::max) * 1.5;
+    let mut svg = String::new();
+    {
+        let root = canvas(&mut svg)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, title_font())
+            .margin(20)
+            .x_label_area_size(55)
+            .y_label_area_size(85)
+            .build_cartesian_2d(0f64..xmax.max(1.0), (ymin..ymax).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("offered rate (requests per second)")
+            .y_desc("latency from intended send (thick p99, thin p50)")
+            .axis_desc_style(label_font())
+            .label_style(label_font())
+            .x_label_formatter(&|x| style::rate(*x))
+            .y_label_formatter(&|y| style::micros(*y))
+            .draw()?;
+        for s in series {
+            let c = colour(&s.service);
+            let mut pts = s.points.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|p| (p.0, p.2)),
+                    c.stroke_width(3),
+                ))?
+                .label(s.service.clone())
+                .legend(swatch(c));
+            chart.draw_series(pts.iter().map(|p| Circle::new((p.0, p.2), 4, c.filled())))?;
+            chart.draw_series(LineSeries::new(
+                pts.iter().map(|p| (p.0, p.1)),
+                c.stroke_width(1),
+            ))?;
+        }
+        chart
+            .configure_series_labels()
+            .label_font(label_font())
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}

@@ -1,0 +1,82 @@
+//! Shared look of every chart: size, fonts, legend, error bars, unit formatting. Charts are
+//! SVG strings (plotters' SVG backend writes `<text>` elements; no system fonts needed).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+pub const SIZE: (u32, u32) = (960, 600);
+pub const TITLE_PX: u32 = 22;
+pub const LABEL_PX: u32 = 15;
+
+pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// A white canvas writing into `out`.
+pub fn canvas(out: &mut String) -> anyhow::Result<Area<'_>> {
+    let root = SVGBackend::with_string(out, SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    Ok(root)
+}
+
+pub fn title_font() -> TextStyle<'static> {
+    ("sans-serif", TITLE_PX).into_font().into()
+}
+
+pub fn label_font() -> TextStyle<'static> {
+    ("sans-serif", LABEL_PX).into_font().into()
+}
+
+/// The legend swatch: a short thick line in the series colour.
+pub fn swatch(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3))
+}
+
+/// Vertical error bars (x, low, high) with 10-pixel caps.
+pub fn error_bars<'a, XR, YR>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<XR, YR>>,
+    bars: &[(XR::ValueType, f64, f64)],
+    c: RGBColor,
+) -> anyhow::Result<()>
+where
+    XR: Ranged,
+    XR::ValueType: Clone + 'static,
+    YR: Ranged<ValueType = f64>,
+{
+    chart.draw_series(bars.iter().map(|(x, lo, hi)| {
+        PathElement::new(vec![(x.clone(), *lo), (x.clone(), *hi)], c.stroke_width(2))
+    }))?;
+    chart.draw_series(
+        bars.iter()
+            .flat_map(|(x, lo, hi)| [(x.clone(), *lo), (x.clone(), *hi)])
+            .map(|p| {
+                EmptyElement::at(p) + PathElement::new(vec![(-5, 0), (5, 0)], c.stroke_width(2))
+            }),
+    )?;
+    Ok(())
+}
+
+pub fn rate(x: f64) -> String {
+    if x >= 1_000_000.0 {
+        format!("{:.1}M", x / 1e6)
+    } else if x >= 1000.0 {
+        format!("{:.0}k", x / 1000.0)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+pub fn micros(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{} ms", trim(us / 1000.0))
+    } else {
+        format!("{} µs", trim(us))
+    }
+}
+
+/// Few significant digits for axis labels: 1, 2.5, 10, 250.
+fn trim(x: f64) -> String {
+    if x >= 10.0 || x.fract().abs() < 1e-9 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}

@@ -1,0 +1,72 @@
+//! Closed loop: requests per second vs connections, one line per service, error bars =
+//! 95 % Student-t CI of the mean over repetitions. One chart per (scenario, profile).
+
+use plotters::prelude::*;
+
+use super::palette::colour;
+use super::style::{self, canvas, error_bars, label_font, swatch, title_font};
+
+/// One measured point: load-axis position, mean, CI (equal to the mean when n < 2).
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+pub struct Series {
+    pub service: String,
+    pub points: Vec<Point>,
+}
+
+pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    anyhow::ensure!(all().next().is_some(), "no points to plot for {title}");
+    let xmin = all().map(|p| p.x).fold(f64::INFINITY, f64::min).max(1.0);
+    let xmax = all().map(|p| p.x).fold(0.0, f64::max).max(xmin);
+    let ymax = all().map(|p| p.hi.max(p.y)).fold(0.0, f64::max).max(1.0) * 1.12;
+    let mut svg = String::new();
+    {
+        let root = canvas(&mut svg)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, title_font())
+            .margin(20)
+            .x_label_area_size(55)
+            .y_label_area_size(85)
+            .build_cartesian_2d((xmin / 1.5..xmax * 1.5).log_scale(), 0f64..ymax)?;
+        chart
+            .configure_mesh()
+            .x_desc("connections (log scale)")
+            .y_desc("requests per second (mean, bars = 95 % CI)")
+            .axis_desc_style(label_font())
+            .label_style(label_font())
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| style::rate(*y))
+            .draw()?;
+        for s in series {
+            let c = colour(&s.service);
+            let mut pts = s.points.clone();
+            pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+            chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|p| (p.x, p.y)),
+                    c.stroke_width(2),
+                ))?
+                .label(s.service.clone())
+                .legend(swatch(c));
+            chart.draw_series(pts.iter().map(|p| Circle::new((p.x, p.y), 4, c.filled())))?;
+            let bars: Vec<(f64, f64, f64)> = pts.iter().map(|p| (p.x, p.lo, p.hi)).collect();
+            error_bars(&mut chart, &bars, c)?;
+        }
+        chart
+            .configure_series_labels()
+            .label_font(label_font())
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
