@@ -2,6 +2,8 @@
 //! header array); bodies are skipped by Content-Length or chunk sizes without copying, so a
 //! connection needs one fixed read buffer only large enough for a response head.
 
+use std::mem::MaybeUninit;
+
 use thiserror::Error;
 
 /// Most headers accepted in one response head.
@@ -208,9 +210,12 @@ impl ResponseParser {
 
     /// Parse a head; sets the body state. `Ok(None)` = incomplete.
     fn head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let n = match resp.parse(buf) {
+        // Uninitialized header slots: zeroing 64 of them would cost more than the parse.
+        let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let n = match httparse::ParserConfig::default()
+            .parse_response_with_uninit_headers(&mut resp, buf, &mut slots)
+        {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(httparse::Error::TooManyHeaders) => {

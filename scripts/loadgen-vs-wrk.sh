@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# loadgen vs wrk: CPU cost per request of the generator, server and generator pinned to
+# different cores, runs interleaved A B A B so drift hits both tools alike.
+#
+#   scripts/loadgen-vs-wrk.sh [--duration 10s] [--pairs 3] [--connections 64]
+#                             [--server-cmd 'CMD with {port}'] [--loadgen PATH]
+#                             [--server-cpu 0] [--gen-cpu 1]
+#
+# Server: ping-may-minihttp (target/release or PATH) unless --server-cmd is given; `{port}`
+# in the command is replaced by the port to listen on, and the URL is /ping on it.
+# Generator CPU is measured the same way for both tools: user+sys of the whole process
+# from /usr/bin/time, divided by the responses the tool itself reported.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=10s pairs=3 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18481
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --duration) duration=$2; shift 2 ;;
+    --pairs) pairs=$2; shift 2 ;;
+    --connections) conns=$2; shift 2 ;;
+    --server-cmd) server_cmd=$2; shift 2 ;;
+    --loadgen) loadgen=$2; shift 2 ;;
+    --server-cpu) server_cpu=$2; shift 2 ;;
+    --gen-cpu) gen_cpu=$2; shift 2 ;;
+    --port) port=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+if (( pairs < 1 )); then echo "--pairs must be >= 1" >&2; exit 2; fi
+
+for tool in wrk taskset /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
+done
+target_dir=${CARGO_TARGET_DIR:-target}
+if [[ -z "$loadgen" ]]; then
+  loadgen=$target_dir/release/loadgen
+  [[ -x "$loadgen" ]] || { echo "no $loadgen: run cargo build --release -p loadgen (or pass --loadgen)" >&2; exit 1; }
+fi
+if [[ -z "$server_cmd" ]]; then
+  if [[ -x $target_dir/release/ping-may-minihttp ]]; then
+    server_bin=$target_dir/release/ping-may-minihttp
+  elif command -v ping-may-minihttp >/dev/null; then
+    server_bin=$(command -v ping-may-minihttp)
+  else
+    echo "no ping-may-minihttp release binary: build it or pass --server-cmd 'CMD {port}'" >&2
+    exit 1
+  fi
+  server_cmd="$server_bin --listen 127.0.0.1:{port} --workers 1"
+fi
+url="http://127.0.0.1:$port/ping"
+
+tmp=$(mktemp -d)
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# wrk pipelines only through Lua: send `depth` requests as one write (as TechEmpower does).
+cat >"$tmp/pipeline.lua" <<'LUA'
+init = function(args)
+  local depth = tonumber(args[1]) or 1
+  local r = {}
+  for i = 1, depth do r[i] = wrk.format() end
+  req = table.concat(r)
+end
+request = function() return req end
+LUA
+
+# shellcheck disable=SC2086 # the command is a word list on purpose
+taskset -c "$server_cpu" ${server_cmd//\{port\}/$port} >"$tmp/server.out" 2>&1 &
+server_pid=$!
+for _ in $(seq 50); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  sleep 0.1
+done
+kill -0 "$server_pid" 2>/dev/null || { echo "server did not start:"; cat "$tmp/server.out"; exit 1; } >&2
+
+# run <tool> <depth> → prints "req_per_s responses cpu_s"
+run() {
+  local tool=$1 depth=$2 out="$tmp/out" tm="$tmp/time"
+  if [[ $tool == wrk ]]; then
+    local lua=()
+    (( depth > 1 )) && lua=(-s "$tmp/pipeline.lua" "$url" -- "$depth")
+    /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
+      wrk -t1 -c"$conns" -d"$duration" "${lua[@]:-$url}" >"$out" 2>&1
+    local n rps
+    n=$(awk '/requests in/ {print $1}' "$out")
+    rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+    echo "$rps $n $(awk '{print $1 + $2}' "$tm")"
+  else
+    /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
+      "$loadgen" "$url" -t 1 -c "$conns" -d "$duration" --pipeline "$depth" >"$out" 2>"$tmp/err"
+    local n rps
+    n=$(awk '/responses in/ {print $1}' "$out")
+    rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+    echo "$rps $n $(awk '{print $1 + $2}' "$tm")"
+  fi
+}
+
+results="$tmp/results"
+: >"$results"
+echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); generators on cpu $gen_cpu, -t1 -c$conns, $duration per run, $pairs pairs"
+for depth in 1 16; do
+  for i in $(seq "$pairs"); do
+    for tool in loadgen wrk; do
+      read -r rps n cpu < <(run "$tool" "$depth")
+      [[ -n "$n" && "$n" != 0 ]] || { echo "$tool depth $depth produced no responses" >&2; exit 1; }
+      echo "$tool $depth $i $rps $n $cpu" >>"$results"
+      printf '  %-8s depth %-3s run %s: %12.0f req/s  %8.3f µs CPU/request\n' \
+        "$tool" "$depth" "$i" "$rps" "$(awk -v c="$cpu" -v n="$n" 'BEGIN {print c * 1e6 / n}')"
+    done
+  done
+done
+
+echo
+echo "| depth | tool | req/s (median) | generator CPU µs/request (median) |"
+echo "|---|---|---|---|"
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+for depth in 1 16; do
+  for tool in loadgen wrk; do
+    rps=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $4}' "$results" | median)
+    cpu=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $6 * 1e6 / $5}' "$results" | median)
+    echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") |"
+    eval "rps_${tool}_$depth=$rps cpu_${tool}_$depth=$cpu"
+  done
+  ratio_cpu=$(eval "awk -v a=\$cpu_loadgen_$depth -v b=\$cpu_wrk_$depth 'BEGIN {printf \"%.2f\", a / b}'")
+  ratio_rps=$(eval "awk -v a=\$rps_loadgen_$depth -v b=\$rps_wrk_$depth 'BEGIN {printf \"%.2f\", a / b}'")
+  echo "| $depth | loadgen/wrk | ${ratio_rps}× | ${ratio_cpu}× (target ≤ 0.90×) |"
+done
