@@ -178,3 +178,59 @@ fn parse_content_length(v: &[u8]) -> Option<u64> {
     }
     std::str::from_utf8(v).ok()?.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(buf: &[u8]) -> (usize, Route, bool, bool, u64) {
+        match parse(buf) {
+            Parsed::Request {
+                head_len,
+                route,
+                keep_alive,
+                said_close,
+                body_len,
+            } => (head_len, route, keep_alive, said_close, body_len),
+            Parsed::Partial => panic!("partial"),
+            Parsed::Invalid(s) => panic!("invalid: {s:?}"),
+        }
+    }
+
+    #[test]
+    fn keep_alive_rules() {
+        let (_, r, ka, close, _) = request(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!((r, ka, close), (Route::Ping, true, false));
+        let (_, _, ka, close, _) = request(b"GET /ping HTTP/1.1\r\nConnection: Close\r\n\r\n");
+        assert_eq!((ka, close), (false, true));
+        let (_, _, ka, _, _) = request(b"GET /ping HTTP/1.0\r\n\r\n");
+        assert!(!ka);
+        let (_, _, ka, _, _) = request(b"GET /ping HTTP/1.0\r\nConnection: x, keep-alive\r\n\r\n");
+        assert!(ka);
+    }
+
+    #[test]
+    fn bodies_and_limits() {
+        let req = b"POST /ping HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+        let (len, r, _, _, body) = request(req);
+        assert_eq!((len, r, body), (req.len() - 5, Route::MethodNotAllowed, 5));
+        assert!(matches!(
+            parse(b"GET /ping HTTP/1.1\r\nHost"),
+            Parsed::Partial
+        ));
+        for bad in [
+            &b"GET /ping HTTP/1.1\r\nContent-Length: x\r\n\r\n"[..],
+            b"GET /ping HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            b"GET /ping HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"\x00garbage\r\n\r\n",
+        ] {
+            assert!(matches!(parse(bad), Parsed::Invalid(Status::BadRequest)));
+        }
+        let many: String = (0..=MAX_HEADERS).map(|i| format!("X{i}: v\r\n")).collect();
+        let req = format!("GET /ping HTTP/1.1\r\n{many}\r\n");
+        assert!(matches!(
+            parse(req.as_bytes()),
+            Parsed::Invalid(Status::HeadersTooLarge)
+        ));
+    }
+}
