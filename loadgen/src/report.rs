@@ -31,8 +31,13 @@ pub struct Report {
     pub latency_us: Percentiles,
     /// Completion − actual send (open loop; equals `latency_us` for closed loop).
     pub service_time_us: Percentiles,
-    /// Actual send − intended send (open loop only).
+    /// Actual send − intended send (open loop only), including time spent waiting for a
+    /// free connection (see `counts.queued`).
     pub send_lag_us: Option<Percentiles>,
+    /// Send lag of the requests that found a free connection when due: the generator's
+    /// own timer and loop lateness (open loop only). The saturation verdict uses this.
+    #[serde(default)]
+    pub schedule_lag_us: Option<Percentiles>,
     pub counts: Counts,
     pub connections: ConnectionCounts,
     /// Responses by status code.

@@ -146,6 +146,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
     let window_ns = finished.saturating_sub(ws_ns);
     let window_s = window_ns as f64 / 1e9;
     let (mut latency, mut service, mut lag) = (new_hist(3), new_hist(3), new_hist(3));
+    let mut sched_lag = new_hist(3);
     let mut counts = Counts::default();
     let mut conns = ConnectionCounts::default();
     let mut status = [0u64; 600];
@@ -163,6 +164,9 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
         }
         if let Some(h) = &r.send_lag {
             lag.add(h).expect("same histogram bounds");
+        }
+        if let Some(h) = &r.schedule_lag {
+            sched_lag.add(h).expect("same histogram bounds");
         }
         add_counts(&mut counts, &r.counts);
         conns.requested += o.connections.requested;
@@ -239,6 +243,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
         latency_us.clone()
     };
     let send_lag_us = open.then(|| percentiles(&lag));
+    let schedule_lag_us = open.then(|| percentiles(&sched_lag));
 
     let busiest = busy.iter().copied().fold(0.0, f64::max);
     let mut reasons = Vec::new();
@@ -254,16 +259,27 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
     {
         let achieved = counts.sent as f64 / window_s;
         if achieved < RATE_SHORTFALL * rate_per_s {
+            let why = if counts.queued > 0 {
+                format!(
+                    "; {} requests waited for a free connection: raise connections or lower the rate",
+                    counts.queued
+                )
+            } else {
+                String::new()
+            };
             reasons.push(format!(
-                "open loop sent {achieved:.0} req/s, below {:.0} % of the {rate_per_s:.0} req/s target",
+                "open loop sent {achieved:.0} req/s, below {:.0} % of the {rate_per_s:.0} req/s target{why}",
                 RATE_SHORTFALL * 100.0
             ));
         }
     }
-    if let Some(l) = &send_lag_us {
+    if let Some(l) = &schedule_lag_us {
         let limit = SEND_LAG_P99_LIMIT_US.max(latency_us.p99 / 10);
         if l.p99 > limit {
-            reasons.push(format!("send-lag p99 {} µs exceeds {limit} µs", l.p99));
+            reasons.push(format!(
+                "send-lag p99 of requests with a free connection is {} µs, above {limit} µs",
+                l.p99
+            ));
         }
     }
 
@@ -305,6 +321,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
         latency_us,
         service_time_us,
         send_lag_us,
+        schedule_lag_us,
         counts,
         connections: conns,
         status_counts: status

@@ -47,6 +47,9 @@ pub struct Recorder {
     pub service: Option<Histogram<u64>>,
     /// Open loop only: actual send − intended send.
     pub send_lag: Option<Histogram<u64>>,
+    /// Open loop only: send lag of requests that found a free connection when due, i.e.
+    /// the generator's own lateness without waiting for connections.
+    pub schedule_lag: Option<Histogram<u64>>,
     pub counts: Counts,
     pub status: Box<[u64; 600]>,
     pub bytes_read: u64,
@@ -70,6 +73,7 @@ impl Recorder {
             latency: new_hist(3),
             service: open_loop.then(|| new_hist(3)),
             send_lag: open_loop.then(|| new_hist(3)),
+            schedule_lag: open_loop.then(|| new_hist(3)),
             counts: Counts::default(),
             status: Box::new([0; 600]),
             bytes_read: 0,
@@ -131,10 +135,14 @@ impl Recorder {
         iv.hist.saturating_record(latency_us);
     }
 
-    /// Open loop: a request left for the wire `lag_ns` after its intended time.
+    /// Open loop: a request left for the wire `lag_ns` after its intended time; `queued`
+    /// when it had to wait for a free connection.
     #[inline]
-    pub fn send_lag(&mut self, lag_ns: u64) {
+    pub fn send_lag(&mut self, lag_ns: u64, queued: bool) {
         if let Some(h) = &mut self.send_lag {
+            h.saturating_record(us(lag_ns));
+        }
+        if !queued && let Some(h) = &mut self.schedule_lag {
             h.saturating_record(us(lag_ns));
         }
     }

@@ -71,6 +71,9 @@ pub fn summary(r: &Report) -> String {
         if let Some(l) = &r.send_lag_us {
             line(&mut o, "Send lag", l);
         }
+        if let Some(l) = &r.schedule_lag_us {
+            line(&mut o, " unqueued", l);
+        }
         let _ = writeln!(
             o,
             "  (latency from intended send time: no coordinated omission)"

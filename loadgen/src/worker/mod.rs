@@ -538,8 +538,9 @@ impl Worker {
             self.in_flight_total += 1;
             if counted {
                 self.rec.counts.sent += 1;
-                self.rec.counts.queued += u64::from(j < self.queued_upto);
-                self.rec.send_lag(sent.saturating_sub(intended));
+                let queued = j < self.queued_upto;
+                self.rec.counts.queued += u64::from(queued);
+                self.rec.send_lag(sent.saturating_sub(intended), queued);
             }
             self.flush(ci);
         }
