@@ -1,0 +1,418 @@
+//! End-to-end: the real `matrix`, `loadgen` and `ping-tokio-hyper` binaries on a tiny matrix
+//! with ~200 ms windows, plus fake services (one exits at once, one never listens), a bad
+//! matrix file, and Ctrl-C mid-run followed by `--resume`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use runner::config::cpus::allowed_cpus;
+use runner::results::schema::{CellResult, CellStatus, ResultsFile, RunRecord, RunStatus};
+
+fn bin_dir() -> PathBuf {
+    // <target>/debug/deps/e2e-<hash> → <target>/debug
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} not found: run `cargo build --workspace --bins` first",
+        p.display()
+    );
+    p
+}
+
+/// A fresh scratch directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!(
+            "pingmatrix-e2e-{tag}-{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Kills the child on drop (a failing assert must not leave `matrix` running).
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn cpus() -> (u32, u32) {
+    let a = allowed_cpus();
+    (a[0], *a.last().unwrap())
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn matrix_toml(services: &[(&str, PathBuf)], reps: u32, extra_profile: &str) -> String {
+    let (s, l) = cpus();
+    let mut t = format!(
+        r#"[defaults]
+warmup_ms = 100
+duration_ms = 250
+repetitions = {reps}
+cooldown_ms = 0
+startup_timeout_ms = 1500
+stop_grace_ms = 1000
+loadgen = "{}"
+"#,
+        bin("loadgen").display()
+    );
+    for (name, path) in services {
+        t += &format!(
+            "\n[[services]]\nname = \"{name}\"\nbinary = \"{}\"\n",
+            path.display()
+        );
+    }
+    t += &format!(
+        r#"
+[[scenarios]]
+name = "ping"
+path = "/ping"
+expect_body_bytes = 4
+load = {{ model = "closed", connections = [4] }}
+
+[[scenarios]]
+name = "open"
+path = "/json"
+load = {{ model = "open", rates_per_s = [300], max_connections = 4 }}
+
+[[profiles]]
+name = "pinned"
+server_cpus = "{s}"
+loadgen_cpus = "{l}"
+{extra_profile}"#
+    );
+    t
+}
+
+fn run_matrix(args: &[&str], env_marker: Option<&str>) -> Command {
+    let mut c = Command::new(bin("matrix"));
+    c.args(args).stdin(Stdio::null());
+    if let Some(m) = env_marker {
+        c.env("PINGMATRIX_E2E_MARKER", m);
+    }
+    c
+}
+
+fn out_text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn only_run_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "expected one run dir in {}", out.display());
+    dirs[0].clone()
+}
+
+fn read<T: serde::de::DeserializeOwned>(p: &Path) -> T {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Processes (other than us) whose environment carries `marker`.
+fn marked_processes(marker: &str) -> Vec<String> {
+    let needle = format!("PINGMATRIX_E2E_MARKER={marker}");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(e.path().join("environ"))
+            && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+        {
+            let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
+            out.push(format!("{name}: {}", cmd.replace('\0', " ")));
+        }
+    }
+    out
+}
+
+#[test]
+fn bad_matrix_file_is_rejected_with_file_line_and_field() {
+    let d = Scratch::new("bad");
+    let text = matrix_toml(&[("svc", bin("ping-tokio-hyper"))], 1, "")
+        .replace("cooldown_ms = 0", "cooldown_ms = 0\ncooldwn_ms = 5");
+    let m = d.0.join("m.toml");
+    std::fs::write(&m, text).unwrap();
+    let o = run_matrix(&["plan", "--config", m.to_str().unwrap()], None)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("m.toml:6:"), "{err}");
+    assert!(err.contains("cooldwn_ms"), "{err}");
+
+    // Missing binary and an impossible cpuset: both reported, each with its line.
+    let text = matrix_toml(&[("svc", d.0.join("no-such-service"))], 1, "")
+        .replace("server_cpus = \"", "server_cpus = \"4000,");
+    std::fs::write(&m, text).unwrap();
+    let o = run_matrix(
+        &[
+            "run",
+            "--config",
+            m.to_str().unwrap(),
+            "--out",
+            d.0.to_str().unwrap(),
+        ],
+        None,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("services[0].binary"), "{err}");
+    assert!(err.contains("profiles[0].server_cpus"), "{err}");
+    // Nothing ran, so no run directory was created.
+    assert_eq!(std::fs::read_dir(&d.0).unwrap().count(), 1, "{err}");
+}
+
+#[test]
+fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
+    let d = Scratch::new("run");
+    let exits = script(
+        &d.0,
+        "exits-at-once",
+        "echo 'fatal: refusing to start' >&2; exit 3",
+    );
+    let never = script(&d.0, "never-listens", "exec sleep 30");
+    let (sc, lc) = cpus();
+    let limited = format!(
+        "\n[[profiles]]\nname = \"small\"\nserver_cpus = \"{sc}\"\nloadgen_cpus = \"{lc}\"\ncpu_quota = 0.5\nmemory_max_mib = 256\n"
+    );
+    let text = matrix_toml(
+        &[
+            ("hyper", bin("ping-tokio-hyper")),
+            ("exits", exits),
+            ("never", never),
+        ],
+        2,
+        &limited,
+    );
+    let m = d.0.join("m.toml");
+    std::fs::write(&m, text).unwrap();
+    let out = d.0.join("results");
+    let o = run_matrix(
+        &[
+            "run",
+            "--config",
+            m.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--only",
+            "scenario=ping,open",
+        ],
+        None,
+    )
+    .output()
+    .unwrap();
+    // Fake services fail → non-zero exit, but the matrix went on.
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let run_dir = only_run_dir(&out);
+    let run: RunRecord = read(&run_dir.join("run.json"));
+    assert_eq!(run.status, RunStatus::Completed);
+    assert!(run.config_toml.contains("[[services]]"));
+    assert!(
+        !run.environment.hardware.cpu_model.is_empty() || run.environment.hardware.logical_cpus > 0
+    );
+    let results: ResultsFile = read(&run_dir.join("results.json"));
+    // 2 scenarios × 2 profiles × 3 services.
+    assert_eq!(results.cells.len(), 12);
+
+    let cell = |k: &str| -> CellResult { read(&run_dir.join("cells").join(format!("{k}.json"))) };
+    let ok = cell("hyper__ping__c4__pinned");
+    assert_eq!(ok.status, CellStatus::Ok, "{:?}", ok.failure);
+    assert_eq!(ok.reps.len(), 2);
+    assert!(ok.reps.iter().all(|r| r.report.requests_per_s > 0.0));
+    assert!(
+        ok.verification.iter().all(|v| v.passed),
+        "{:?}",
+        ok.verification
+    );
+    assert!(ok.banner.as_ref().is_some_and(|b| b.runtime.is_some()));
+    assert_eq!(ok.starts.len(), 2);
+    assert!(
+        ok.starts
+            .iter()
+            .all(|s| s.first_200_us.is_some() && s.stop.as_ref().unwrap().port_free_after)
+    );
+    assert!(ok.summary.server_cpu_us_per_request.is_some());
+    assert!(ok.summary.requests_per_s.as_ref().unwrap().n == 2);
+
+    let open = cell("hyper__open__r300__pinned");
+    assert_eq!(open.status, CellStatus::Ok, "{:?}", open.failure);
+    assert!(open.summary.offered_rate_per_s == Some(300.0));
+
+    // The limited profile ran with its cgroup limits in force, or is marked unsupported
+    // with a reason — never run without them.
+    let small = cell("hyper__ping__c4__small");
+    match small.status {
+        CellStatus::Ok => {
+            let l = small.limits.as_ref().unwrap();
+            assert!(l.mechanism.starts_with("cgroup"), "{l:?}");
+            assert!(l.readback.keys().any(|k| k.starts_with("cpu.")), "{l:?}");
+            assert!(l.readback.keys().any(|k| k.starts_with("memory.")), "{l:?}");
+        }
+        CellStatus::Unsupported => {
+            assert!(!small.failure.as_ref().unwrap().reason.is_empty());
+        }
+        s => panic!("limited cell ended {s:?}: {:?}", small.failure),
+    }
+
+    let exits = cell("exits__ping__c4__pinned");
+    assert_eq!(exits.status, CellStatus::Failed);
+    let f = exits.failure.unwrap();
+    assert_eq!(f.stage, "startup");
+    assert!(f.reason.contains("exited"), "{}", f.reason);
+    assert!(
+        f.stderr_tail
+            .unwrap_or_default()
+            .contains("refusing to start")
+    );
+
+    let never = cell("never__ping__c4__pinned");
+    assert_eq!(never.status, CellStatus::Failed);
+    assert!(never.failure.unwrap().reason.contains("not ready within"));
+    assert_eq!(
+        never.starts[0].stop.as_ref().unwrap().signal_sent,
+        "SIGTERM"
+    );
+
+    let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
+    assert!(md.contains("| hyper |"), "{md}");
+    assert!(md.contains("✗ failed"), "{md}");
+    assert!(results.drift.is_some());
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_and_resume_finishes_the_run() {
+    let d = Scratch::new("sigint");
+    let text = matrix_toml(
+        &[
+            ("a", bin("ping-tokio-hyper")),
+            ("b", bin("ping-tokio-hyper")),
+        ],
+        3,
+        "",
+    );
+    let m = d.0.join("m.toml");
+    std::fs::write(&m, text).unwrap();
+    let out = d.0.join("results");
+    let marker = format!("{}-{}", std::process::id(), line!());
+    let mut child = Guard(
+        run_matrix(
+            &[
+                "run",
+                "--config",
+                m.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--quiet",
+            ],
+            Some(&marker),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    // Wait for the first cell file, then interrupt mid-run.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let cells_dir = loop {
+        if let Ok(mut rd) = std::fs::read_dir(&out)
+            && let Some(Ok(e)) = rd.next()
+        {
+            let c = e.path().join("cells");
+            if std::fs::read_dir(&c).is_ok_and(|mut r| r.next().is_some()) {
+                break c;
+            }
+        }
+        assert!(Instant::now() < deadline, "no cell file appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.0.id() as i32, libc::SIGINT);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "matrix did not exit after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    std::thread::sleep(Duration::from_millis(200));
+    let left = marked_processes(&marker);
+    assert!(left.is_empty(), "children survived SIGINT: {left:?}");
+    let run_dir = cells_dir.parent().unwrap().to_path_buf();
+    let run: RunRecord = read(&run_dir.join("run.json"));
+    assert_eq!(run.status, RunStatus::Interrupted);
+    assert!(std::fs::read_dir(&cells_dir).unwrap().count() >= 1);
+    assert!(run_dir.join("results.json").exists());
+
+    // Resume completes the remaining cells.
+    let o = run_matrix(
+        &["run", "--resume", run_dir.to_str().unwrap(), "--quiet"],
+        Some(&marker),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let results: ResultsFile = read(&run_dir.join("results.json"));
+    assert_eq!(results.status, RunStatus::Completed);
+    assert_eq!(results.cells.len(), 4);
+    assert!(
+        results
+            .cells
+            .iter()
+            .all(|c| c.status == Some(CellStatus::Ok) && c.n == 3),
+        "{:?}",
+        results
+            .cells
+            .iter()
+            .map(|c| (&c.key, c.status, c.n))
+            .collect::<Vec<_>>()
+    );
+    assert!(marked_processes(&marker).is_empty());
+}
