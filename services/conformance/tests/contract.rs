@@ -13,6 +13,7 @@ macro_rules! conformance {
             bad_cli_args_exit_2 = process,
             taken_port_is_an_error = process,
             sigterm_exits_promptly = process,
+            io_driver_is_real = process,
             ping = endpoints,
             json = endpoints,
             not_found = endpoints,

@@ -164,3 +164,37 @@ pub fn sigterm_exits_promptly(bin: &str) {
     let status = svc.wait_exit(Duration::from_secs(3));
     assert!(status.is_some(), "{bin} still running 3 s after SIGTERM");
 }
+
+/// The reported `io_driver` matches the process's fds, counted from outside: an io_uring
+/// runtime holds one `anon_inode:[io_uring]` fd per worker, an epoll one none. Also with
+/// monoio's fallback forced (`MONOIO_FORCE_LEGACY_DRIVER=1`), which must then say `epoll`.
+pub fn io_driver_is_real(bin: &str) {
+    for force_legacy in [false, true] {
+        let svc = Service::start_with(bin, &["--workers", "2"], |cmd| {
+            if force_legacy {
+                cmd.env("MONOIO_FORCE_LEGACY_DRIVER", "1");
+            }
+        });
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", svc.pid()))
+            .expect("read /proc/<pid>/fd")
+            .filter_map(Result::ok)
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .filter(|t| t.as_os_str() == "anon_inode:[io_uring]")
+            .count();
+        let s = &svc.startup;
+        match s.io_driver.as_str() {
+            "epoll" => assert_eq!(fds, 0, "reports epoll but holds {fds} io_uring fds"),
+            "io_uring" => {
+                assert!(
+                    !force_legacy,
+                    "legacy driver forced, still reports io_uring"
+                );
+                assert!(fds >= s.workers, "reports io_uring with {fds} ring fds");
+            }
+            other => panic!("io_driver {other:?}"),
+        }
+        if let Some(n) = s.io_uring_fds {
+            assert_eq!(n, fds, "self-reported io_uring_fds");
+        }
+    }
+}
