@@ -1,7 +1,7 @@
 //! The `HttpService`: shared routing, a coroutine sleep, canonical headers where the library
 //! lets us choose them.
 
-use std::io;
+use std::io::{self, BufRead};
 use std::time::Duration;
 
 use may_minihttp::{HttpService, Request, Response};
@@ -24,8 +24,16 @@ impl HttpService for Ping {
                 None => Reply::empty(Status::BadRequest),
                 Some(len) => {
                     if len > 0 {
-                        // Unread body bytes would be parsed as the next request.
-                        io::copy(&mut req.body(), &mut io::sink())?;
+                        // Unread body bytes would be parsed as the next request. Drain through
+                        // BufRead: no stack buffer on the 32 KiB coroutine stack.
+                        let mut body = req.body();
+                        loop {
+                            let n = body.fill_buf()?.len();
+                            if n == 0 {
+                                break;
+                            }
+                            body.consume(n);
+                        }
                     }
                     if let Route::Sleep { ms } = route {
                         // Parks this coroutine only; the worker runs others meanwhile.
