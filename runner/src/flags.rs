@@ -24,8 +24,11 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
                 rp.verdict.reasons.join("; ")
             ));
         }
+        for p in &rp.problems {
+            r.push(format!("rep {rep_no}: {p}"));
+        }
         let errors = rp.counts.errors.total();
-        if errors > 0 || rp.counts.timeouts > 0 {
+        if rp.problems.is_empty() && (errors > 0 || rp.counts.timeouts > 0) {
             r.push(format!(
                 "rep {rep_no}: {errors} errors, {} timeouts",
                 rp.counts.timeouts
@@ -106,4 +109,159 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
         ));
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::{load_spec, new_result};
+    use crate::results::schema::{CellSpec, ProfileLimits, RepResult, ServerUsage};
+    use loadgen::Report;
+    use loadgen::report::{Counts, Generator, Percentiles, Verdict};
+
+    fn spec(load: LoadModel) -> CellSpec {
+        CellSpec {
+            key: "s__p__c4__x".into(),
+            service: "s".into(),
+            scenario: "p".into(),
+            level: "c4".into(),
+            profile: "x".into(),
+            path: "/ping".into(),
+            load,
+            keepalive: true,
+            loadgen_threads: 1,
+            repetitions: 3,
+            warmup_ms: 0,
+            duration_ms: 1000,
+            cooldown_ms: 0,
+            request_timeout_ms: 1000,
+            expect_body_bytes: None,
+            limits: ProfileLimits {
+                server_cpus: vec![0],
+                loadgen_cpus: vec![0],
+                cpu_quota: None,
+                memory_max_bytes: None,
+                workers: 1,
+            },
+            service_args: vec![],
+        }
+    }
+
+    /// A report where `rps` × `mean_latency_us` is consistent with 4 in flight unless skewed.
+    fn report(cell: &CellSpec, rps: f64, mean_latency_us: f64) -> Report {
+        let lat = Percentiles {
+            samples: rps as u64,
+            mean: mean_latency_us,
+            ..Percentiles::default()
+        };
+        Report {
+            schema_version: 1,
+            loadgen_version: "test".into(),
+            spec: load_spec(cell, 1),
+            started_unix_ms: 0,
+            window_s: 1.0,
+            requests_per_s: rps,
+            ok_per_s: rps,
+            latency_us: lat.clone(),
+            service_time_us: lat,
+            send_lag_us: None,
+            schedule_lag_us: None,
+            counts: Counts::default(),
+            connections: Default::default(),
+            status_counts: Default::default(),
+            bytes_read: 0,
+            bytes_written: 0,
+            timeline: vec![],
+            generator: Generator::default(),
+            verdict: Verdict::default(),
+            latency_hdr_v2_b64: String::new(),
+            problems: vec![],
+        }
+    }
+
+    fn cell_with(load: LoadModel, reps: &[(f64, f64)]) -> CellResult {
+        let s = spec(load);
+        let mut c = new_result("run", &s);
+        c.status = CellStatus::Ok;
+        c.reps = reps
+            .iter()
+            .enumerate()
+            .map(|(i, (rps, lat))| RepResult {
+                rep: i as u32 + 1,
+                started_unix_ms: 0,
+                report: report(&s, *rps, *lat),
+                server: ServerUsage::default(),
+                cgroup: None,
+                loadgen_exit_code: Some(0),
+            })
+            .collect();
+        c
+    }
+
+    const CLOSED4: LoadModel = LoadModel::Closed {
+        connections: 4,
+        pipeline: 1,
+    };
+
+    #[test]
+    fn clean_cell_has_no_reasons() {
+        // 4 in flight, 40k req/s → mean latency 100 µs.
+        let c = cell_with(
+            CLOSED4,
+            &[(40_000.0, 100.0), (40_100.0, 99.8), (39_900.0, 100.2)],
+        );
+        assert!(suspect_reasons(&c).is_empty(), "{:?}", suspect_reasons(&c));
+    }
+
+    #[test]
+    fn cv_above_five_percent_is_flagged() {
+        let c = cell_with(
+            CLOSED4,
+            &[(40_000.0, 100.0), (30_000.0, 133.3), (50_000.0, 80.0)],
+        );
+        let r = suspect_reasons(&c).join("; ");
+        assert!(r.contains("CV"), "{r}");
+    }
+
+    #[test]
+    fn littles_law_mismatch_is_flagged() {
+        // 40k req/s × 200 µs = 8 in flight, but only 4 connections.
+        let c = cell_with(
+            CLOSED4,
+            &[(40_000.0, 200.0), (40_000.0, 200.0), (40_000.0, 200.0)],
+        );
+        let r = suspect_reasons(&c).join("; ");
+        assert!(r.contains("Little's law off by 100 %"), "{r}");
+    }
+
+    #[test]
+    fn saturation_errors_and_missing_reps_are_flagged() {
+        let mut c = cell_with(CLOSED4, &[(40_000.0, 100.0), (40_000.0, 100.0)]);
+        c.reps[0].report.verdict = Verdict {
+            saturated: true,
+            reasons: vec!["busy".into()],
+        };
+        c.reps[1].report.counts.timeouts = 3;
+        let r = suspect_reasons(&c).join("; ");
+        assert!(r.contains("rep 1: generator saturated (busy)"), "{r}");
+        assert!(r.contains("rep 2: 0 errors, 3 timeouts"), "{r}");
+        assert!(r.contains("only 2 of 3 repetitions"), "{r}");
+    }
+
+    #[test]
+    fn open_loop_rate_not_kept_is_flagged() {
+        let open = LoadModel::Open {
+            rate_per_s: 10_000.0,
+            connections: 8,
+        };
+        let c = cell_with(
+            open,
+            &[(9_000.0, 100.0), (9_000.0, 100.0), (9_000.0, 100.0)],
+        );
+        let r = suspect_reasons(&c).join("; ");
+        assert!(
+            r.contains("offered 10000 req/s but achieved 9000 (90 %)"),
+            "{r}"
+        );
+    }
 }

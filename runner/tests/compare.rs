@@ -1,0 +1,424 @@
+//! `matrix compare` on synthetic result sets with known answers: a 10 % shift is called,
+//! noise is not, incomparable runs are refused (or forced, and then labelled), one-sided
+//! cells are listed, suspect cells are marked, and the Markdown table is stable.
+
+mod fixtures;
+
+use std::process::Command;
+
+use fixtures::*;
+use runner::compare::input::load;
+use runner::compare::metric::Metric;
+use runner::compare::model::Comparison;
+use runner::compare::test::Verdict;
+use runner::compare::{Options, compare, export};
+
+const OPT: Options = Options {
+    noise_pct: 2.0,
+    force: false,
+};
+
+fn verdicts(c: &Comparison, service: &str, m: Metric) -> Vec<Verdict> {
+    c.cells
+        .iter()
+        .filter(|x| x.id.service == service)
+        .flat_map(|x| {
+            x.metrics
+                .iter()
+                .filter(|y| y.metric == m)
+                .map(|y| y.verdict)
+        })
+        .collect()
+}
+
+fn base(s: &str, c: u32) -> Perf {
+    Perf::new(base_rps(s, c))
+}
+
+#[test]
+fn ten_percent_slower_with_low_noise_is_called_and_others_are_not() {
+    let d = scratch("ten-pct");
+    let old = write_run(&d, "old", &MACHINE, &matrix(5, base));
+    let new = write_run(
+        &d,
+        "new",
+        &MACHINE,
+        &matrix(5, |s, c| {
+            let p = base(s, c).seed(2);
+            if s == "ping-tokio-hyper" {
+                p.worse(1.10)
+            } else {
+                p
+            }
+        }),
+    );
+    let c = compare(&load(&old).unwrap(), &load(&new).unwrap(), OPT).unwrap();
+    assert_eq!(c.cells.len(), 6);
+    for m in [
+        Metric::RequestsPerS,
+        Metric::LatencyP50Us,
+        Metric::LatencyP99Us,
+        Metric::StartupUs,
+        Metric::IdleRssBytes,
+        Metric::PeakRssBytes,
+        Metric::CpuUsPerRequest,
+    ] {
+        assert_eq!(
+            verdicts(&c, "ping-tokio-hyper", m),
+            [Verdict::Worse; 2],
+            "{m:?}"
+        );
+        for other in ["ping-monoio", "ping-may-minihttp"] {
+            assert_eq!(
+                verdicts(&c, other, m),
+                [Verdict::NoChange; 2],
+                "{other} {m:?}"
+            );
+        }
+    }
+    let rps = &c.cells[0].metrics[0];
+    assert_eq!(rps.verdict.word(rps.metric), "slower");
+    let d = rps.difference.as_ref().unwrap();
+    assert!((d.ratio - 1.0 / 1.1).abs() < 1e-9, "{}", d.ratio);
+    let (lo, hi) = (d.ci95_low_pct.unwrap(), d.ci95_high_pct.unwrap());
+    assert!(
+        lo < d.change_pct && d.change_pct < hi && hi < -2.0,
+        "{lo} {hi}"
+    );
+    // --fail-on-regression semantics: 9.1 % req/s drop (10 % on the others) is caught at 5,
+    // not at 15.
+    assert!(!c.regressions(5.0).is_empty());
+    assert!(c.regressions(15.0).is_empty());
+}
+
+#[test]
+fn identical_distributions_are_no_change() {
+    let d = scratch("identical");
+    let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
+    // Same values in another order: same mean, same spread.
+    let new = write_run(&d, "new", &MACHINE, &matrix(3, |s, c| base(s, c).seed(1)));
+    let c = compare(&load(&old).unwrap(), &load(&new).unwrap(), OPT).unwrap();
+    assert_eq!(c.count(Verdict::Better) + c.count(Verdict::Worse), 0);
+    assert_eq!(c.count(Verdict::NoChange), 6 * 7);
+    assert!(!c.forced && c.only_old.is_empty() && c.only_new.is_empty());
+}
+
+#[test]
+fn different_hardware_is_refused_unless_forced() {
+    let d = scratch("hardware");
+    let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
+    let other = Machine {
+        cpu_model: "Intel Xeon Gold 5120",
+        logical_cpus: 4,
+        loadgen_version: "loadgen 0.2.0",
+    };
+    let new = write_run(&d, "new", &other, &matrix(3, base));
+    let (o, n) = (load(&old).unwrap(), load(&new).unwrap());
+    let err = compare(&o, &n, OPT).unwrap_err().to_string();
+    for want in [
+        "CPU model differs",
+        "logical CPUs differs",
+        "load generator version differs",
+        "--force",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in: {err}");
+    }
+    let c = compare(&o, &n, Options { force: true, ..OPT }).unwrap();
+    assert!(c.forced);
+    let md = export::markdown::render(&c);
+    assert!(md.contains("**Forced comparison (`--force`)**"), "{md}");
+    assert!(
+        md.contains("CPU model differs: AMD EPYC 7B13 vs Intel Xeon Gold 5120"),
+        "{md}"
+    );
+    assert!(export::terminal::render(&c, false).contains("FORCED (--force)"));
+}
+
+#[test]
+fn a_cell_run_differently_gets_no_verdict() {
+    let d = scratch("cell-pinning");
+    let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
+    let mut cells = matrix(3, |s, c| base(s, c).worse(1.2));
+    cells[0].0.limits.server_cpus = vec![1];
+    cells[0].0.limits.loadgen_cpus = vec![0];
+    let new = write_run(&d, "new", &MACHINE, &cells);
+    let (o, n) = (load(&old).unwrap(), load(&new).unwrap());
+    let c = compare(&o, &n, OPT).unwrap();
+    assert!(c.cells[0].not_comparable[0].starts_with("pinning differs"));
+    assert!(
+        c.cells[0]
+            .metrics
+            .iter()
+            .all(|m| m.verdict == Verdict::NotComparable)
+    );
+    // The other cells are still judged (20 % worse everywhere).
+    assert!(
+        c.cells[1]
+            .metrics
+            .iter()
+            .all(|m| m.verdict == Verdict::Worse)
+    );
+    let forced = compare(&o, &n, Options { force: true, ..OPT }).unwrap();
+    assert!(forced.forced);
+    assert_eq!(forced.cells[0].metrics[0].verdict, Verdict::Worse);
+}
+
+#[test]
+fn cells_on_one_side_only_are_listed() {
+    let d = scratch("one-sided");
+    let mut old_cells = matrix(3, base);
+    old_cells.push((
+        spec("ping-monoio", "ping", closed(256), "pinned", 3),
+        base("ping-monoio", 256),
+    ));
+    let mut new_cells = matrix(3, base);
+    new_cells.push((
+        spec("hello-monoio", "ping", closed(16), "pinned", 3),
+        base("ping-monoio", 16),
+    ));
+    let old = write_run(&d, "old", &MACHINE, &old_cells);
+    let new = write_run(&d, "new", &MACHINE, &new_cells);
+    let c = compare(&load(&old).unwrap(), &load(&new).unwrap(), OPT).unwrap();
+    assert_eq!(c.cells.len(), 6);
+    assert_eq!(c.only_old.len(), 1);
+    assert_eq!(
+        c.only_old[0].to_string(),
+        "ping-monoio · ping · c256 · pinned"
+    );
+    assert_eq!(
+        c.only_new[0].to_string(),
+        "hello-monoio · ping · c16 · pinned"
+    );
+    let md = export::markdown::render(&c);
+    assert!(
+        md.contains("Only in old: `ping-monoio · ping · c256 · pinned`."),
+        "{md}"
+    );
+    assert!(
+        md.contains("Only in new: `hello-monoio · ping · c16 · pinned`."),
+        "{md}"
+    );
+}
+
+#[test]
+fn suspect_cells_are_marked_not_hidden() {
+    let d = scratch("suspect");
+    let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
+    let new = write_run(
+        &d,
+        "new",
+        &MACHINE,
+        &matrix(3, |s, c| {
+            let mut p = base(s, c);
+            if s == "ping-monoio" && c == 16 {
+                p.noise = 0.08; // req/s CV above the runner's 5 % limit
+            }
+            p
+        }),
+    );
+    let c = compare(&load(&old).unwrap(), &load(&new).unwrap(), OPT).unwrap();
+    let cell = c
+        .cells
+        .iter()
+        .find(|x| x.key == "ping-monoio__ping__c16__pinned")
+        .unwrap();
+    assert!(cell.suspect_new && !cell.suspect_old);
+    assert!(
+        cell.suspect_reasons
+            .iter()
+            .any(|r| r.starts_with("new: req/s CV")),
+        "{:?}",
+        cell.suspect_reasons
+    );
+    let md = export::markdown::render(&c);
+    assert!(
+        md.contains("| ping-monoio · ping · c16 · pinned ⚠ suspect (new) | req/s |"),
+        "{md}"
+    );
+    assert!(md.contains("Suspect or not comparable cells:"));
+}
+
+#[test]
+fn results_json_alone_falls_back_to_summaries() {
+    let d = scratch("summary-only");
+    let old = write_run(&d, "old", &MACHINE, &matrix(5, base));
+    let new = write_run(
+        &d,
+        "new",
+        &MACHINE,
+        &matrix(5, |s, c| base(s, c).worse(1.1)),
+    );
+    std::fs::remove_dir_all(old.join("cells")).unwrap();
+    std::fs::remove_dir_all(new.join("cells")).unwrap();
+    let c = compare(
+        &load(&old.join("results.json")).unwrap(),
+        &load(&new.join("results.json")).unwrap(),
+        OPT,
+    )
+    .unwrap();
+    // Mean/stdev/n are in results.json for req/s: still a real test.
+    assert_eq!(
+        verdicts(&c, "ping-monoio", Metric::RequestsPerS),
+        [Verdict::Worse; 2]
+    );
+    // Only medians are kept for percentiles: no interval, no verdict.
+    assert_eq!(
+        verdicts(&c, "ping-monoio", Metric::LatencyP99Us),
+        [Verdict::Undetermined; 2]
+    );
+}
+
+/// One service, one cell, a 10 % drop: the Markdown table, character for character.
+#[test]
+fn markdown_snapshot() {
+    let d = scratch("snapshot");
+    let one = |f: f64, seed| {
+        vec![(
+            spec("ping-tokio-hyper", "ping", closed(64), "pinned", 5),
+            Perf::new(60_000.0).worse(f).seed(seed),
+        )]
+    };
+    let old = write_run(&d, "2026-01-01T00-00-00Z", &MACHINE, &one(1.0, 0));
+    let new = write_run(&d, "2026-02-01T00-00-00Z", &MACHINE, &one(1.1, 2));
+    let c = compare(&load(&old).unwrap(), &load(&new).unwrap(), OPT).unwrap();
+    let got = export::markdown::render(&c);
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compare-snapshot.md");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &got).unwrap();
+    }
+    let want =
+        std::fs::read_to_string(&path).expect("snapshot file (UPDATE_SNAPSHOTS=1 writes it)");
+    assert_eq!(
+        got, want,
+        "Markdown changed; review and re-run with UPDATE_SNAPSHOTS=1"
+    );
+}
+
+fn matrix_bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_matrix"))
+}
+
+#[test]
+fn cli_exit_codes_formats_and_readme() {
+    let d = scratch("cli");
+    let old = write_run(&d, "old", &MACHINE, &matrix(5, base));
+    let new = write_run(
+        &d,
+        "new",
+        &MACHINE,
+        &matrix(5, |s, c| base(s, c).worse(1.1).seed(1)),
+    );
+
+    let out = matrix_bin()
+        .arg("compare")
+        .arg(&old)
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("slower") && !text.contains('\x1b'), "{text}");
+
+    let out = matrix_bin()
+        .args(["compare", "--fail-on-regression", "5"])
+        .arg(&old)
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("regression: "));
+
+    let out = matrix_bin()
+        .args(["compare", "--format", "json"])
+        .arg(&old)
+        .arg(&new)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["cells"][0]["metrics"][0]["verdict"], "worse");
+    assert_eq!(v["noise_pct"], 2.0);
+
+    // Refusal: exit 2 and a message naming the difference.
+    let other = Machine {
+        cpu_model: "Other CPU",
+        ..MACHINE
+    };
+    let elsewhere = write_run(&d, "elsewhere", &other, &matrix(5, base));
+    let out = matrix_bin()
+        .arg("compare")
+        .arg(&old)
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to compare") && err.contains("CPU model differs"),
+        "{err}"
+    );
+    let out = matrix_bin()
+        .args(["compare", "--force"])
+        .arg(&old)
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FORCED"));
+
+    // README section replaced between the markers, the rest untouched.
+    let readme = d.join("README.md");
+    std::fs::write(
+        &readme,
+        "# x\n\n<!-- pingmatrix:compare:begin -->\nstale\n<!-- pingmatrix:compare:end -->\n\ntail\n",
+    )
+    .unwrap();
+    let out = matrix_bin()
+        .args(["compare", "--format", "markdown", "--readme"])
+        .arg(&readme)
+        .arg(&old)
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&readme).unwrap();
+    assert!(text.starts_with("# x\n\n<!-- pingmatrix:compare:begin -->\n"));
+    assert!(text.ends_with("<!-- pingmatrix:compare:end -->\n\ntail\n"));
+    assert!(
+        text.contains("| ping-tokio-hyper · ping · c16 · pinned | req/s |")
+            && !text.contains("stale")
+    );
+
+    // Missing markers: a clear error, file unchanged.
+    std::fs::write(&readme, "# no markers\n").unwrap();
+    let out = matrix_bin()
+        .args(["compare", "--format", "markdown", "--readme"])
+        .arg(&readme)
+        .arg(&old)
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("<!-- pingmatrix:compare:begin --> not found")
+            || String::from_utf8_lossy(&out.stderr)
+                .contains("`<!-- pingmatrix:compare:begin -->` not found")
+    );
+    assert_eq!(std::fs::read_to_string(&readme).unwrap(), "# no markers\n");
+
+    // Bad input: clear errors, no panic.
+    let out = matrix_bin()
+        .arg("compare")
+        .arg(d.join("nope"))
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such run directory"));
+}
