@@ -117,3 +117,29 @@ fn duration_run_with_warmup_reports_a_timeline() {
         r.latency_us.samples
     );
 }
+
+#[test]
+fn open_loop_with_a_request_count_sends_exactly_that_many() {
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 4, 1);
+    spec.model = loadgen::LoadModel::Open {
+        rate_per_s: 2000.0,
+        connections: 4,
+    };
+    spec.threads = 2;
+    spec.requests = Some(300);
+    spec.warmup_ms = 50;
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!((r.counts.sent, r.counts.ok), (300, 300), "{:?}", r.counts);
+    assert_eq!(r.counts.backlog_at_end, 0);
+    // 300 requests at 2000/s take ~150 ms; warm-up requests went out before them.
+    assert!(
+        r.window_s > 0.1 && r.window_s < 1.0,
+        "window {}",
+        r.window_s
+    );
+    assert_eq!(srv.requests(), 400);
+    let lag = r.send_lag_us.unwrap();
+    assert_eq!(lag.samples, 300);
+}

@@ -8,7 +8,7 @@ use crate::http::response::ResponseParser;
 
 /// Fixed read buffer per connection. Bodies are skipped, so it only has to hold one response
 /// head; larger reads just mean fewer syscalls for large bodies.
-pub const READ_BUF: usize = 32 * 1024;
+pub const READ_BUF: usize = 16 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {

@@ -70,6 +70,8 @@ pub struct Worker {
     j_end: u64,
     queued_upto: u64,
     stop: bool,
+    /// The clock started (pre-connect phase over).
+    started: bool,
     unsolicited: u64,
     last_up_ns: u64,
 }
@@ -110,6 +112,7 @@ impl Worker {
             j_end,
             queued_upto: 0,
             stop: false,
+            started: false,
             unsolicited: 0,
             last_up_ns: 0,
             plan,
@@ -157,6 +160,7 @@ impl Worker {
         let mut gave_up = None;
         let now = now_ns();
         self.last_up_ns = now;
+        self.started = true;
         if self.plan.open.is_none() {
             for ci in 0..self.conns.len() {
                 if self.conns[ci].state == State::Open {
@@ -335,9 +339,14 @@ impl Worker {
         c.state = State::Open;
         if c.wlen > c.written {
             self.flush(ci);
-        } else if self.plan.open.is_some() && !c.in_free {
-            c.in_free = true;
-            self.free.push(ci);
+        } else if self.plan.open.is_some() {
+            if !c.in_free {
+                c.in_free = true;
+                self.free.push(ci);
+            }
+        } else if self.started && c.in_flight == 0 {
+            // Closed loop, connected after the start line (slow pre-connect): start working.
+            self.issue_closed(ci, now_ns());
         }
     }
 
