@@ -78,12 +78,30 @@ impl Proc {
         })
     }
 
-    /// Exit status if the process has exited (reaps it).
+    /// Exit status if the process has exited (reaps it). Before reaping, the rest of the
+    /// process group is SIGKILLed while the zombie leader still reserves the group id, so a
+    /// group signal can never reach a recycled pid.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            self.status = self.child.try_wait().ok().flatten();
+        if self.status.is_none() && self.leader_exited() {
+            self.signal_group(libc::SIGKILL);
+            self.status = self.child.wait().ok();
         }
         self.status
+    }
+
+    /// Has the leader exited? (waitid with WNOWAIT: looks without reaping.)
+    fn leader_exited(&self) -> bool {
+        // SAFETY: siginfo_t is plain data; waitid only inspects our own child.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            r == 0 && info.si_pid() != 0
+        }
     }
 
     /// Last lines of stderr (None if it wrote nothing).
@@ -92,8 +110,12 @@ impl Proc {
         (!t.is_empty()).then(|| t.iter().cloned().collect::<Vec<_>>().join("\n"))
     }
 
-    /// Sends `sig` to the whole process group.
+    /// Sends `sig` to the whole process group — only while the leader is unreaped (its pid,
+    /// and so the group id, cannot have been recycled).
     pub fn signal_group(&self, sig: i32) {
+        if self.status.is_some() {
+            return;
+        }
         // SAFETY: kill(2) on our own child's process group (pgid == pid, set at spawn).
         unsafe {
             libc::kill(-(self.pid as i32), sig);
@@ -120,8 +142,6 @@ impl Proc {
             self.signal_group(libc::SIGKILL);
             self.status = self.child.wait().ok();
         }
-        // The group may hold other members even after the leader died.
-        self.signal_group(libc::SIGKILL);
         self.status
     }
 

@@ -19,8 +19,7 @@ pub fn stop(proc: &mut Proc, port: u16, grace: Duration) -> StopRecord {
             None => ("SIGKILL", proc.kill()),
         }
     };
-    // Stragglers in the group (helpers the service forked) go too.
-    proc.signal_group(libc::SIGKILL);
+    // (Stragglers in the group were SIGKILLed by `try_wait`/`kill` before the reap.)
     let stop_ms = t0.elapsed().as_millis() as u64;
     let mut free = port_is_free(port);
     let until = Instant::now() + Duration::from_secs(2);
