@@ -143,3 +143,15 @@ fn open_loop_with_a_request_count_sends_exactly_that_many() {
     let lag = r.send_lag_us.unwrap();
     assert_eq!(lag.samples, 300);
 }
+
+#[test]
+fn bodies_larger_than_the_read_buffer_are_skipped_correctly() {
+    let srv = TestServer::start(Mode::Big(100_000));
+    let mut spec = closed(srv.url(), 2, 2);
+    spec.requests = Some(100);
+    spec.expect_body_bytes = Some(100_000);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!(r.counts.ok, 100, "{:?}", r.counts);
+    assert!(r.bytes_read >= 100 * 100_000);
+}

@@ -24,6 +24,8 @@ pub enum Mode {
     Status(u16),
     /// Answer 200 with a chunked body of 7 bytes.
     Chunked,
+    /// Answer 200 with a body of this many bytes (larger than loadgen's read buffer).
+    Big(usize),
     /// The whole server freezes once for `ms` when request number `after` arrives.
     StallOnce { after: u64, ms: u64 },
 }
@@ -158,6 +160,10 @@ fn serve(mut stream: TcpStream, s: &Shared) {
                 Mode::Chunked => out.extend_from_slice(
                     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\npong\r\n3\r\nabc\r\n0\r\n\r\n",
                 ),
+                Mode::Big(n) => {
+                    out.extend_from_slice(format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n").as_bytes());
+                    out.resize(out.len() + n, b'x');
+                }
                 Mode::CloseEach => {
                     out.extend_from_slice(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 4\r\n\r\npong");
                     close = true;
