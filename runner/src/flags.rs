@@ -88,6 +88,14 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
             MAX_CV * 100.0
         ));
     }
+    if let Some(w) = cell.banner.as_ref().and_then(|b| b.workers)
+        && w != u64::from(spec.limits.workers)
+    {
+        r.push(format!(
+            "service reports {w} workers, {} requested",
+            spec.limits.workers
+        ));
+    }
     if cell.verification.iter().any(|v| !v.passed) {
         r.push("verification failed".into());
     }
