@@ -1,6 +1,8 @@
 //! Per-service bar charts: start-up time (median, whisker = min–max over every start) and
 //! memory (wide light bar = peak RSS under load, narrow solid bar = idle RSS).
 
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::RangedCoordu32;
 use plotters::prelude::*;
 
 use super::palette::colour;
@@ -34,7 +36,7 @@ pub fn startup(title: &str, rows: &[Startup]) -> anyhow::Result<String> {
             .margin(20)
             .x_label_area_size(55)
             .y_label_area_size(85)
-            .build_cartesian_2d((0u32..n).into_segmented(), 0f64..ymax)?;
+            .build_cartesian_2d(segments(n), 0f64..ymax)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -93,7 +95,7 @@ pub fn memory(title: &str, rows: &[Memory]) -> anyhow::Result<String> {
             .margin(20)
             .x_label_area_size(55)
             .y_label_area_size(85)
-            .build_cartesian_2d((0u32..n).into_segmented(), 0f64..ymax)?;
+            .build_cartesian_2d(segments(n), 0f64..ymax)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -126,6 +128,11 @@ pub fn memory(title: &str, rows: &[Memory]) -> anyhow::Result<String> {
         root.present()?;
     }
     Ok(svg)
+}
+
+/// One segment per service (a u32 range's segments include its end, hence `n − 1`).
+fn segments(n: u32) -> SegmentedCoord<RangedCoordu32> {
+    (0u32..n.saturating_sub(1).max(1)).into_segmented()
 }
 
 /// Axis label of a segment centre; other positions stay blank.

@@ -67,6 +67,7 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
         let mut chart = ChartBuilder::on(&root)
             .caption(title, title_font())
             .margin(20)
+            .margin_right(45) // room for the last "99.99…%" label
             .x_label_area_size(55)
             .y_label_area_size(85)
             .build_cartesian_2d(0f64..xmax, (ymin..ymax).log_scale())?;

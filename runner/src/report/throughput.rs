@@ -23,8 +23,15 @@ pub struct Series {
 pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
     let all = || series.iter().flat_map(|s| s.points.iter());
     anyhow::ensure!(all().next().is_some(), "no points to plot for {title}");
-    let xmin = all().map(|p| p.x).fold(f64::INFINITY, f64::min).max(1.0);
-    let xmax = all().map(|p| p.x).fold(0.0, f64::max).max(xmin);
+    // The axis is log2(connections), labelled 2^k: every power-of-two level lands on a
+    // labelled tick (plotters' log axis only labels powers of ten).
+    let lx = |x: f64| x.max(1.0).log2();
+    let xmin = all().map(|p| lx(p.x)).fold(f64::INFINITY, f64::min).floor();
+    let xmax = all()
+        .map(|p| lx(p.x))
+        .fold(0.0, f64::max)
+        .ceil()
+        .max(xmin + 1.0);
     let ymax = all().map(|p| p.hi.max(p.y)).fold(0.0, f64::max).max(1.0) * 1.12;
     let mut svg = String::new();
     {
@@ -34,19 +41,27 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
             .margin(20)
             .x_label_area_size(55)
             .y_label_area_size(85)
-            .build_cartesian_2d((xmin / 1.5..xmax * 1.5).log_scale(), 0f64..ymax)?;
+            .build_cartesian_2d(xmin - 0.3..xmax + 0.3, 0f64..ymax)?;
         chart
             .configure_mesh()
+            .x_labels((xmax - xmin) as usize + 1)
             .x_desc("connections (log scale)")
             .y_desc("requests per second (mean, bars = 95 % CI)")
             .axis_desc_style(label_font())
             .label_style(label_font())
-            .x_label_formatter(&|x| format!("{x:.0}"))
+            .x_label_formatter(&|x| format!("{:.0}", x.exp2()))
             .y_label_formatter(&|y| style::rate(*y))
             .draw()?;
         for s in series {
             let c = colour(&s.service);
-            let mut pts = s.points.clone();
+            let mut pts: Vec<Point> = s
+                .points
+                .iter()
+                .map(|p| Point {
+                    x: lx(p.x),
+                    ..p.clone()
+                })
+                .collect();
             pts.sort_by(|a, b| a.x.total_cmp(&b.x));
             chart
                 .draw_series(LineSeries::new(

@@ -17,7 +17,8 @@ pub fn value(unit: Unit, x: f64) -> String {
         Unit::PerSecond => format!("{x:.1}"),
         Unit::Micros if x >= 10_000.0 => format!("{:.1} ms", x / 1000.0),
         Unit::Micros if x >= 1000.0 => format!("{:.2} ms", x / 1000.0),
-        Unit::Micros if x >= 10.0 => format!("{x:.0} µs"),
+        Unit::Micros if x >= 100.0 => format!("{x:.0} µs"),
+        Unit::Micros if x >= 10.0 => format!("{x:.1} µs"),
         Unit::Micros => format!("{x:.2} µs"),
         Unit::Bytes => format!("{:.2} MiB", x / 1_048_576.0),
     }
@@ -75,7 +76,7 @@ pub fn summary(c: &Comparison) -> String {
     .map(|(n, w)| format!("{n} {w}"))
     .collect();
     format!(
-        "{} matched cells; metrics: {}; {} suspect cells",
+        "cells matched: {}; metrics: {}; suspect cells: {}",
         c.cells.len(),
         parts.join(", "),
         c.cells.iter().filter(|x| x.suspect()).count()
@@ -94,7 +95,7 @@ pub fn side_line(s: &super::model::Side) -> String {
 pub fn machine_line(c: &Comparison) -> String {
     let fmt = |s: &super::model::Side| {
         format!(
-            "{} × {} logical CPUs, loadgen {}",
+            "{} × {} logical CPUs, load generator `{}`",
             s.cpu_model.as_deref().unwrap_or("unknown CPU"),
             s.logical_cpus.map_or_else(|| "?".into(), |n| n.to_string()),
             s.loadgen_version.as_deref().unwrap_or("unknown")

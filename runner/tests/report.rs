@@ -1,0 +1,219 @@
+//! `matrix report` on a synthetic run: every chart is produced, parses as SVG/XML, carries
+//! its title and legend, uses the same colour per service everywhere; results.md links the
+//! plots; `--readme` rewrites only the marked section, from results.json.
+
+mod fixtures;
+
+use std::process::Command;
+
+use fixtures::*;
+use runner::compare::input::load;
+use runner::report::charts::Kind;
+
+/// 3 services × /ping closed at c1/c16/c64 (pinned), /ping open at 3 rates, plus a second
+/// profile so per-profile charts multiply.
+fn full_matrix() -> Vec<(runner::results::schema::CellSpec, Perf)> {
+    let mut v = Vec::new();
+    for s in ["ping-tokio-hyper", "ping-monoio", "ping-may-minihttp"] {
+        for c in [1, 16, 64] {
+            v.push((
+                spec(s, "ping", closed(c), "pinned", 3),
+                Perf::new(base_rps(s, c) * (c as f64).min(16.0) / 16.0),
+            ));
+        }
+        for r in [5000.0, 20000.0, 40000.0] {
+            let mut p = Perf::new(r);
+            p.noise = 0.001;
+            // Capacity 1e6 / cpu_us_per_request req/s: 62.5k, 71k, 83k.
+            p.cpu_us_per_request = match s {
+                "ping-tokio-hyper" => 16.0,
+                "ping-monoio" => 12.0,
+                _ => 14.0,
+            };
+            v.push((spec(s, "ping-open", open(r), "pinned", 3), p));
+        }
+        let mut small = spec(s, "ping", closed(16), "k8s-small", 3);
+        small.limits.cpu_quota = Some(0.2);
+        v.push((small, Perf::new(base_rps(s, 16) * 0.2)));
+    }
+    v
+}
+
+fn svg_doc(text: &str) -> roxmltree::Document<'_> {
+    let doc = roxmltree::Document::parse(text).expect("SVG parses as XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc
+}
+
+fn texts(doc: &roxmltree::Document) -> Vec<String> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect()
+}
+
+#[test]
+fn every_chart_is_valid_svg_with_title_legend_and_fixed_colours() {
+    let d = scratch("report-charts");
+    let run = write_run(&d, "run", &MACHINE, &full_matrix());
+    let set = load(&run).unwrap();
+    let charts = runner::report::write(&set, None).unwrap();
+    let kinds: Vec<Kind> = charts.iter().map(|c| c.kind).collect();
+    for k in [
+        Kind::Throughput,
+        Kind::Spectrum,
+        Kind::OpenLoop,
+        Kind::Startup,
+        Kind::Memory,
+    ] {
+        assert!(kinds.contains(&k), "no {k:?} chart in {kinds:?}");
+    }
+    // throughput ×2 (ping/pinned, ping/k8s-small), spectrum ×3, open loop ×1, startup ×2, memory ×2.
+    assert_eq!(
+        charts.len(),
+        10,
+        "{:?}",
+        charts.iter().map(|c| &c.file).collect::<Vec<_>>()
+    );
+    let monoio = "#D55E00";
+    for c in &charts {
+        let on_disk = std::fs::read_to_string(run.join(&c.file)).unwrap();
+        assert_eq!(on_disk, c.svg);
+        let doc = svg_doc(&c.svg);
+        let t = texts(&doc);
+        assert!(
+            t.iter().any(|x| x == &c.title),
+            "{}: title missing in {t:?}",
+            c.file
+        );
+        assert!(
+            t.iter().any(|x| x.contains("ping-monoio")),
+            "{}: no legend/label",
+            c.file
+        );
+        assert!(
+            c.svg.to_uppercase().contains(monoio),
+            "{}: monoio not in its colour",
+            c.file
+        );
+    }
+    let spectrum = charts
+        .iter()
+        .find(|c| {
+            c.kind == Kind::Spectrum && c.profile == "pinned" && c.file.contains("-ping-pinned-")
+        })
+        .unwrap();
+    assert!(
+        spectrum.file.ends_with("latency-ping-pinned-c64.svg"),
+        "{}",
+        spectrum.file
+    );
+    let t = texts(&svg_doc(&spectrum.svg));
+    assert!(t.iter().any(|x| x == "99.9%"), "{t:?}");
+    let tp = charts
+        .iter()
+        .find(|c| c.kind == Kind::Throughput && c.profile == "pinned")
+        .unwrap();
+    assert!(
+        texts(&svg_doc(&tp.svg))
+            .iter()
+            .any(|x| x.contains("connections"))
+    );
+
+    let md = std::fs::read_to_string(run.join("results.md")).unwrap();
+    assert!(md.starts_with("# pingmatrix results — run"), "{md}");
+    assert!(md.contains("## Plots"));
+    for c in &charts {
+        assert!(
+            md.contains(&format!("]({})", c.file)),
+            "results.md lacks {}",
+            c.file
+        );
+    }
+}
+
+#[test]
+fn latency_level_can_be_chosen() {
+    let d = scratch("report-level");
+    let run = write_run(&d, "run", &MACHINE, &full_matrix());
+    let charts = runner::report::write(&load(&run).unwrap(), Some("c16")).unwrap();
+    assert!(
+        charts
+            .iter()
+            .any(|c| c.file == "plots/latency-ping-pinned-c16.svg")
+    );
+}
+
+fn matrix_bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_matrix"))
+}
+
+#[test]
+fn readme_reference_section_comes_from_results_json() {
+    let d = scratch("report-readme");
+    let run = write_run(&d, "run", &MACHINE, &full_matrix());
+    let readme = d.join("README.md");
+    let before = "# pingmatrix\n\n## Reference results\n\n<!-- pingmatrix:reference:begin -->\nhand-typed numbers\n<!-- pingmatrix:reference:end -->\n\n## Next\n";
+    std::fs::write(&readme, before).unwrap();
+    let out = matrix_bin()
+        .arg("report")
+        .arg(&run)
+        .arg("--readme")
+        .arg(&readme)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&readme).unwrap();
+    assert!(!text.contains("hand-typed"));
+    assert!(text.starts_with(
+        "# pingmatrix\n\n## Reference results\n\n<!-- pingmatrix:reference:begin -->\n"
+    ));
+    assert!(text.ends_with("<!-- pingmatrix:reference:end -->\n\n## Next\n"));
+    // The numbers are the run's: monoio peaks at c64 with 75k × 1.1 = 82.5k req/s.
+    let res: runner::results::schema::ResultsFile =
+        serde_json::from_slice(&std::fs::read(run.join("results.json")).unwrap()).unwrap();
+    let peak = res
+        .cells
+        .iter()
+        .find(|c| c.key == "ping-monoio__ping__c64__pinned")
+        .unwrap();
+    let mean = peak.requests_per_s.as_ref().unwrap().mean;
+    assert!((mean / 82_500.0 - 1.0).abs() < 0.002, "{mean}");
+    let want = format!("| ping-monoio | {:.0}k ± ", mean / 1000.0);
+    assert!(text.contains(&want), "{want} not in {text}");
+    assert!(text.contains("| c64 |"));
+    // Links are relative to the README and point at files that exist.
+    for link in [
+        "run/plots/throughput-ping-pinned.svg",
+        "run/plots/latency-ping-pinned-c64.svg",
+        "run/results.md",
+    ] {
+        assert!(
+            text.contains(&format!("({link})")),
+            "missing link {link}: {text}"
+        );
+        assert!(d.join(link).is_file());
+    }
+
+    // Missing markers: exit 2, a clear message, README untouched, nothing half-done.
+    std::fs::write(&readme, "# no markers\n").unwrap();
+    let out = matrix_bin()
+        .arg("report")
+        .arg(&run)
+        .arg("--readme")
+        .arg(&readme)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pingmatrix:reference:begin") && err.contains("not found"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&readme).unwrap(), "# no markers\n");
+}
