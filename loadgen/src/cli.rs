@@ -62,7 +62,8 @@ pub struct Args {
     pub json: Option<String>,
     /// Read a serialized LoadSpec from FILE (`-` = stdin) instead of the load flags
     #[arg(long, value_name = "FILE", conflicts_with_all = [
-        "url", "duration", "requests", "rate", "headers", "no_keepalive", "expect_body_bytes"
+        "url", "connections", "threads", "duration", "requests", "rate", "pipeline",
+        "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers"
     ])]
     pub spec: Option<String>,
 }

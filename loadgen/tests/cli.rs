@@ -40,6 +40,7 @@ fn bad_arguments_exit_2_with_a_message() {
         (&["http://127.0.0.1:1/", "-d", "soon"][..], "duration"),
         (&["http://127.0.0.1:1/", "-H", "no colon"][..], "header"),
         (&["http://127.0.0.1:1/", "--bogus"][..], "bogus"),
+        (&["--spec", "-", "-c", "8"][..], "cannot be used with"),
         (&[][..], "URL"),
     ] {
         let out = loadgen(args);

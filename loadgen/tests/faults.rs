@@ -174,3 +174,20 @@ fn server_killed_in_a_requests_run_stops_instead_of_hanging() {
         r.problems
     );
 }
+
+#[test]
+fn open_loop_schedule_is_sub_millisecond() {
+    // With millisecond timers (wrk2, tokio) the median lateness would be ~0.5-1 ms.
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 4, 1);
+    spec.model = LoadModel::Open {
+        rate_per_s: 2000.0,
+        connections: 8,
+    };
+    spec.duration_ms = Some(400);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    let lag = r.schedule_lag_us.expect("open loop reports schedule lag");
+    assert!(lag.samples > 500, "{lag:?}");
+    assert!(lag.p50 < 400, "schedule lag p50 {} µs", lag.p50);
+}
