@@ -1,0 +1,189 @@
+//! Connection lifecycle for a worker: connect, established, failures with back-off,
+//! closing and reopening, timeouts, and the final tally of what is still in flight.
+
+use super::Worker;
+use super::conn::State;
+use crate::stats::ErrorKind;
+use crate::sys::clock::now_ns;
+use crate::sys::socket;
+
+impl Worker {
+    /// Open a socket for slot `ci`. `with_batch`: closed loop issues a batch now, written as
+    /// soon as the connection is up (so its latency includes the handshake).
+    pub(super) fn start_connect(&mut self, ci: usize, now: u64, with_batch: bool) {
+        self.cc.requested += 1;
+        let c = &mut self.conns[ci];
+        c.reset_socket();
+        c.generation = c.generation.wrapping_add(1);
+        c.connect_started_ns = now;
+        match socket::connect(&self.plan.addr) {
+            Ok(socket::Connect::Started(fd)) => {
+                c.fd = fd;
+                c.state = State::Connecting;
+                self.connecting_count += 1;
+                if let Err(_e) = self.ep.add(fd, c.token(ci)) {
+                    self.connect_failed(ci, now);
+                    return;
+                }
+                if with_batch {
+                    self.issue_closed(ci, now);
+                }
+            }
+            Ok(socket::Connect::Failed) | Err(_) => {
+                c.state = State::Connecting;
+                self.connecting_count += 1;
+                if with_batch {
+                    // The batch is issued and then lost to the failed connect.
+                    self.issue_closed(ci, now);
+                }
+                self.connect_failed(ci, now);
+            }
+        }
+    }
+
+    pub(super) fn on_established(&mut self, ci: usize) {
+        self.cc.established += 1;
+        self.connecting_count -= 1;
+        self.open_count += 1;
+        let c = &mut self.conns[ci];
+        if c.ever_open {
+            self.cc.reconnected += 1;
+        }
+        c.ever_open = true;
+        c.connect_failures = 0;
+        c.state = State::Open;
+        if c.wlen > c.written {
+            self.flush(ci);
+        } else if self.plan.open.is_some() {
+            if !c.in_free {
+                c.in_free = true;
+                self.free.push(ci);
+            }
+        } else if self.started && c.in_flight == 0 {
+            // Closed loop, connected after the start line (slow pre-connect): start working.
+            self.issue_closed(ci, now_ns());
+        }
+    }
+
+    pub(super) fn connect_failed(&mut self, ci: usize, now: u64) {
+        self.cc.failed += 1;
+        self.connecting_count -= 1;
+        let c = &mut self.conns[ci];
+        c.connect_failures += 1;
+        let backoff_ns = (10_000_000u64 << (c.connect_failures - 1).min(6)).min(500_000_000);
+        self.drop_requests(ci, ErrorKind::Connect, now);
+        let c = &mut self.conns[ci];
+        c.reset_socket();
+        c.state = State::Down {
+            retry_at_ns: now + backoff_ns,
+        };
+        self.down.push(ci);
+    }
+
+    /// Count a connection's in-flight requests as failed with `kind`.
+    pub(super) fn drop_requests(&mut self, ci: usize, kind: ErrorKind, now: u64) {
+        let c = &mut self.conns[ci];
+        let n = c.in_flight as u64;
+        c.in_flight = 0;
+        self.in_flight_total -= n;
+        if n > 0 && c.counted {
+            self.rec.error(kind, n, now);
+        }
+    }
+
+    /// Close an established connection; reconnect right away (no back-off: it worked).
+    pub(super) fn close_open(&mut self, ci: usize, now: u64) {
+        let c = &mut self.conns[ci];
+        if c.state == State::Open {
+            self.open_count -= 1;
+        } else if c.state == State::Connecting {
+            self.connecting_count -= 1;
+        }
+        c.reset_socket();
+        c.state = State::Down { retry_at_ns: now };
+        self.down.push(ci);
+    }
+
+    pub(super) fn fail_open(&mut self, ci: usize, kind: ErrorKind, now: u64) {
+        self.drop_requests(ci, kind, now);
+        self.close_open(ci, now);
+    }
+
+    /// Reconnect slots whose back-off expired; returns the next retry time.
+    pub(super) fn reconnect_due(&mut self, now: u64) -> u64 {
+        let mut next = u64::MAX;
+        let mut i = 0;
+        while i < self.down.len() {
+            let ci = self.down[i];
+            match self.conns[ci].state {
+                State::Down { retry_at_ns } if retry_at_ns <= now => {
+                    self.down.swap_remove(i);
+                    let closed = self.plan.open.is_none();
+                    if closed && self.batch_size(now) == 0 {
+                        self.conns[ci].state = State::Parked;
+                        continue;
+                    }
+                    self.start_connect(ci, now, closed);
+                }
+                State::Down { retry_at_ns } => {
+                    next = next.min(retry_at_ns);
+                    i += 1;
+                }
+                _ => {
+                    self.down.swap_remove(i);
+                }
+            }
+        }
+        next
+    }
+
+    pub(super) fn scan_timeouts(&mut self, now: u64) {
+        let timeout = self.plan.timeout_ns;
+        for ci in 0..self.conns.len() {
+            let c = &self.conns[ci];
+            let (state, n, counted) = (c.state, c.in_flight as u64, c.counted);
+            let (sent_ns, connect_ns) = (c.sent_ns, c.connect_started_ns);
+            match state {
+                State::Open | State::Connecting if n > 0 && now - sent_ns >= timeout => {
+                    if counted {
+                        self.rec.timeout(n, now);
+                    }
+                    self.conns[ci].in_flight = 0;
+                    self.in_flight_total -= n;
+                    if state == State::Connecting {
+                        self.cc.failed += 1;
+                    }
+                    // HTTP/1.1 framing is lost once a response is abandoned: reopen.
+                    self.close_open(ci, now);
+                }
+                State::Connecting if now - connect_ns >= timeout => {
+                    self.connect_failed(ci, now);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub(super) fn close_all(&mut self, now: u64) {
+        let mut in_flight = 0;
+        for c in &mut self.conns {
+            if c.counted {
+                in_flight += c.in_flight as u64;
+            }
+            c.reset_socket();
+        }
+        self.rec.counts.in_flight_at_end = in_flight;
+        if let Some(o) = self.plan.open {
+            // Everything due before the end but never sent is backlog, not silently lost.
+            let horizon = now.min(self.end_ns);
+            while self.next_due_j < self.j_end
+                && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) < horizon
+            {
+                self.next_due_j += 1;
+            }
+            self.rec.counts.backlog_at_end = (self.next_send_j..self.next_due_j)
+                .filter(|&j| self.k_of(j) >= o.k_window)
+                .count() as u64;
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! Open loop: the thread's share of one global schedule `t0 + k/rate`, dispatched to idle
+//! connections; requests that find none wait in an implicit queue (a range of indices).
+
+use super::Worker;
+use super::conn::State;
+use crate::sys::clock::now_ns;
+
+impl Worker {
+    #[inline]
+    pub(super) fn k_of(&self, j: u64) -> u64 {
+        self.share.index as u64 + j * self.plan.threads as u64
+    }
+
+    /// Send every due request to a free connection; returns when the next one is due.
+    pub(super) fn dispatch_open(&mut self) -> u64 {
+        let o = self.plan.open.expect("open loop");
+        let now = now_ns();
+        while self.next_due_j < self.j_end
+            && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) <= now
+        {
+            self.next_due_j += 1;
+        }
+        while self.next_send_j < self.next_due_j {
+            let Some(ci) = self.free.pop() else { break };
+            let c = &mut self.conns[ci];
+            c.in_free = false;
+            if c.state != State::Open || c.in_flight > 0 {
+                continue;
+            }
+            let j = self.next_send_j;
+            self.next_send_j += 1;
+            let k = self.k_of(j);
+            let intended = o.intended_ns(self.t0_ns, k);
+            let sent = now_ns();
+            let counted = k >= o.k_window;
+            let c = &mut self.conns[ci];
+            c.counted = counted;
+            c.in_flight = 1;
+            c.sent_ns = sent;
+            c.intended_ns = intended;
+            c.wlen = self.plan.req.one_len;
+            c.written = 0;
+            self.in_flight_total += 1;
+            if counted {
+                self.rec.counts.sent += 1;
+                let queued = j < self.queued_upto;
+                self.rec.counts.queued += u64::from(queued);
+                self.rec.send_lag(sent.saturating_sub(intended), queued);
+            }
+            self.flush(ci);
+        }
+        if self.next_send_j < self.next_due_j {
+            // Still waiting for a connection: these requests queue (latency keeps counting
+            // from their intended time); no need to wake for new due times meanwhile.
+            self.queued_upto = self.next_due_j;
+            return u64::MAX;
+        }
+        if self.next_due_j < self.j_end {
+            o.intended_ns(self.t0_ns, self.k_of(self.next_due_j))
+        } else {
+            u64::MAX
+        }
+    }
+}

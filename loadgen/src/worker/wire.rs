@@ -1,0 +1,186 @@
+//! Socket I/O for a worker: writing request batches, reading and framing responses, and
+//! what a completed response triggers next.
+
+use std::io;
+
+use super::Worker;
+use super::conn::State;
+use crate::http::response::{Response, Step};
+use crate::stats::ErrorKind;
+use crate::sys::clock::now_ns;
+use crate::sys::socket;
+
+impl Worker {
+    pub(super) fn flush(&mut self, ci: usize) {
+        let c = &mut self.conns[ci];
+        while c.written < c.wlen {
+            match socket::send(c.fd, &self.plan.req.batch[c.written..c.wlen]) {
+                Ok(n) => {
+                    c.written += n;
+                    if c.counted {
+                        self.rec.bytes_written += n as u64;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let kind = if is_reset(&e) {
+                        ErrorKind::Reset
+                    } else {
+                        ErrorKind::Write
+                    };
+                    self.fail_open(ci, kind, now_ns());
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn read_ready(&mut self, ci: usize) {
+        loop {
+            let c = &mut self.conns[ci];
+            if c.rend == c.rbuf.len() {
+                if c.rstart > 0 {
+                    c.rbuf.copy_within(c.rstart..c.rend, 0);
+                    c.rend -= c.rstart;
+                    c.rstart = 0;
+                } else {
+                    // A response head larger than the whole buffer.
+                    self.fail_open(ci, ErrorKind::Parse, now_ns());
+                    return;
+                }
+            }
+            let space = c.rbuf.len() - c.rend;
+            match socket::read(c.fd, &mut c.rbuf[c.rend..]) {
+                Ok(0) => {
+                    self.on_eof(ci, now_ns());
+                    return;
+                }
+                Ok(n) => {
+                    // One timestamp per read: every response completed by these bytes
+                    // arrived together.
+                    let now = now_ns();
+                    if now >= self.end_ns {
+                        // Past the window: leave these as in flight at the end.
+                        self.stop = true;
+                        return;
+                    }
+                    c.rend += n;
+                    if c.counted {
+                        self.rec.bytes_read += n as u64;
+                    }
+                    if !self.parse(ci, now) || n < space {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let kind = if is_reset(&e) {
+                        ErrorKind::Reset
+                    } else {
+                        ErrorKind::Read
+                    };
+                    self.fail_open(ci, kind, now_ns());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Parse every complete response in the buffer. Returns false if the connection closed.
+    pub(super) fn parse(&mut self, ci: usize, now: u64) -> bool {
+        loop {
+            let c = &mut self.conns[ci];
+            if c.rstart == c.rend {
+                c.rstart = 0;
+                c.rend = 0;
+                return true;
+            }
+            if c.in_flight == 0 {
+                // Bytes nobody asked for: framing can no longer be trusted.
+                self.unsolicited += 1;
+                self.close_open(ci, now);
+                return false;
+            }
+            match c.parser.feed(&c.rbuf[c.rstart..c.rend]) {
+                Step::Done { consumed, response } => {
+                    c.rstart += consumed;
+                    if !self.on_response(ci, response, now) {
+                        return false;
+                    }
+                }
+                Step::More { consumed } => {
+                    c.rstart += consumed;
+                    if c.rstart == c.rend {
+                        c.rstart = 0;
+                        c.rend = 0;
+                    } else if c.rstart > c.rbuf.len() / 2 {
+                        c.rbuf.copy_within(c.rstart..c.rend, 0);
+                        c.rend -= c.rstart;
+                        c.rstart = 0;
+                    }
+                    return true;
+                }
+                Step::Error(_) => {
+                    self.fail_open(ci, ErrorKind::Parse, now);
+                    return false;
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_eof(&mut self, ci: usize, now: u64) {
+        if let Some(r) = self.conns[ci].parser.on_eof()
+            && self.conns[ci].in_flight > 0
+        {
+            self.on_response(ci, r, now);
+            return;
+        }
+        if self.conns[ci].in_flight > 0 {
+            self.fail_open(ci, ErrorKind::Read, now);
+        } else {
+            // Server closed an idle keep-alive connection.
+            self.close_open(ci, now);
+        }
+    }
+
+    /// Record one response; returns false if the connection was closed.
+    pub(super) fn on_response(&mut self, ci: usize, r: Response, now: u64) -> bool {
+        let c = &mut self.conns[ci];
+        c.in_flight -= 1;
+        self.in_flight_total -= 1;
+        if c.counted {
+            self.rec.response(&r, now, c.sent_ns, c.intended_ns);
+        }
+        if c.in_flight > 0 {
+            if r.close {
+                // Server closes with pipelined requests unanswered.
+                self.fail_open(ci, ErrorKind::Read, now);
+                return false;
+            }
+            return true;
+        }
+        if r.close || !self.plan.keepalive {
+            self.close_open(ci, now);
+            return false;
+        }
+        if self.plan.open.is_some() {
+            let c = &mut self.conns[ci];
+            if !c.in_free {
+                c.in_free = true;
+                self.free.push(ci);
+            }
+        } else {
+            self.issue_closed(ci, now);
+            if self.conns[ci].state != State::Open {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn is_reset(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ECONNRESET) | Some(libc::EPIPE))
+}
