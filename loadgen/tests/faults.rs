@@ -191,3 +191,36 @@ fn open_loop_schedule_is_sub_millisecond() {
     assert!(lag.samples > 500, "{lag:?}");
     assert!(lag.p50 < 400, "schedule lag p50 {} µs", lag.p50);
 }
+
+#[test]
+fn open_loop_survives_the_server_dying_and_counts_the_backlog() {
+    let mut srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 4, 1);
+    spec.model = LoadModel::Open {
+        rate_per_s: 1000.0,
+        connections: 4,
+    };
+    spec.duration_ms = Some(700);
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(250));
+        srv.kill();
+        srv
+    });
+    let t = Instant::now();
+    let r = loadgen::run(&spec).unwrap();
+    let _srv = killer.join().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(2000),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_adds_up(&r);
+    assert!(r.counts.ok > 100, "{:?}", r.counts);
+    // Nothing scheduled disappears: what could not be sent is backlog.
+    assert!(r.counts.backlog_at_end > 100, "{:?}", r.counts);
+    assert!(
+        r.counts.sent + r.counts.backlog_at_end >= 650,
+        "{:?}",
+        r.counts
+    );
+}
