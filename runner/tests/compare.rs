@@ -235,7 +235,38 @@ fn suspect_cells_are_marked_not_hidden() {
         md.contains("| ping-monoio · ping · c16 · pinned ⚠ suspect (new) | req/s |"),
         "{md}"
     );
-    assert!(md.contains("Suspect or not comparable cells:"));
+    assert!(md.contains("Suspect, failed or not comparable cells:"));
+}
+
+#[test]
+fn a_failed_cell_is_marked_and_has_no_verdicts() {
+    let d = scratch("failed-cell");
+    let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
+    let new = write_run(&d, "new", &MACHINE, &matrix(3, base));
+    let mut n = load(&new).unwrap();
+    let key = n.results.cells[1].key.clone();
+    {
+        let s = &mut n.results.cells[1];
+        s.status = Some(runner::results::schema::CellStatus::Failed);
+        s.failure = Some("verify: /ping answered 500".into());
+        s.requests_per_s = None;
+        s.latency = None;
+        s.startup_us = None;
+        s.idle_rss_bytes = None;
+        s.rss_peak_bytes = None;
+        s.server_cpu_us_per_request = None;
+    }
+    n.cells.remove(&key);
+    let c = compare(&load(&old).unwrap(), &n, OPT).unwrap();
+    let cell = c.cells.iter().find(|x| x.key == key).unwrap();
+    assert_eq!(cell.failures, ["new: failed (verify: /ping answered 500)"]);
+    assert!(cell.metrics.iter().all(|m| m.verdict == Verdict::Missing));
+    let md = export::markdown::render(&c);
+    assert!(
+        md.contains("c64 · pinned ✗ not ok | req/s | 66.0k | – |"),
+        "{md}"
+    );
+    assert!(md.contains("new: failed (verify: /ping answered 500)"));
 }
 
 #[test]

@@ -19,6 +19,7 @@ use clap::{Args, ValueEnum};
 use self::input::ResultSet;
 use self::model::{CellComparison, Comparison, MetricComparison, Side};
 use self::test::Verdict;
+use crate::results::schema::CellStatus;
 
 pub const METHOD: &str = "Welch's t on the per-repetition values (per-start for startup and idle RSS): \
 95 % CI of the difference of means, relative to the old mean";
@@ -118,12 +119,29 @@ pub fn compare(
                 .map(|r| format!("old: {r}"))
                 .collect();
             suspect_reasons.extend(n.suspect_reasons.iter().map(|r| format!("new: {r}")));
+            let failures = [("old", o), ("new", n)]
+                .iter()
+                .filter_map(|(side, c)| {
+                    let bad = !matches!(c.status, None | Some(CellStatus::Ok));
+                    (bad || c.failure.is_some()).then(|| {
+                        format!(
+                            "{side}: {:?}{}",
+                            c.status.unwrap_or(CellStatus::Failed),
+                            c.failure
+                                .as_ref()
+                                .map_or_else(String::new, |f| format!(" ({f})"))
+                        )
+                        .to_lowercase()
+                    })
+                })
+                .collect();
             CellComparison {
                 id: matching::CellId::of(n),
                 key: n.key.clone(),
                 suspect_old: o.suspect,
                 suspect_new: n.suspect,
                 suspect_reasons,
+                failures,
                 not_comparable,
                 metrics,
             }

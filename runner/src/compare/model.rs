@@ -42,6 +42,9 @@ pub struct CellComparison {
     pub suspect_old: bool,
     pub suspect_new: bool,
     pub suspect_reasons: Vec<String>,
+    /// Failed / unsupported / interrupted cells, per side ("old: verify: ..."): their
+    /// metrics are missing, which must not read as "no change".
+    pub failures: Vec<String>,
     /// Why this cell's two sides were run differently (verdicts withheld unless forced).
     pub not_comparable: Vec<String>,
     pub metrics: Vec<MetricComparison>,

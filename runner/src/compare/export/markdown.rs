@@ -69,9 +69,12 @@ pub fn render(c: &Comparison) -> String {
     let notes: Vec<String> = c
         .cells
         .iter()
-        .filter(|x| x.suspect() || (!x.not_comparable.is_empty() && !c.forced))
+        .filter(|x| {
+            x.suspect() || !x.failures.is_empty() || (!x.not_comparable.is_empty() && !c.forced)
+        })
         .map(|x| {
-            let mut why = x.suspect_reasons.clone();
+            let mut why = x.failures.clone();
+            why.extend(x.suspect_reasons.iter().cloned());
             why.extend(
                 x.not_comparable
                     .iter()
@@ -83,7 +86,7 @@ pub fn render(c: &Comparison) -> String {
     if !notes.is_empty() {
         let _ = writeln!(
             o,
-            "Suspect or not comparable cells:\n\n{}\n",
+            "Suspect, failed or not comparable cells:\n\n{}\n",
             notes.join("\n")
         );
     }

@@ -51,14 +51,19 @@ pub fn verdict(m: &MetricComparison) -> &'static str {
     m.verdict.word(m.metric)
 }
 
-/// Which side(s) of a cell are suspect, for a marker next to its name.
-pub fn suspect_mark(c: &CellComparison) -> &'static str {
-    match (c.suspect_old, c.suspect_new) {
+/// Which side(s) of a cell are suspect or did not complete, for a marker next to its name.
+pub fn suspect_mark(c: &CellComparison) -> String {
+    let mut m = match (c.suspect_old, c.suspect_new) {
         (true, true) => " ⚠ suspect (both)",
         (true, false) => " ⚠ suspect (old)",
         (false, true) => " ⚠ suspect (new)",
         (false, false) => "",
     }
+    .to_string();
+    if !c.failures.is_empty() {
+        m.push_str(" ✗ not ok");
+    }
+    m
 }
 
 /// "2 better, 1 worse, 30 no change, ..." over every metric of every matched cell.

@@ -55,9 +55,12 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         let _ = write!(o, "{}", paint(BOLD, &cell.id.to_string()));
         let mark = suspect_mark(cell);
         if !mark.is_empty() {
-            let _ = write!(o, "{}", paint(YELLOW, mark));
+            let _ = write!(o, "{}", paint(YELLOW, &mark));
         }
         let _ = writeln!(o);
+        for r in &cell.failures {
+            let _ = writeln!(o, "  ✗ {r}");
+        }
         for r in &cell.suspect_reasons {
             let _ = writeln!(o, "  ⚠ {r}");
         }
