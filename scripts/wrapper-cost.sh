@@ -31,6 +31,7 @@ for rt in $RUNTIMES; do pkgs+=(-p "ping-$rt"); done
 cargo build --release --locked "${pkgs[@]}" --bins --examples >&2
 
 SERVER_PID=""
+SERVER_ERR=""
 cleanup() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""; }
 trap cleanup EXIT
 
@@ -48,7 +49,11 @@ wait_ready() {
   local port=$1
   for _ in $(seq 1 200); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    kill -0 "$SERVER_PID" 2>/dev/null || { echo "wrapper-cost: server exited" >&2; exit 1; }
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      echo "wrapper-cost: server on port $port exited:" >&2
+      cat "$SERVER_ERR" >&2
+      exit 1
+    fi
     sleep 0.05
   done
   echo "wrapper-cost: server on port $port not ready after 10 s" >&2; exit 1
@@ -60,11 +65,12 @@ run_one() {
   port=$(free_port)
   out=$(mktemp)
   if [[ $variant == hello ]]; then
-    taskset -c "$SERVER_CPU" "$REL/examples/hello-$rt" "127.0.0.1:$port" 1 >"$out" 2>/dev/null &
+    taskset -c "$SERVER_CPU" "$REL/examples/hello-$rt" "127.0.0.1:$port" 1 >"$out" 2>"$out.err" &
   else
-    taskset -c "$SERVER_CPU" "$REL/ping-$rt" --listen "127.0.0.1:$port" --workers 1 >"$out" 2>/dev/null &
+    taskset -c "$SERVER_CPU" "$REL/ping-$rt" --listen "127.0.0.1:$port" --workers 1 >"$out" 2>"$out.err" &
   fi
   SERVER_PID=$!
+  SERVER_ERR="$out.err"
   wait_ready "$port"
   local url="http://127.0.0.1:$port/ping"
   if [[ $WARMUP_S != 0 ]]; then
@@ -76,7 +82,7 @@ run_one() {
     grep -o '"io_driver":"[^"]*"' "$out" >&2 || true
   fi
   cleanup
-  rm -f "$out"
+  rm -f "$out" "$out.err"
   if grep -qE 'Non-2xx|Socket errors' <<<"$report"; then
     echo "wrapper-cost: $variant $rt had errors:" >&2
     grep -E 'Non-2xx|Socket errors' <<<"$report" >&2
