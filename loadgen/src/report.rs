@@ -90,10 +90,17 @@ pub struct Counts {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ErrorCounts {
+    /// Closed loop: requests issued on a (re)connection that then failed to open. (The open
+    /// loop only sends on open connections; its failed connects are in
+    /// `ConnectionCounts::failed` and its waiting requests in `queued`/`backlog_at_end`.)
     pub connect: u64,
+    /// The server closed, or reading failed, with these requests unanswered.
     pub read: u64,
+    /// Sending failed (other than a reset).
     pub write: u64,
+    /// The response could not be framed (bad head, bad length, bad chunks, head > 16 KiB).
     pub parse: u64,
+    /// ECONNRESET / EPIPE while reading or writing.
     pub reset: u64,
     /// A 2xx status other than the expected one.
     pub status_mismatch: u64,
@@ -112,11 +119,16 @@ impl ErrorCounts {
     }
 }
 
+/// Over the whole run, warm-up included (connections are opened before the window).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConnectionCounts {
+    /// Connect attempts.
     pub requested: u64,
     pub established: u64,
+    /// Established connections that replaced an earlier one on the same slot (after a
+    /// close, error or timeout; every request with keep-alive off).
     pub reconnected: u64,
+    /// Connect attempts that failed or did not complete within the timeout.
     pub failed: u64,
     /// Connections dropped because the server sent bytes no request asked for.
     #[serde(default)]
