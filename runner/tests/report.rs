@@ -184,7 +184,7 @@ fn readme_reference_section_comes_from_results_json() {
         .unwrap();
     let mean = peak.requests_per_s.as_ref().unwrap().mean;
     assert!((mean / 82_500.0 - 1.0).abs() < 0.002, "{mean}");
-    let want = format!("| ping-monoio | {:.0}k ± ", mean / 1000.0);
+    let want = format!("| ping-monoio | {:.1}k ± ", mean / 1000.0);
     assert!(text.contains(&want), "{want} not in {text}");
     assert!(text.contains("| c64 |"));
     // Links are relative to the README and point at files that exist.

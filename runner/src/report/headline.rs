@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::compare::export::value;
 use crate::compare::input::ResultSet;
+use crate::compare::metric::Unit;
 use crate::results::schema::{CellStatus, CellSummary};
 use crate::stats;
 
@@ -113,7 +115,9 @@ Peak = the load level with the highest mean req/s; ± = half-width of the 95 % S
             Some(c) => {
                 let r = c.requests_per_s.as_ref().map_or_else(dash, |r| {
                     let half = match (r.ci95_low, r.ci95_high) {
-                        (Some(lo), Some(hi)) => format!(" ± {}", style::rate((hi - lo) / 2.0)),
+                        (Some(lo), Some(hi)) if r.mean > 0.0 => {
+                            format!(" ± {:.1} %", (hi - lo) / 2.0 / r.mean * 100.0)
+                        }
                         _ => String::new(),
                     };
                     let marks = format!(
@@ -121,7 +125,7 @@ Peak = the load level with the highest mean req/s; ± = half-width of the 95 % S
                         if c.generator_saturated { " †" } else { "" },
                         if c.suspect { " ⚠" } else { "" }
                     );
-                    format!("{}{half}{marks}", style::rate(r.mean))
+                    format!("{}{half}{marks}", value(Unit::PerSecond, r.mean))
                 });
                 (
                     r,
