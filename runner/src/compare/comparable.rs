@@ -1,6 +1,6 @@
 //! Whether two result sets may be compared at all: same hardware and load generator for the
-//! run, and for each matched cell the same load model, pinning and limits. A difference
-//! here makes every delta meaningless, so it is a refusal unless `--force`.
+//! run, and for each matched cell the same load model, pinning, limits and window lengths.
+//! A difference here makes every delta meaningless, so it is a refusal unless `--force`.
 
 use std::collections::BTreeMap;
 
@@ -88,6 +88,14 @@ pub fn cell_differences(old: Option<&CellSpec>, new: Option<&CellSpec>) -> Vec<S
         &n.loadgen_threads,
     );
     differ(&mut r, "request path", &o.path, &n.path);
+    // A --quick run (short windows) against a full one measures a different warm-up state.
+    differ(&mut r, "warm-up (ms)", &o.warmup_ms, &n.warmup_ms);
+    differ(
+        &mut r,
+        "measured window (ms)",
+        &o.duration_ms,
+        &n.duration_ms,
+    );
     let (lo, ln) = (&o.limits, &n.limits);
     if lo.server_cpus != ln.server_cpus || lo.loadgen_cpus != ln.loadgen_cpus {
         r.push(format!(
