@@ -104,8 +104,17 @@ impl Proc {
         }
     }
 
-    /// Last lines of stderr (None if it wrote nothing).
+    /// Last lines of stderr (None if it wrote nothing). After exit, first gives the reader
+    /// thread up to 500 ms to drain what the process wrote just before dying.
     pub fn stderr_tail(&self) -> Option<String> {
+        if self.status.is_some()
+            && let Some(h) = self.readers.get(1)
+        {
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
         let t = self.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
         (!t.is_empty()).then(|| t.iter().cloned().collect::<Vec<_>>().join("\n"))
     }
