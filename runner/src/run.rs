@@ -91,6 +91,8 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
         environment: env,
     };
     store.write_run(&run)?;
+    // The matrix file once more as a plain file, for `diff` and re-runs.
+    store.write_file("matrix.toml", m.text.as_bytes())?;
     Ok((store, run))
 }
 
