@@ -4,7 +4,7 @@
 #
 # With no arguments (or only options, e.g. `nix run .#matrix -- --quick`) it runs the
 # default matrix: ./matrix.toml when the current directory has one, else the flake's
-# own copy; results go to ./results/<UTC timestamp>/.
+# own copy; results go to ./results/<run-id>/ (the runner names the run directory).
 { pkgs, workspace, defaultMatrix, flakeRev, nixpkgsRev }:
 let
   fallbackMatrix = if defaultMatrix == null then "" else "${defaultMatrix}";
@@ -41,7 +41,7 @@ pkgs.writeShellApplication {
         defaults+=(--config "$config")
       fi
       if [ "$has_out" = false ]; then
-        defaults+=(--out "results/$(date -u +%Y%m%dT%H%M%SZ)")
+        defaults+=(--out results)
       fi
       echo "matrix: running: matrix run ''${defaults[*]} $*" >&2
       set -- run "''${defaults[@]}" "$@"
