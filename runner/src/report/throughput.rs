@@ -27,11 +27,14 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
     // labelled tick (plotters' log axis only labels powers of ten).
     let lx = |x: f64| x.max(1.0).log2();
     let xmin = all().map(|p| lx(p.x)).fold(f64::INFINITY, f64::min).floor();
-    let xmax = all()
-        .map(|p| lx(p.x))
-        .fold(0.0, f64::max)
-        .ceil()
-        .max(xmin + 1.0);
+    let xmax = all().map(|p| lx(p.x)).fold(0.0, f64::max).ceil();
+    // A single level still gets a readable axis: one power of two either side.
+    let (xmin, xmax) = if xmax - xmin < 1.0 {
+        (xmin - 1.0, xmax + 1.0)
+    } else {
+        (xmin, xmax)
+    };
+    let k = series.len() as f64;
     let ymax = all().map(|p| p.hi.max(p.y)).fold(0.0, f64::max).max(1.0) * 1.12;
     let mut svg = String::new();
     {
@@ -46,19 +49,22 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
             .configure_mesh()
             .x_labels((xmax - xmin) as usize + 1)
             .x_desc("connections (log scale)")
-            .y_desc("requests per second (mean, bars = 95 % CI)")
+            .y_desc("requests per second (mean, bars = 95 % CI; services offset slightly)")
             .axis_desc_style(label_font())
             .label_style(label_font())
             .x_label_formatter(&|x| format!("{:.0}", x.exp2()))
             .y_label_formatter(&|y| style::rate(*y))
             .draw()?;
-        for s in series {
+        for (i, s) in series.iter().enumerate() {
             let c = colour(&s.service);
+            // Services side by side around each level ("dodge"), so error bars at the
+            // same level do not hide each other.
+            let dodge = (i as f64 - (k - 1.0) / 2.0) * 0.015 * (xmax - xmin + 0.6);
             let mut pts: Vec<Point> = s
                 .points
                 .iter()
                 .map(|p| Point {
-                    x: lx(p.x),
+                    x: lx(p.x) + dodge,
                     ..p.clone()
                 })
                 .collect();

@@ -69,7 +69,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         }
         let _ = writeln!(
             o,
-            "  {:<12} {:>10} {:>10} {:>8}  {:<26} verdict",
+            "  {:<12} {:>10} {:>10} {:>8}  {:<32} verdict",
             "metric", "old", "new", "new/old", "change [95 % CI]"
         );
         for m in &cell.metrics {
@@ -82,7 +82,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             };
             let _ = writeln!(
                 o,
-                "  {:<12} {:>10} {:>10} {:>8}  {:<26} {v}",
+                "  {:<12} {:>10} {:>10} {:>8}  {:<32} {v}",
                 m.metric.label(),
                 side_value(m, true),
                 side_value(m, false),
