@@ -1,6 +1,9 @@
 //! `matrix compare <old> <new>`: pairs the cells of two committed result sets and says,
 //! per metric, whether the change is real (95 % Welch interval of the difference excludes
 //! zero and exceeds a noise threshold) or noise — refusing when the runs are not comparable.
+//!
+//! Exit status: 0 compared; 1 `--fail-on-regression` found a regression; 2 error or refusal
+//! (the binary's error path).
 
 pub mod comparable;
 pub mod export;

@@ -70,7 +70,8 @@ pub enum Verdict {
     Worse,
     /// The CI includes zero, or the change is within the noise threshold.
     NoChange,
-    /// No interval could be computed (fewer than 2 values on a side).
+    /// No interval could be computed: fewer than 2 values on a side, or only a point value
+    /// (results.json keeps medians of percentiles, not their spread).
     Undetermined,
     /// The cell was run differently on the two sides (and `--force` was not given).
     NotComparable,
@@ -85,7 +86,7 @@ impl Verdict {
             Verdict::Better => better,
             Verdict::Worse => worse,
             Verdict::NoChange => "no change",
-            Verdict::Undetermined => "n<2, no CI",
+            Verdict::Undetermined => "no CI",
             Verdict::NotComparable => "not comparable",
             Verdict::Missing => "–",
         }

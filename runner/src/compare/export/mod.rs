@@ -72,7 +72,7 @@ pub fn summary(c: &Comparison) -> String {
         (Verdict::Better, "better"),
         (Verdict::Worse, "worse"),
         (Verdict::NoChange, "no change"),
-        (Verdict::Undetermined, "without CI (n<2)"),
+        (Verdict::Undetermined, "without CI"),
         (Verdict::NotComparable, "not comparable"),
     ]
     .iter()
