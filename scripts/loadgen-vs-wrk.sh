@@ -79,6 +79,11 @@ for _ in $(seq 50); do
 done
 kill -0 "$server_pid" 2>/dev/null || { echo "server did not start:"; cat "$tmp/server.out"; exit 1; } >&2
 
+# Server CPU seconds so far (utime + stime of the pinned server process).
+server_cpu_s() {
+  awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); print ($12 + $13) / hz}' "/proc/$server_pid/stat"
+}
+
 # run <tool> <depth> → prints "req_per_s responses cpu_s"
 run() {
   local tool=$1 depth=$2 out="$tmp/out" tm="$tmp/time"
@@ -107,27 +112,33 @@ echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); generators on cpu
 for depth in 1 16; do
   for i in $(seq "$pairs"); do
     for tool in loadgen wrk; do
+      s0=$(server_cpu_s) t0=$(date +%s.%N)
       read -r rps n cpu < <(run "$tool" "$depth")
+      s1=$(server_cpu_s) t1=$(date +%s.%N)
       [[ -n "$n" && "$n" != 0 ]] || { echo "$tool depth $depth produced no responses" >&2; exit 1; }
-      echo "$tool $depth $i $rps $n $cpu" >>"$results"
-      printf '  %-8s depth %-3s run %s: %12.0f req/s  %8.3f µs CPU/request\n' \
-        "$tool" "$depth" "$i" "$rps" "$(awk -v c="$cpu" -v n="$n" 'BEGIN {print c * 1e6 / n}')"
+      # Share of its one core the server used over the tool's whole run (start-up included).
+      busy=$(awk -v a="$s0" -v b="$s1" -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.3f", (b - a) / (t1 - t0)}')
+      echo "$tool $depth $i $rps $n $cpu $busy" >>"$results"
+      printf '  %-8s depth %-3s run %s: %12.0f req/s  %8.3f µs CPU/request  server core %3.0f %%\n' \
+        "$tool" "$depth" "$i" "$rps" "$(awk -v c="$cpu" -v n="$n" 'BEGIN {print c * 1e6 / n}')" \
+        "$(awk -v b="$busy" 'BEGIN {print b * 100}')"
     done
   done
 done
 
 echo
-echo "| depth | tool | req/s (median) | generator CPU µs/request (median) |"
-echo "|---|---|---|---|"
+echo "| depth | tool | req/s (median) | generator CPU µs/request (median) | server core busy (median) |"
+echo "|---|---|---|---|---|"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 for depth in 1 16; do
   for tool in loadgen wrk; do
     rps=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $4}' "$results" | median)
     cpu=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $6 * 1e6 / $5}' "$results" | median)
-    echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") |"
+    busy=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $7 * 100}' "$results" | median)
+    echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") | $(printf '%.0f' "$busy") % |"
     eval "rps_${tool}_$depth=$rps cpu_${tool}_$depth=$cpu"
   done
   ratio_cpu=$(eval "awk -v a=\$cpu_loadgen_$depth -v b=\$cpu_wrk_$depth 'BEGIN {printf \"%.2f\", a / b}'")
   ratio_rps=$(eval "awk -v a=\$rps_loadgen_$depth -v b=\$rps_wrk_$depth 'BEGIN {printf \"%.2f\", a / b}'")
-  echo "| $depth | loadgen/wrk | ${ratio_rps}× | ${ratio_cpu}× (target ≤ 0.90×) |"
+  echo "| $depth | loadgen/wrk | ${ratio_rps}× | ${ratio_cpu}× (target ≤ 0.90×) | |"
 done
