@@ -155,11 +155,16 @@ pub struct Generator {
     pub cpu_sys_s: f64,
     /// (cpu_user_s + cpu_sys_s) * 1e6 / responses completed in the window.
     pub cpu_us_per_request: f64,
-    /// Busiest thread's CPU time / window length (0..1).
+    /// Busiest thread's CPU time / window length (0..1), spin-waits included.
     pub busiest_thread_busy: f64,
     /// Each worker thread's CPU time / window length (0..1).
     #[serde(default)]
     pub per_thread_busy: Vec<f64>,
+    /// Each worker thread's share of the window spent spin-waiting for a send due within
+    /// 20 µs (open loop; 0..1). Part of `per_thread_busy`, but chosen for timing precision,
+    /// so the saturation verdict does not count it.
+    #[serde(default)]
+    pub per_thread_spin_wait: Vec<f64>,
     /// CPUs the generator was allowed to run on (affinity mask).
     pub allowed_cpus: Vec<u32>,
 }

@@ -145,6 +145,31 @@ fn open_loop_with_a_request_count_sends_exactly_that_many() {
 }
 
 #[test]
+fn open_loop_spin_waits_are_measured_and_kept_out_of_the_verdict() {
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = closed(srv.url(), 2, 1);
+    // 50 µs apart: every gap ends in a spin-wait shorter than 20 µs.
+    spec.model = loadgen::LoadModel::Open {
+        rate_per_s: 20_000.0,
+        connections: 2,
+    };
+    spec.duration_ms = Some(300);
+    spec.warmup_ms = 50;
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    let g = &r.generator;
+    assert_eq!(g.per_thread_spin_wait.len(), g.threads as usize);
+    for (spin, busy) in g.per_thread_spin_wait.iter().zip(&g.per_thread_busy) {
+        assert!(*spin > 0.0, "no spin-wait measured at 20k req/s: {g:?}");
+        // Spinning is CPU time, so it cannot exceed the thread's busy share (+ clock noise).
+        assert!(*spin <= busy + 0.05, "spin {spin} > busy {busy}");
+    }
+    for reason in &r.verdict.reasons {
+        assert!(!reason.contains("% busy (limit"), "old busy rule: {reason}");
+    }
+}
+
+#[test]
 fn bodies_larger_than_the_read_buffer_are_skipped_correctly() {
     let srv = TestServer::start(Mode::Big(100_000));
     let mut spec = closed(srv.url(), 2, 2);

@@ -36,6 +36,9 @@ pub struct Outcome {
     pub connections: ConnectionCounts,
     pub cpu_user_us: u64,
     pub cpu_sys_us: u64,
+    /// Time inside the measured window spent polling with nothing to do while waiting for a
+    /// send due in under `SPIN_NS`: CPU used by choice (for timing precision), not load.
+    pub spin_wait_us: u64,
     /// Monotonic time the worker stopped.
     pub finished_ns: u64,
     /// Why the worker stopped early, if it did.
@@ -161,6 +164,7 @@ impl Worker {
         let scan_every_ns = (self.plan.timeout_ns / 10).clamp(1_000_000, 100_000_000);
         let mut next_scan_ns = self.t0_ns + scan_every_ns;
         let mut gave_up = None;
+        let mut spin_wait_ns = 0;
         let now = now_ns();
         self.last_up_ns = now;
         self.started = true;
@@ -202,10 +206,15 @@ impl Worker {
             }
             let now = now_ns();
             let wait = deadline.saturating_sub(now);
-            let wait = if wait < SPIN_NS { 0 } else { wait };
-            if let Err(e) = self.poll(wait) {
-                gave_up = Some(format!("epoll failed: {e}"));
-                break;
+            let spinning = wait > 0 && wait < SPIN_NS;
+            let wait = if spinning { 0 } else { wait };
+            match self.poll(wait) {
+                Ok(0) if spinning && cpu_at_ws.is_some() => spin_wait_ns += now_ns() - now,
+                Ok(_) => {}
+                Err(e) => {
+                    gave_up = Some(format!("epoll failed: {e}"));
+                    break;
+                }
             }
         }
         let finished_ns = now_ns().min(self.end_ns);
@@ -217,6 +226,7 @@ impl Worker {
             connections: self.cc,
             cpu_user_us: u1 - u0,
             cpu_sys_us: s1 - s0,
+            spin_wait_us: spin_wait_ns / 1_000,
             finished_ns,
             gave_up,
             unsolicited: self.unsolicited,
@@ -254,14 +264,16 @@ impl Worker {
         None
     }
 
-    fn poll(&mut self, wait_ns: u64) -> io::Result<()> {
+    /// Waits up to `wait_ns` and handles what arrived; returns how many events that was.
+    fn poll(&mut self, wait_ns: u64) -> io::Result<usize> {
         let mut events = std::mem::take(&mut self.events);
         self.ep.wait(wait_ns, &mut events)?;
         for ev in &events {
             self.on_event(*ev);
         }
+        let n = events.len();
         self.events = events;
-        Ok(())
+        Ok(n)
     }
 
     fn on_event(&mut self, ev: Event) {
