@@ -8,6 +8,17 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// A path as results record it: relative to the working directory when inside it, so a
+/// result set does not carry the layout of the machine that produced it; absolute otherwise.
+pub fn display_path(p: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| p.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// Directory of the running executable.
 pub fn exe_dir() -> Option<PathBuf> {
     std::env::current_exe()
@@ -61,5 +72,15 @@ mod tests {
         assert!(resolve_binary("/bin/sh", Path::new("."), None).is_ok());
         let e = resolve_binary("definitely-not-a-binary-xyz", Path::new("."), None).unwrap_err();
         assert!(e.contains("not found"), "{e}");
+    }
+
+    #[test]
+    fn paths_inside_the_working_directory_are_recorded_relative() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            display_path(&cwd.join("target/release/loadgen")),
+            "target/release/loadgen"
+        );
+        assert_eq!(display_path(Path::new("/usr/bin/wrk")), "/usr/bin/wrk");
     }
 }

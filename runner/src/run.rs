@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::binaries::exe_dir;
+use crate::binaries::{display_path, exe_dir};
 use crate::cell::{self, Ctx};
 use crate::cli::RunArgs;
 use crate::config::{self, Matrix};
@@ -55,11 +55,11 @@ fn binaries(m: &Matrix) -> BTreeMap<String, String> {
     let mut b: BTreeMap<String, String> = m
         .services
         .iter()
-        .map(|s| (s.name.clone(), s.binary.display().to_string()))
+        .map(|s| (s.name.clone(), display_path(&s.binary)))
         .collect();
-    b.insert("loadgen".into(), m.loadgen.display().to_string());
+    b.insert("loadgen".into(), display_path(&m.loadgen));
     if let Ok(me) = std::env::current_exe() {
-        b.insert("matrix".into(), me.display().to_string());
+        b.insert("matrix".into(), display_path(&me));
     }
     b
 }

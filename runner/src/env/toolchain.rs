@@ -48,7 +48,7 @@ pub fn source(config: &Path) -> Source {
         match find_up(&dir, "Cargo.lock").and_then(|p| std::fs::read(&p).ok().map(|b| (p, b))) {
             Some((p, bytes)) => (
                 Some(format!("{:x}", Sha256::digest(&bytes))),
-                format!("runtime: {}", p.display()),
+                format!("runtime: {}", crate::binaries::display_path(&p)),
             ),
             None => {
                 let b = env!("PINGMATRIX_BUILD_CARGO_LOCK_SHA256");
