@@ -4,14 +4,11 @@
 mod lockfile;
 
 fn main() {
-    let lock = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock");
-    println!("cargo:rerun-if-changed={lock}");
-    let text = std::fs::read_to_string(lock).unwrap_or_default();
-    for (var, krate) in [
-        ("PING_TOKIO_VERSION", "tokio"),
-        ("PING_HYPER_VERSION", "hyper"),
-    ] {
-        let v = lockfile::locked_version(&text, krate).unwrap_or_else(|| "unknown".into());
-        println!("cargo:rustc-env={var}={v}");
-    }
+    lockfile::emit_locked_versions(
+        env!("CARGO_MANIFEST_DIR"),
+        &[
+            ("PING_TOKIO_VERSION", "tokio"),
+            ("PING_HYPER_VERSION", "hyper"),
+        ],
+    );
 }

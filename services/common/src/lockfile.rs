@@ -17,6 +17,19 @@ pub fn locked_version(lock: &str, name: &str) -> Option<String> {
     None
 }
 
+/// Build-script side: exports each `(env var, crate)` pair's locked version (or `unknown`) to
+/// the crate being built, and reruns the script when the workspace's `Cargo.lock` changes.
+/// `manifest_dir` is the service crate's `CARGO_MANIFEST_DIR` (two levels below the root).
+pub fn emit_locked_versions(manifest_dir: &str, pairs: &[(&str, &str)]) {
+    let lock = format!("{manifest_dir}/../../Cargo.lock");
+    println!("cargo:rerun-if-changed={lock}");
+    let text = std::fs::read_to_string(&lock).unwrap_or_default();
+    for (var, krate) in pairs {
+        let v = locked_version(&text, krate).unwrap_or_else(|| "unknown".into());
+        println!("cargo:rustc-env={var}={v}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::locked_version;
