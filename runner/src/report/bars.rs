@@ -6,7 +6,7 @@ use plotters::coord::types::RangedCoordu32;
 use plotters::prelude::*;
 
 use super::palette::colour;
-use super::style::{canvas, label_font, title_font};
+use super::style;
 
 pub struct Startup {
     pub service: String,
@@ -28,22 +28,12 @@ pub fn startup(title: &str, rows: &[Startup]) -> anyhow::Result<String> {
     anyhow::ensure!(!rows.is_empty(), "no start-up samples for {title}");
     let n = rows.len() as u32;
     let ymax = rows.iter().map(|r| r.max_us).fold(0.0, f64::max).max(1.0) / 1000.0 * 1.15;
-    let mut svg = String::new();
-    {
-        let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, title_font())
-            .margin(20)
-            .x_label_area_size(55)
-            .y_label_area_size(85)
-            .build_cartesian_2d(segments(n), 0f64..ymax)?;
-        chart
-            .configure_mesh()
+    style::render_svg(|root| {
+        let mut chart = style::frame(root, title).build_cartesian_2d(segments(n), 0f64..ymax)?;
+        style::mesh(&mut chart)
             .disable_x_mesh()
             .x_desc("service (label: number of starts)")
             .y_desc("exec → first HTTP 200 (ms; bar median, whisker min–max)")
-            .axis_desc_style(label_font())
-            .label_style(label_font())
             .x_label_formatter(&|v| {
                 label(rows.iter().map(|r| format!("{} (n={})", r.service, r.n)), v)
             })
@@ -71,9 +61,8 @@ pub fn startup(title: &str, rows: &[Startup]) -> anyhow::Result<String> {
                     + PathElement::new(vec![(-8, 0), (8, 0)], BLACK.stroke_width(2))
             }))?;
         }
-        root.present()?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 pub fn memory(title: &str, rows: &[Memory]) -> anyhow::Result<String> {
@@ -87,22 +76,12 @@ pub fn memory(title: &str, rows: &[Memory]) -> anyhow::Result<String> {
         .max(MIB)
         / MIB
         * 1.15;
-    let mut svg = String::new();
-    {
-        let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, title_font())
-            .margin(20)
-            .x_label_area_size(55)
-            .y_label_area_size(85)
-            .build_cartesian_2d(segments(n), 0f64..ymax)?;
-        chart
-            .configure_mesh()
+    style::render_svg(|root| {
+        let mut chart = style::frame(root, title).build_cartesian_2d(segments(n), 0f64..ymax)?;
+        style::mesh(&mut chart)
             .disable_x_mesh()
             .x_desc("service")
             .y_desc("RSS (MiB; wide light bar = peak under load, narrow bar = idle)")
-            .axis_desc_style(label_font())
-            .label_style(label_font())
             .x_label_formatter(&|v| label(rows.iter().map(|r| r.service.clone()), v))
             .draw()?;
         for (i, r) in rows.iter().enumerate() {
@@ -125,9 +104,8 @@ pub fn memory(title: &str, rows: &[Memory]) -> anyhow::Result<String> {
                 chart.draw_series([bar])?;
             }
         }
-        root.present()?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// One segment per service (a u32 range's segments include its end, hence `n − 1`).

@@ -68,29 +68,71 @@ pub fn all(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec<C
     Ok(out)
 }
 
-fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
-    let series: Vec<throughput::Series> = g
-        .services()
+/// Per service of the group (first-seen order), the points `point` takes from its measured
+/// cells; services without a single point are left out rather than drawn as empty lines.
+fn per_service<P>(g: &Group, point: impl Fn(&CellSummary) -> Option<P>) -> Vec<(String, Vec<P>)> {
+    g.services()
         .into_iter()
         .map(|service| {
             let points = g
                 .cells
                 .iter()
                 .filter(|c| c.service == service && measured(c))
-                .filter_map(|c| {
-                    let s = c.requests_per_s.as_ref()?;
-                    Some(throughput::Point {
-                        x: load_x(set, c)?,
-                        y: s.mean,
-                        lo: s.ci95_low.unwrap_or(s.mean).max(0.0),
-                        hi: s.ci95_high.unwrap_or(s.mean),
-                    })
-                })
+                .filter_map(|c| point(c))
                 .collect();
-            throughput::Series { service, points }
+            (service, points)
         })
-        .filter(|s| !s.points.is_empty())
-        .collect();
+        .filter(|(_, points): &(String, Vec<P>)| !points.is_empty())
+        .collect()
+}
+
+/// `plots/<kind>-<part>-<part>….svg`, each part slugged.
+fn plot_file(kind: &str, parts: &[&str]) -> String {
+    let mut file = format!("plots/{kind}");
+    for p in parts {
+        file.push('-');
+        file.push_str(&slug(p));
+    }
+    file + ".svg"
+}
+
+/// A chart of one (scenario, profile) group.
+fn group_chart(kind: Kind, g: &Group, file: String, title: String, svg: String) -> Chart {
+    Chart {
+        kind,
+        file,
+        title,
+        scenario: Some(g.scenario.clone()),
+        profile: g.profile.clone(),
+        svg,
+    }
+}
+
+/// A chart of one profile across scenarios.
+fn profile_chart(kind: Kind, profile: &str, file: String, title: String, svg: String) -> Chart {
+    Chart {
+        kind,
+        file,
+        title,
+        scenario: None,
+        profile: profile.to_string(),
+        svg,
+    }
+}
+
+fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
+    let series: Vec<throughput::Series> = per_service(g, |c| {
+        let s = c.requests_per_s.as_ref()?;
+        Some(throughput::Point {
+            x: load_x(set, c)?,
+            y: s.mean,
+            lo: s.ci95_low.unwrap_or(s.mean).max(0.0),
+            hi: s.ci95_high.unwrap_or(s.mean),
+        })
+    })
+    .into_iter()
+    .map(|(service, points)| throughput::Series { service, points })
+    .collect();
     if series.is_empty() {
         return Ok(None);
     }
@@ -98,38 +140,19 @@ fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>>
         "{} · profile {}: throughput vs connections",
         g.scenario, g.profile
     );
-    Ok(Some(Chart {
-        kind: Kind::Throughput,
-        file: format!(
-            "plots/throughput-{}-{}.svg",
-            slug(&g.scenario),
-            slug(&g.profile)
-        ),
-        svg: throughput::render(&title, &series)?,
-        title,
-        scenario: Some(g.scenario.clone()),
-        profile: g.profile.clone(),
-    }))
+    let svg = throughput::render(&title, &series)?;
+    let file = plot_file("throughput", &[&g.scenario, &g.profile]);
+    Ok(Some(group_chart(Kind::Throughput, g, file, title, svg)))
 }
 
 fn open_loop_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
-    let series: Vec<open_loop::Series> = g
-        .services()
-        .into_iter()
-        .map(|service| {
-            let points = g
-                .cells
-                .iter()
-                .filter(|c| c.service == service && measured(c))
-                .filter_map(|c| {
-                    let l = c.latency.as_ref()?;
-                    Some((load_x(set, c)?, l.p50_us as f64, l.p99_us as f64))
-                })
-                .collect();
-            open_loop::Series { service, points }
-        })
-        .filter(|s| !s.points.is_empty())
-        .collect();
+    let series: Vec<open_loop::Series> = per_service(g, |c| {
+        let l = c.latency.as_ref()?;
+        Some((load_x(set, c)?, l.p50_us as f64, l.p99_us as f64))
+    })
+    .into_iter()
+    .map(|(service, points)| open_loop::Series { service, points })
+    .collect();
     if series.is_empty() {
         return Ok(None);
     }
@@ -137,18 +160,9 @@ fn open_loop_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> 
         "{} · profile {}: latency vs offered rate (open loop)",
         g.scenario, g.profile
     );
-    Ok(Some(Chart {
-        kind: Kind::OpenLoop,
-        file: format!(
-            "plots/open-loop-{}-{}.svg",
-            slug(&g.scenario),
-            slug(&g.profile)
-        ),
-        svg: open_loop::render(&title, &series)?,
-        title,
-        scenario: Some(g.scenario.clone()),
-        profile: g.profile.clone(),
-    }))
+    let svg = open_loop::render(&title, &series)?;
+    let file = plot_file("open-loop", &[&g.scenario, &g.profile]);
+    Ok(Some(group_chart(Kind::OpenLoop, g, file, title, svg)))
 }
 
 /// The level for a group's spectrum: the requested one if the group has it, else the
@@ -207,19 +221,9 @@ fn spectrum_chart(
         "{} · profile {} · {}: latency percentiles ({} reps merged)",
         g.scenario, g.profile, level, reps
     );
-    Ok(Some(Chart {
-        kind: Kind::Spectrum,
-        file: format!(
-            "plots/latency-{}-{}-{}.svg",
-            slug(&g.scenario),
-            slug(&g.profile),
-            slug(&level)
-        ),
-        svg: spectrum::render(&title, &series)?,
-        title,
-        scenario: Some(g.scenario.clone()),
-        profile: g.profile.clone(),
-    }))
+    let svg = spectrum::render(&title, &series)?;
+    let file = plot_file("latency", &[&g.scenario, &g.profile, &level]);
+    Ok(Some(group_chart(Kind::Spectrum, g, file, title, svg)))
 }
 
 /// Services of a profile in first-seen order.
@@ -272,14 +276,15 @@ fn startup_chart(set: &ResultSet, profile: &str) -> anyhow::Result<Option<Chart>
         return Ok(None);
     }
     let title = format!("profile {profile}: start-up time (exec → first 200)");
-    Ok(Some(Chart {
-        kind: Kind::Startup,
-        file: format!("plots/startup-{}.svg", slug(profile)),
-        svg: bars::startup(&title, &rows)?,
+    let svg = bars::startup(&title, &rows)?;
+    let file = plot_file("startup", &[profile]);
+    Ok(Some(profile_chart(
+        Kind::Startup,
+        profile,
+        file,
         title,
-        scenario: None,
-        profile: profile.to_string(),
-    }))
+        svg,
+    )))
 }
 
 fn memory_chart(set: &ResultSet, profile: &str) -> anyhow::Result<Option<Chart>> {
@@ -309,14 +314,9 @@ fn memory_chart(set: &ResultSet, profile: &str) -> anyhow::Result<Option<Chart>>
         return Ok(None);
     }
     let title = format!("profile {profile}: memory (idle RSS, peak RSS under load)");
-    Ok(Some(Chart {
-        kind: Kind::Memory,
-        file: format!("plots/memory-{}.svg", slug(profile)),
-        svg: bars::memory(&title, &rows)?,
-        title,
-        scenario: None,
-        profile: profile.to_string(),
-    }))
+    let svg = bars::memory(&title, &rows)?;
+    let file = plot_file("memory", &[profile]);
+    Ok(Some(profile_chart(Kind::Memory, profile, file, title, svg)))
 }
 
 /// Charts grouped for a Markdown section: (heading, charts) in a stable order.

@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 
 use super::palette::colour;
-use super::style::{self, canvas, label_font, swatch, title_font};
+use super::style::{self, swatch};
 
 /// (offered req/s, p50 µs, p99 µs) per level.
 pub struct Series {
@@ -22,21 +22,12 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
         .max(1.0)
         / 1.5;
     let ymax = all().map(|p| p.2.max(p.1)).fold(1.0, f64::max) * 1.5;
-    let mut svg = String::new();
-    {
-        let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, title_font())
-            .margin(20)
-            .x_label_area_size(55)
-            .y_label_area_size(85)
+    style::render_svg(|root| {
+        let mut chart = style::frame(root, title)
             .build_cartesian_2d(0f64..xmax.max(1.0), (ymin..ymax).log_scale())?;
-        chart
-            .configure_mesh()
+        style::mesh(&mut chart)
             .x_desc("offered rate (requests per second)")
             .y_desc("latency from intended send (thick p99, thin p50)")
-            .axis_desc_style(label_font())
-            .label_style(label_font())
             .x_label_formatter(&|x| style::rate(*x))
             .y_label_formatter(&|y| style::micros(*y))
             .draw()?;
@@ -57,14 +48,6 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
                 c.stroke_width(1),
             ))?;
         }
-        chart
-            .configure_series_labels()
-            .label_font(label_font())
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()?;
-        root.present()?;
-    }
-    Ok(svg)
+        style::legend(&mut chart)
+    })
 }

@@ -6,7 +6,7 @@ use hdrhistogram::Histogram;
 use plotters::prelude::*;
 
 use super::palette::colour;
-use super::style::{self, canvas, label_font, swatch, title_font};
+use super::style::{self, swatch};
 
 pub struct Series {
     pub service: String,
@@ -61,23 +61,14 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
     let ys = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));
     let ymin = ys().fold(f64::INFINITY, f64::min).max(1.0) / 1.5;
     let ymax = ys().fold(1.0, f64::max) * 1.5;
-    let mut svg = String::new();
-    {
-        let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, title_font())
-            .margin(20)
+    style::render_svg(|root| {
+        let mut chart = style::frame(root, title)
             .margin_right(45) // room for the last "99.99…%" label
-            .x_label_area_size(55)
-            .y_label_area_size(85)
             .build_cartesian_2d(0f64..xmax, (ymin..ymax).log_scale())?;
-        chart
-            .configure_mesh()
+        style::mesh(&mut chart)
             .x_labels(xmax as usize + 1)
             .x_desc("percentile")
             .y_desc("latency (log scale)")
-            .axis_desc_style(label_font())
-            .label_style(label_font())
             .x_label_formatter(&|x| pct_label(*x))
             .y_label_formatter(&|y| style::micros(*y))
             .draw()?;
@@ -88,16 +79,8 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
                 .label(service)
                 .legend(swatch(c));
         }
-        chart
-            .configure_series_labels()
-            .label_font(label_font())
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()?;
-        root.present()?;
-    }
-    Ok(svg)
+        style::legend(&mut chart)
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 
 use super::palette::colour;
-use super::style::{self, canvas, error_bars, label_font, swatch, title_font};
+use super::style::{self, error_bars, swatch};
 
 /// One measured point: load-axis position, mean, CI (equal to the mean when n < 2).
 #[derive(Debug, Clone)]
@@ -36,22 +36,13 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
     };
     let k = series.len() as f64;
     let ymax = all().map(|p| p.hi.max(p.y)).fold(0.0, f64::max).max(1.0) * 1.12;
-    let mut svg = String::new();
-    {
-        let root = canvas(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, title_font())
-            .margin(20)
-            .x_label_area_size(55)
-            .y_label_area_size(85)
-            .build_cartesian_2d(xmin - 0.3..xmax + 0.3, 0f64..ymax)?;
-        chart
-            .configure_mesh()
+    style::render_svg(|root| {
+        let mut chart =
+            style::frame(root, title).build_cartesian_2d(xmin - 0.3..xmax + 0.3, 0f64..ymax)?;
+        style::mesh(&mut chart)
             .x_labels((xmax - xmin) as usize + 1)
             .x_desc("connections (log scale)")
             .y_desc("requests per second (mean, bars = 95 % CI; services offset slightly)")
-            .axis_desc_style(label_font())
-            .label_style(label_font())
             .x_label_formatter(&|x| format!("{:.0}", x.exp2()))
             .y_label_formatter(&|y| style::rate(*y))
             .draw()?;
@@ -80,14 +71,6 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
             let bars: Vec<(f64, f64, f64)> = pts.iter().map(|p| (p.x, p.lo, p.hi)).collect();
             error_bars(&mut chart, &bars, c)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font(label_font())
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()?;
-        root.present()?;
-    }
-    Ok(svg)
+        style::legend(&mut chart)
+    })
 }
