@@ -5,13 +5,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{
-    CGROUP_ROOT, CgroupVersion, Confinement, Request, Unsupported, group_name, keyed, read_trim,
-    self_cgroups, write,
+    CGROUP_ROOT, CgroupVersion, Confinement, PERIOD_US, Request, Unsupported, applied_limits,
+    group_name, keyed, quota_us, read_back, read_trim, self_cgroups, swap_note, write,
 };
 use crate::config::cpus::format_cpus;
-use crate::results::schema::{AppliedLimits, CgroupCounters};
-
-const PERIOD_US: u64 = 100_000;
+use crate::results::schema::CgroupCounters;
 
 /// The runner's own directory in the hierarchy holding `controller`.
 fn own_dir(controller: &str) -> Result<PathBuf, Unsupported> {
@@ -60,24 +58,14 @@ pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
             .unwrap_or_else(|| "0".into());
         write(&dir.join("cpuset.mems"), &mems)?;
         write(&dir.join("cpuset.cpus"), &format_cpus(&req.cpus))?;
-        readback.insert(
-            "cpuset.cpus".into(),
-            read_trim(&dir.join("cpuset.cpus")).unwrap_or_default(),
-        );
+        read_back(&mut readback, &dir, "cpuset.cpus");
     }
     if let Some(q) = req.cpu_quota {
         let dir = mkdir(&mut c, "cpu", role, &name)?;
         write(&dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
-        let quota = ((q * PERIOD_US as f64).round() as u64).max(1000);
-        write(&dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
-        readback.insert(
-            "cpu.cfs_quota_us".into(),
-            read_trim(&dir.join("cpu.cfs_quota_us")).unwrap_or_default(),
-        );
-        readback.insert(
-            "cpu.cfs_period_us".into(),
-            read_trim(&dir.join("cpu.cfs_period_us")).unwrap_or_default(),
-        );
+        write(&dir.join("cpu.cfs_quota_us"), &quota_us(q).to_string())?;
+        read_back(&mut readback, &dir, "cpu.cfs_quota_us");
+        read_back(&mut readback, &dir, "cpu.cfs_period_us");
         c.cpu_dir = Some(dir);
     }
     if let Some(m) = req.memory_max_bytes {
@@ -85,34 +73,14 @@ pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
         write(&dir.join("memory.limit_in_bytes"), &m.to_string())?;
         // Without this, swap would let the process exceed the limit unnoticed.
         match std::fs::write(dir.join("memory.memsw.limit_in_bytes"), m.to_string()) {
-            Ok(()) => {
-                readback.insert(
-                    "memory.memsw.limit_in_bytes".into(),
-                    read_trim(&dir.join("memory.memsw.limit_in_bytes")).unwrap_or_default(),
-                );
-            }
-            Err(e) => notes.push(format!(
-                "memory.memsw.limit_in_bytes not set ({e}); swap may extend the limit"
-            )),
+            Ok(()) => read_back(&mut readback, &dir, "memory.memsw.limit_in_bytes"),
+            Err(e) => notes.push(swap_note("memory.memsw.limit_in_bytes", &e)),
         }
-        readback.insert(
-            "memory.limit_in_bytes".into(),
-            read_trim(&dir.join("memory.limit_in_bytes")).unwrap_or_default(),
-        );
+        read_back(&mut readback, &dir, "memory.limit_in_bytes");
         c.memory_dir = Some(dir);
     }
     let dirs: Vec<String> = c.dirs.iter().map(|d| d.display().to_string()).collect();
-    c.record = Some(AppliedLimits {
-        mechanism: "cgroup-v1".into(),
-        server_cgroups: if role == "server" {
-            dirs.clone()
-        } else {
-            vec![]
-        },
-        loadgen_cgroups: if role == "server" { vec![] } else { dirs },
-        readback,
-        notes,
-    });
+    c.record = Some(applied_limits("cgroup-v1", role, dirs, readback, notes));
     Ok(c)
 }
 
@@ -132,5 +100,41 @@ pub fn counters(c: &Confinement) -> CgroupCounters {
                 .ok()
         }),
         oom_kills: mem.and_then(|d| keyed(&d.join("memory.oom_control"), "oom_kill")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::scratch;
+    use super::*;
+
+    #[test]
+    fn counters_read_the_v1_files() {
+        let dir = scratch("counters-v1");
+        std::fs::write(
+            dir.join("cpu.stat"),
+            "nr_periods 40\nnr_throttled 5\nthrottled_time 7000000\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("memory.max_usage_in_bytes"), "1048576\n").unwrap();
+        std::fs::write(
+            dir.join("memory.oom_control"),
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+        )
+        .unwrap();
+        let mut c = Confinement::default();
+        c.cpu_dir = Some(dir.clone());
+        c.memory_dir = Some(dir.clone());
+        let got = counters(&c);
+        assert_eq!(got.nr_periods, Some(40));
+        assert_eq!(got.nr_throttled, Some(5));
+        // throttled_time is in nanoseconds in v1.
+        assert_eq!(got.throttled_us, Some(7000));
+        assert_eq!(got.memory_peak_bytes, Some(1_048_576));
+        assert_eq!(got.oom_kills, Some(2));
+        let none = counters(&Confinement::default());
+        assert_eq!(none.nr_periods, None);
+        assert_eq!(none.memory_peak_bytes, None);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

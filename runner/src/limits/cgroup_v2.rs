@@ -7,13 +7,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{
-    CGROUP_ROOT, CgroupVersion, Confinement, Request, Unsupported, group_name, keyed, read_trim,
-    self_cgroups, write,
+    CGROUP_ROOT, CgroupVersion, Confinement, PERIOD_US, Request, Unsupported, applied_limits,
+    group_name, keyed, quota_us, read_back, read_trim, self_cgroups, swap_note, write,
 };
 use crate::config::cpus::format_cpus;
-use crate::results::schema::{AppliedLimits, CgroupCounters};
-
-const PERIOD_US: u64 = 100_000;
+use crate::results::schema::CgroupCounters;
 
 fn own_dir() -> Result<PathBuf, Unsupported> {
     let (_, path) = self_cgroups()
@@ -21,6 +19,11 @@ fn own_dir() -> Result<PathBuf, Unsupported> {
         .find(|(c, _)| c.is_empty())
         .ok_or_else(|| Unsupported("no unified (0::) entry in /proc/self/cgroup".into()))?;
     Ok(Path::new(CGROUP_ROOT).join(path.trim_start_matches('/')))
+}
+
+/// `cpu.max` holds "<quota> <period>" in one file (v1 has two).
+fn cpu_max(cpus: f64) -> String {
+    format!("{} {PERIOD_US}", quota_us(cpus))
 }
 
 pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
@@ -64,45 +67,23 @@ pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
     let mut notes = Vec::new();
     if !req.cpus.is_empty() {
         write(&dir.join("cpuset.cpus"), &format_cpus(&req.cpus))?;
-        readback.insert(
-            "cpuset.cpus".into(),
-            read_trim(&dir.join("cpuset.cpus")).unwrap_or_default(),
-        );
+        read_back(&mut readback, &dir, "cpuset.cpus");
     }
     if let Some(q) = req.cpu_quota {
-        let quota = ((q * PERIOD_US as f64).round() as u64).max(1000);
-        write(&dir.join("cpu.max"), &format!("{quota} {PERIOD_US}"))?;
-        readback.insert(
-            "cpu.max".into(),
-            read_trim(&dir.join("cpu.max")).unwrap_or_default(),
-        );
+        write(&dir.join("cpu.max"), &cpu_max(q))?;
+        read_back(&mut readback, &dir, "cpu.max");
         c.cpu_dir = Some(dir.clone());
     }
     if let Some(m) = req.memory_max_bytes {
         write(&dir.join("memory.max"), &m.to_string())?;
         if let Err(e) = std::fs::write(dir.join("memory.swap.max"), "0") {
-            notes.push(format!(
-                "memory.swap.max not set ({e}); swap may extend the limit"
-            ));
+            notes.push(swap_note("memory.swap.max", &e));
         }
-        readback.insert(
-            "memory.max".into(),
-            read_trim(&dir.join("memory.max")).unwrap_or_default(),
-        );
+        read_back(&mut readback, &dir, "memory.max");
         c.memory_dir = Some(dir.clone());
     }
     let dirs = vec![dir.display().to_string()];
-    c.record = Some(AppliedLimits {
-        mechanism: "cgroup-v2".into(),
-        server_cgroups: if role == "server" {
-            dirs.clone()
-        } else {
-            vec![]
-        },
-        loadgen_cgroups: if role == "server" { vec![] } else { dirs },
-        readback,
-        notes,
-    });
+    c.record = Some(applied_limits("cgroup-v2", role, dirs, readback, notes));
     Ok(c)
 }
 
@@ -115,5 +96,47 @@ pub fn counters(c: &Confinement) -> CgroupCounters {
         throttled_us: cpu.as_ref().and_then(|p| keyed(p, "throttled_usec")),
         memory_peak_bytes: mem.and_then(|d| read_trim(&d.join("memory.peak"))?.parse().ok()),
         oom_kills: mem.and_then(|d| keyed(&d.join("memory.events"), "oom_kill")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::scratch;
+    use super::*;
+
+    #[test]
+    fn counters_read_the_v2_files() {
+        let dir = scratch("counters-v2");
+        std::fs::write(
+            dir.join("cpu.stat"),
+            "usage_usec 99\nnr_periods 40\nnr_throttled 5\nthrottled_usec 7000\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("memory.peak"), "1048576\n").unwrap();
+        std::fs::write(
+            dir.join("memory.events"),
+            "low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\n",
+        )
+        .unwrap();
+        let mut c = Confinement::default();
+        c.cpu_dir = Some(dir.clone());
+        c.memory_dir = Some(dir.clone());
+        let got = counters(&c);
+        assert_eq!(got.nr_periods, Some(40));
+        assert_eq!(got.nr_throttled, Some(5));
+        assert_eq!(got.throttled_us, Some(7000));
+        assert_eq!(got.memory_peak_bytes, Some(1_048_576));
+        assert_eq!(got.oom_kills, Some(2));
+        let none = counters(&Confinement::default());
+        assert_eq!(none.nr_periods, None);
+        assert_eq!(none.memory_peak_bytes, None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn cpu_max_is_quota_and_period() {
+        assert_eq!(cpu_max(1.0), "100000 100000");
+        assert_eq!(cpu_max(0.5), "50000 100000");
+        assert_eq!(cpu_max(0.0001), "1000 100000");
     }
 }

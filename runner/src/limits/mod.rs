@@ -5,6 +5,10 @@
 //! Child groups are created under the runner's own cgroup and removed on drop. When a
 //! requested limit cannot be applied the caller gets `Unsupported` with the reason — never a
 //! silent unlimited run.
+//!
+//! `cgroup_v1` / `cgroup_v2` hold what differs between the versions (file names, layout);
+//! what they share — quota arithmetic, reading back the applied values, the applied-limits
+//! record, parsing `/proc/self/cgroup` and counter files — lives here.
 
 pub mod affinity;
 pub mod cgroup_v1;
@@ -192,9 +196,12 @@ impl Drop for Confinement {
 
 /// Parses `/proc/self/cgroup` into (controllers, path) pairs.
 pub fn self_cgroups() -> Vec<(Vec<String>, String)> {
-    std::fs::read_to_string("/proc/self/cgroup")
-        .unwrap_or_default()
-        .lines()
+    parse_cgroups(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default())
+}
+
+/// `id:controllers:path` lines; the v2 line has no controllers ("0::/path").
+fn parse_cgroups(text: &str) -> Vec<(Vec<String>, String)> {
+    text.lines()
         .filter_map(|l| {
             let mut it = l.splitn(3, ':');
             let _id = it.next()?;
@@ -223,10 +230,146 @@ pub(crate) fn read_trim(path: &Path) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// CFS period of a CPU quota, in both versions: 100 ms, the kernel's default period.
+pub(crate) const PERIOD_US: u64 = 100_000;
+
+/// Quota per period for `cpus` CPUs' worth of time, at least the kernel's 1 ms minimum (a
+/// smaller value would be refused rather than rounded up).
+pub(crate) fn quota_us(cpus: f64) -> u64 {
+    ((cpus * PERIOD_US as f64).round() as u64).max(1000)
+}
+
+/// Records what the kernel reports for `file` after writing it — the value actually in
+/// force, which may differ from the one written (empty when unreadable).
+pub(crate) fn read_back(readback: &mut BTreeMap<String, String>, dir: &Path, file: &str) {
+    readback.insert(file.into(), read_trim(&dir.join(file)).unwrap_or_default());
+}
+
+/// The note when swap could not be limited along with memory: the limit still holds for
+/// RAM, but the run must say that swap may have extended it.
+pub(crate) fn swap_note(file: &str, e: &std::io::Error) -> String {
+    format!("{file} not set ({e}); swap may extend the limit")
+}
+
+/// The record of a created confinement: its groups belong to the server or to the load
+/// generator, by role.
+pub(crate) fn applied_limits(
+    mechanism: &str,
+    role: &str,
+    dirs: Vec<String>,
+    readback: BTreeMap<String, String>,
+    notes: Vec<String>,
+) -> AppliedLimits {
+    AppliedLimits {
+        mechanism: mechanism.into(),
+        server_cgroups: if role == "server" {
+            dirs.clone()
+        } else {
+            vec![]
+        },
+        loadgen_cgroups: if role == "server" { vec![] } else { dirs },
+        readback,
+        notes,
+    }
+}
+
 /// `key value` lines (cpu.stat, memory.events, memory.oom_control).
 pub(crate) fn keyed(path: &Path, key: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.lines().find_map(|l| {
         let (k, v) = l.split_once(' ')?;
         (k == key).then(|| v.trim().parse().ok()).flatten()
     })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A fresh scratch directory for fake cgroup files.
+    pub(crate) fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("pingmatrix-limits-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn quota_is_cpus_times_period_with_a_1ms_floor() {
+        assert_eq!(quota_us(1.0), 100_000);
+        assert_eq!(quota_us(1.5), 150_000);
+        assert_eq!(quota_us(0.25), 25_000);
+        assert_eq!(quota_us(0.001), 1000);
+        assert_eq!(quota_us(0.0), 1000);
+    }
+
+    #[test]
+    fn record_assigns_groups_by_role() {
+        let dirs = vec!["/a".to_string(), "/b".to_string()];
+        let s = applied_limits("cgroup-v1", "server", dirs.clone(), BTreeMap::new(), vec![]);
+        assert_eq!(s.mechanism, "cgroup-v1");
+        assert_eq!(s.server_cgroups, dirs);
+        assert!(s.loadgen_cgroups.is_empty());
+        let l = applied_limits(
+            "cgroup-v2",
+            "loadgen",
+            dirs.clone(),
+            BTreeMap::new(),
+            vec!["n".into()],
+        );
+        assert_eq!(l.mechanism, "cgroup-v2");
+        assert!(l.server_cgroups.is_empty());
+        assert_eq!(l.loadgen_cgroups, dirs);
+        assert_eq!(l.notes, vec!["n".to_string()]);
+    }
+
+    #[test]
+    fn swap_note_names_the_file_and_the_error() {
+        let e = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            swap_note("memory.swap.max", &e),
+            format!("memory.swap.max not set ({e}); swap may extend the limit")
+        );
+    }
+
+    #[test]
+    fn read_back_records_the_trimmed_value_or_empty() {
+        let dir = scratch("readback");
+        std::fs::write(dir.join("cpu.max"), "50000 100000\n").unwrap();
+        let mut m = BTreeMap::new();
+        read_back(&mut m, &dir, "cpu.max");
+        read_back(&mut m, &dir, "missing");
+        assert_eq!(m["cpu.max"], "50000 100000");
+        assert_eq!(m["missing"], "");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn keyed_finds_exact_keys_only() {
+        let dir = scratch("keyed");
+        let f = dir.join("cpu.stat");
+        std::fs::write(&f, "nr_periods 10\nnr_throttled 3\nthrottled_usec 1234\n").unwrap();
+        assert_eq!(keyed(&f, "nr_throttled"), Some(3));
+        assert_eq!(keyed(&f, "throttled_usec"), Some(1234));
+        assert_eq!(keyed(&f, "nr"), None);
+        assert_eq!(keyed(&dir.join("missing"), "nr_periods"), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn parses_v1_and_v2_cgroup_lines() {
+        let v = parse_cgroups("4:cpu,cpuacct:/user.slice\n7:cpuset:/\n0::/init.scope\n");
+        assert_eq!(
+            v,
+            vec![
+                (
+                    vec!["cpu".to_string(), "cpuacct".to_string()],
+                    "/user.slice".to_string()
+                ),
+                (vec!["cpuset".to_string()], "/".to_string()),
+                (vec![], "/init.scope".to_string()),
+            ]
+        );
+        assert!(parse_cgroups("garbage\n").is_empty());
+    }
 }
