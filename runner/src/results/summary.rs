@@ -11,6 +11,18 @@ fn med_u64(xs: impl Iterator<Item = u64>) -> u64 {
     median(&v).unwrap_or(0.0).round() as u64
 }
 
+/// The values that were measured, as the f64 samples `summarize` takes; missing ones are
+/// skipped, not counted as zero.
+fn measured_f64(xs: impl Iterator<Item = Option<u64>>) -> Vec<f64> {
+    xs.flatten().map(|x| x as f64).collect()
+}
+
+/// Sum of the counters that were read; None when no repetition had one (no cgroup), so
+/// "not measured" stays distinct from 0.
+fn sum_measured(xs: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    xs.flatten().reduce(|a, b| a + b)
+}
+
 pub fn summarize_cell(c: &CellResult) -> CellSummary {
     let reps: Vec<_> = c.reps.iter().filter(|r| r.rep > 0).collect();
     let rps: Vec<f64> = reps.iter().map(|r| r.report.requests_per_s).collect();
@@ -37,23 +49,9 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
                 .unwrap_or(0),
         }
     });
-    let startup: Vec<f64> = c
-        .starts
-        .iter()
-        .filter_map(|s| s.first_200_us)
-        .map(|x| x as f64)
-        .collect();
-    let idle: Vec<f64> = c
-        .starts
-        .iter()
-        .filter_map(|s| s.idle_rss_bytes)
-        .map(|x| x as f64)
-        .collect();
-    let rss_mean: Vec<f64> = reps
-        .iter()
-        .filter_map(|r| r.server.rss_mean_bytes)
-        .map(|x| x as f64)
-        .collect();
+    let startup = measured_f64(c.starts.iter().map(|s| s.first_200_us));
+    let idle = measured_f64(c.starts.iter().map(|s| s.idle_rss_bytes));
+    let rss_mean = measured_f64(reps.iter().map(|r| r.server.rss_mean_bytes));
     let cpu: Vec<f64> = reps
         .iter()
         .filter_map(|r| r.server.cpu_us_per_request)
@@ -62,14 +60,8 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         .iter()
         .map(|r| r.report.generator.cpu_us_per_request)
         .collect();
-    let throttled: Option<u64> = reps
-        .iter()
-        .filter_map(|r| r.cgroup.as_ref()?.nr_throttled)
-        .reduce(|a, b| a + b);
-    let ooms: Option<u64> = reps
-        .iter()
-        .filter_map(|r| r.cgroup.as_ref()?.oom_kills)
-        .reduce(|a, b| a + b);
+    let throttled = sum_measured(reps.iter().map(|r| r.cgroup.as_ref()?.nr_throttled));
+    let ooms = sum_measured(reps.iter().map(|r| r.cgroup.as_ref()?.oom_kills));
     let reasons = flags::suspect_reasons(c);
     CellSummary {
         key: c.cell.key.clone(),
@@ -112,5 +104,22 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
             .failure
             .as_ref()
             .map(|f| format!("{}: {}", f.stage, f.reason)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_values_are_skipped_not_zero() {
+        assert_eq!(
+            measured_f64([Some(3), None, Some(5)].into_iter()),
+            vec![3.0, 5.0]
+        );
+        assert!(measured_f64([None, None].into_iter()).is_empty());
+        assert_eq!(sum_measured([Some(2), None, Some(0)].into_iter()), Some(2));
+        assert_eq!(sum_measured([None, None].into_iter()), None);
+        assert_eq!(sum_measured(std::iter::empty()), None);
     }
 }
