@@ -105,36 +105,26 @@ pub fn counters(c: &Confinement) -> CgroupCounters {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::scratch;
+    use super::super::tests::check_counters;
     use super::*;
 
     #[test]
     fn counters_read_the_v1_files() {
-        let dir = scratch("counters-v1");
-        std::fs::write(
-            dir.join("cpu.stat"),
-            "nr_periods 40\nnr_throttled 5\nthrottled_time 7000000\n",
-        )
-        .unwrap();
-        std::fs::write(dir.join("memory.max_usage_in_bytes"), "1048576\n").unwrap();
-        std::fs::write(
-            dir.join("memory.oom_control"),
-            "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
-        )
-        .unwrap();
-        let mut c = Confinement::default();
-        c.cpu_dir = Some(dir.clone());
-        c.memory_dir = Some(dir.clone());
-        let got = counters(&c);
-        assert_eq!(got.nr_periods, Some(40));
-        assert_eq!(got.nr_throttled, Some(5));
-        // throttled_time is in nanoseconds in v1.
-        assert_eq!(got.throttled_us, Some(7000));
-        assert_eq!(got.memory_peak_bytes, Some(1_048_576));
-        assert_eq!(got.oom_kills, Some(2));
-        let none = counters(&Confinement::default());
-        assert_eq!(none.nr_periods, None);
-        assert_eq!(none.memory_peak_bytes, None);
-        std::fs::remove_dir_all(dir).unwrap();
+        check_counters(
+            "v1",
+            &[
+                // throttled_time is in nanoseconds in v1.
+                (
+                    "cpu.stat",
+                    "nr_periods 40\nnr_throttled 5\nthrottled_time 7000000\n",
+                ),
+                ("memory.max_usage_in_bytes", "1048576\n"),
+                (
+                    "memory.oom_control",
+                    "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+                ),
+            ],
+            counters,
+        );
     }
 }

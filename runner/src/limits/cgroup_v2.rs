@@ -101,36 +101,23 @@ pub fn counters(c: &Confinement) -> CgroupCounters {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::scratch;
+    use super::super::tests::check_counters;
     use super::*;
 
     #[test]
     fn counters_read_the_v2_files() {
-        let dir = scratch("counters-v2");
-        std::fs::write(
-            dir.join("cpu.stat"),
-            "usage_usec 99\nnr_periods 40\nnr_throttled 5\nthrottled_usec 7000\n",
-        )
-        .unwrap();
-        std::fs::write(dir.join("memory.peak"), "1048576\n").unwrap();
-        std::fs::write(
-            dir.join("memory.events"),
-            "low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\n",
-        )
-        .unwrap();
-        let mut c = Confinement::default();
-        c.cpu_dir = Some(dir.clone());
-        c.memory_dir = Some(dir.clone());
-        let got = counters(&c);
-        assert_eq!(got.nr_periods, Some(40));
-        assert_eq!(got.nr_throttled, Some(5));
-        assert_eq!(got.throttled_us, Some(7000));
-        assert_eq!(got.memory_peak_bytes, Some(1_048_576));
-        assert_eq!(got.oom_kills, Some(2));
-        let none = counters(&Confinement::default());
-        assert_eq!(none.nr_periods, None);
-        assert_eq!(none.memory_peak_bytes, None);
-        std::fs::remove_dir_all(dir).unwrap();
+        check_counters(
+            "v2",
+            &[
+                (
+                    "cpu.stat",
+                    "usage_usec 99\nnr_periods 40\nnr_throttled 5\nthrottled_usec 7000\n",
+                ),
+                ("memory.peak", "1048576\n"),
+                ("memory.events", "low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\n"),
+            ],
+            counters,
+        );
     }
 
     #[test]

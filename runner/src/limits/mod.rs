@@ -294,6 +294,33 @@ pub(crate) mod tests {
         dir
     }
 
+    /// Writes a version's counter files (`files`: name, content) into a scratch group and
+    /// checks that `counters` reads the same figures from them: 40 periods, 5 throttled,
+    /// 7 ms throttled, 1 MiB peak, 2 OOM kills; and nothing from a group without dirs.
+    pub(crate) fn check_counters(
+        version: &str,
+        files: &[(&str, &str)],
+        counters: fn(&Confinement) -> CgroupCounters,
+    ) {
+        let dir = scratch(&format!("counters-{version}"));
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        let mut c = Confinement::default();
+        c.cpu_dir = Some(dir.clone());
+        c.memory_dir = Some(dir.clone());
+        let got = counters(&c);
+        assert_eq!(got.nr_periods, Some(40), "{version}");
+        assert_eq!(got.nr_throttled, Some(5), "{version}");
+        assert_eq!(got.throttled_us, Some(7000), "{version}");
+        assert_eq!(got.memory_peak_bytes, Some(1_048_576), "{version}");
+        assert_eq!(got.oom_kills, Some(2), "{version}");
+        let none = counters(&Confinement::default());
+        assert_eq!(none.nr_periods, None, "{version}");
+        assert_eq!(none.memory_peak_bytes, None, "{version}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     #[test]
     fn quota_is_cpus_times_period_with_a_1ms_floor() {
         assert_eq!(quota_us(1.0), 100_000);
