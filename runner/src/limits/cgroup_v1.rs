@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{
-    CGROUP_ROOT, CgroupVersion, Confinement, PERIOD_US, Request, Unsupported, applied_limits,
-    group_name, keyed, quota_us, read_back, read_trim, self_cgroups, swap_note, write,
+    CGROUP_ROOT, CgroupVersion, Confinement, CounterFiles, PERIOD_US, Request, Unsupported,
+    applied_limits, group_name, quota_us, read_back, read_counters, read_trim, self_cgroups,
+    swap_note, write,
 };
 use crate::config::cpus::format_cpus;
 use crate::results::schema::CgroupCounters;
@@ -84,23 +85,15 @@ pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
     Ok(c)
 }
 
+const COUNTERS: CounterFiles = CounterFiles {
+    throttled_key: "throttled_time",
+    throttled_per_us: 1000,
+    peak_file: "memory.max_usage_in_bytes",
+    events_file: "memory.oom_control",
+};
+
 pub fn counters(c: &Confinement) -> CgroupCounters {
-    let cpu = c.cpu_dir.as_ref().map(|d| d.join("cpu.stat"));
-    let mem = c.memory_dir.as_ref();
-    CgroupCounters {
-        nr_periods: cpu.as_ref().and_then(|p| keyed(p, "nr_periods")),
-        nr_throttled: cpu.as_ref().and_then(|p| keyed(p, "nr_throttled")),
-        throttled_us: cpu
-            .as_ref()
-            .and_then(|p| keyed(p, "throttled_time"))
-            .map(|ns| ns / 1000),
-        memory_peak_bytes: mem.and_then(|d| {
-            read_trim(&d.join("memory.max_usage_in_bytes"))?
-                .parse()
-                .ok()
-        }),
-        oom_kills: mem.and_then(|d| keyed(&d.join("memory.oom_control"), "oom_kill")),
-    }
+    read_counters(c, &COUNTERS)
 }
 
 #[cfg(test)]

@@ -273,6 +273,35 @@ pub(crate) fn applied_limits(
     }
 }
 
+/// Where a cgroup version keeps the counters `read_counters` reads; the reading is the same.
+pub(crate) struct CounterFiles {
+    /// `cpu.stat` key of the total throttled time.
+    pub throttled_key: &'static str,
+    /// Units of that time per µs (v1 counts ns, v2 µs).
+    pub throttled_per_us: u64,
+    /// Peak memory use in bytes, one number.
+    pub peak_file: &'static str,
+    /// `key value` file holding the `oom_kill` count.
+    pub events_file: &'static str,
+}
+
+/// Throttling / memory counters of a confinement's groups; None where a group or file is
+/// missing.
+pub(crate) fn read_counters(c: &Confinement, files: &CounterFiles) -> CgroupCounters {
+    let cpu = c.cpu_dir.as_ref().map(|d| d.join("cpu.stat"));
+    let mem = c.memory_dir.as_ref();
+    CgroupCounters {
+        nr_periods: cpu.as_ref().and_then(|p| keyed(p, "nr_periods")),
+        nr_throttled: cpu.as_ref().and_then(|p| keyed(p, "nr_throttled")),
+        throttled_us: cpu
+            .as_ref()
+            .and_then(|p| keyed(p, files.throttled_key))
+            .map(|t| t / files.throttled_per_us),
+        memory_peak_bytes: mem.and_then(|d| read_trim(&d.join(files.peak_file))?.parse().ok()),
+        oom_kills: mem.and_then(|d| keyed(&d.join(files.events_file), "oom_kill")),
+    }
+}
+
 /// `key value` lines (cpu.stat, memory.events, memory.oom_control).
 pub(crate) fn keyed(path: &Path, key: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.lines().find_map(|l| {
