@@ -24,12 +24,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let kind = if is_reset(&e) {
-                        ErrorKind::Reset
-                    } else {
-                        ErrorKind::Write
-                    };
-                    self.fail_open(ci, kind, now_ns());
+                    self.fail_open(ci, failure(&e, ErrorKind::Write), now_ns());
                     return;
                 }
             }
@@ -76,12 +71,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let kind = if is_reset(&e) {
-                        ErrorKind::Reset
-                    } else {
-                        ErrorKind::Read
-                    };
-                    self.fail_open(ci, kind, now_ns());
+                    self.fail_open(ci, failure(&e, ErrorKind::Read), now_ns());
                     return;
                 }
             }
@@ -181,6 +171,10 @@ impl Worker {
     }
 }
 
-fn is_reset(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ECONNRESET) | Some(libc::EPIPE))
+/// A reset peer is its own error class; any other I/O error counts as `otherwise`.
+fn failure(e: &io::Error, otherwise: ErrorKind) -> ErrorKind {
+    match e.raw_os_error() {
+        Some(libc::ECONNRESET) | Some(libc::EPIPE) => ErrorKind::Reset,
+        _ => otherwise,
+    }
 }

@@ -9,6 +9,20 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+/// Fields every start-up line must carry (the contract); services may add more.
+pub const REQUIRED_FIELDS: &[&str] = &[
+    "service",
+    "runtime",
+    "runtime_version",
+    "http",
+    "model",
+    "workers",
+    "io_driver",
+    "pid",
+    "listen",
+    "deviations",
+];
+
 /// Scheduling model the service advertises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -124,18 +138,7 @@ mod tests {
         };
         let s = serde_json::to_string(&line).unwrap();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
-        for k in [
-            "service",
-            "runtime",
-            "runtime_version",
-            "http",
-            "model",
-            "workers",
-            "io_driver",
-            "pid",
-            "listen",
-            "deviations",
-        ] {
+        for k in REQUIRED_FIELDS {
             assert!(v.get(k).is_some(), "missing {k}");
         }
         assert_eq!(v["model"], "thread-per-core");

@@ -26,18 +26,7 @@ pub fn startup_line(bin: &str) {
     let svc = Service::start(bin, &[]);
     let s = &svc.startup;
     let raw: serde_json::Value = serde_json::from_str(svc.startup_raw.trim_end()).unwrap();
-    for key in [
-        "service",
-        "runtime",
-        "runtime_version",
-        "http",
-        "model",
-        "workers",
-        "io_driver",
-        "pid",
-        "listen",
-        "deviations",
-    ] {
+    for key in ping_common::startup::REQUIRED_FIELDS {
         assert!(raw.get(key).is_some(), "start-up line lacks {key:?}");
     }
     assert!(svc.startup_raw.ends_with('\n') && svc.startup_raw.matches('\n').count() == 1);
