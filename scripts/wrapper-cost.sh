@@ -36,10 +36,14 @@ cleanup() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$S
 trap cleanup EXIT
 
 # A port nobody listens on (pure bash: /dev/tcp connect fails).
+# Chosen below the ephemeral range: a port that wrk's client sockets hold as their local port
+# accepts no connections (so the probe passes) yet cannot be bound by a listener.
 free_port() {
-  local p
+  local p low
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+  (( low > 11000 )) || low=32768
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((10000 + RANDOM % (low - 10000)))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
   done
   echo "wrapper-cost: no free port found" >&2; exit 1
