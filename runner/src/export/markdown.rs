@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::results::schema::{CellStatus, CellSummary, ResultsFile, RunRecord};
+use crate::results::schema::{CellResult, CellStatus, CellSummary, ResultsFile, RunRecord};
 
 fn fmt_rate(x: f64) -> String {
     if x >= 10_000.0 {
@@ -147,6 +147,27 @@ fn table(
         let _ = writeln!(out, "| {s} | {} |", row.join(" | "));
     }
     let _ = writeln!(out);
+}
+
+/// service → "runtime version / io driver" from the first start-up line seen in `cells`, the
+/// `runtimes` argument of [`render`]; `matrix run` and `matrix report` both build it here.
+pub fn runtimes_by_service<'a>(
+    cells: impl IntoIterator<Item = &'a CellResult>,
+) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for c in cells {
+        if let Some(b) = &c.banner {
+            m.entry(c.cell.service.clone()).or_insert_with(|| {
+                format!(
+                    "{} {} / {}",
+                    b.runtime.as_deref().unwrap_or("?"),
+                    b.runtime_version.as_deref().unwrap_or(""),
+                    b.io_driver.as_deref().unwrap_or("?")
+                )
+            });
+        }
+    }
+    m
 }
 
 /// `runtimes`: service → "runtime version / io driver" from its start-up line.
