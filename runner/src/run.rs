@@ -249,19 +249,7 @@ pub fn export_all(
         .cells()
         .filter_map(|c| store.read_cell(&c.key))
         .collect();
-    let mut runtimes = BTreeMap::new();
-    for c in &cells {
-        if let Some(b) = &c.banner {
-            runtimes.entry(c.cell.service.clone()).or_insert_with(|| {
-                format!(
-                    "{} {} / {}",
-                    b.runtime.as_deref().unwrap_or("?"),
-                    b.runtime_version.as_deref().unwrap_or(""),
-                    b.io_driver.as_deref().unwrap_or("?")
-                )
-            });
-        }
-    }
+    let runtimes = export::markdown::runtimes_by_service(&cells);
     let summaries = cells.iter().map(summarize_cell).collect();
     let results = export::json::results_file(&run.run_id, status, summaries, drift);
     store.write_file("results.json", &export::json::to_bytes(&results))?;
