@@ -96,8 +96,9 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
     Ok((store, run))
 }
 
-/// Re-validates the matrix recorded in an interrupted run and reopens its directory.
-fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Options)> {
+/// Re-validates the matrix recorded in an interrupted run, reopens its directory and
+/// expands the same plan again.
+fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
     let store = Store::open(dir)?;
     let run = store.read_run()?;
     let path = PathBuf::from(&run.config_path);
@@ -106,12 +107,13 @@ fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Options)>
         quick: run.quick,
         only: run.only.clone(),
     };
-    Ok((store, run, m, opts))
+    let plan = plan::expand(&m, &opts)?;
+    Ok((store, run, m, plan))
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     interrupt::install();
-    let (store, mut run, m, opts) = match &args.resume {
+    let (store, mut run, m, plan) = match &args.resume {
         Some(dir) => resume_run(dir)?,
         None => {
             let m = config::load(&args.select.config, exe_dir().as_deref())?;
@@ -121,10 +123,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
             };
             let plan = plan::expand(&m, &opts)?;
             let (store, run) = start_run(args, &m, &plan)?;
-            (store, run, m, opts)
+            (store, run, m, plan)
         }
     };
-    let plan = plan::expand(&m, &opts)?;
     run.status = RunStatus::Running;
     run.finished_unix_ms = None;
     store.write_run(&run)?;
