@@ -5,32 +5,34 @@
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime};
 
+use ping_common::response::{CONTENT_TYPE_JSON, CONTENT_TYPE_TEXT, PONG, json_body};
+
 use super::http;
 use crate::results::schema::EndpointCheck;
 
-/// Endpoint, expected Content-Type prefix, exact body (None = any).
-const CONTRACT: [(&str, &str, Option<&[u8]>); 3] = [
-    ("/ping", "text/plain", Some(b"pong")),
-    (
-        "/json",
-        "application/json",
-        Some(br#"{"message":"Hello, World!"}"#),
-    ),
-    ("/sleep?ms=20", "", None),
-];
+/// Endpoint, expected Content-Type prefix, exact body (None = any), taken from the contract
+/// the services themselves answer with.
+fn contract() -> [(&'static str, &'static str, Option<Vec<u8>>); 3] {
+    [
+        ("/ping", CONTENT_TYPE_TEXT, Some(PONG.as_bytes().to_vec())),
+        ("/json", CONTENT_TYPE_JSON, Some(json_body())),
+        ("/sleep?ms=20", "", None),
+    ]
+}
 
 /// Checks every contract endpoint and `extra_path` (if not already covered).
 pub fn verify(addr: SocketAddr, extra_path: &str, timeout: Duration) -> Vec<EndpointCheck> {
-    let mut out: Vec<EndpointCheck> = CONTRACT
+    let contract = contract();
+    let mut out: Vec<EndpointCheck> = contract
         .iter()
-        .map(|(p, ct, body)| check(addr, p, ct, *body, timeout))
+        .map(|(p, ct, body)| check(addr, p, ct, body.as_deref(), timeout))
         .collect();
-    if !CONTRACT.iter().any(|(p, _, _)| *p == extra_path) {
-        let known = CONTRACT
+    if !contract.iter().any(|(p, _, _)| *p == extra_path) {
+        let known = contract
             .iter()
             .find(|(p, _, _)| *p == extra_path.split('?').next().unwrap_or(""));
         let (ct, body) = match known {
-            Some((p, ct, body)) if !p.contains('?') => (*ct, *body),
+            Some((p, ct, body)) if !p.contains('?') => (*ct, body.as_deref()),
             _ => ("", None),
         };
         out.push(check(addr, extra_path, ct, body, timeout));
