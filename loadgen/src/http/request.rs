@@ -33,10 +33,4 @@ impl RequestBytes {
             one_len: one.len(),
         }
     }
-
-    /// Bytes for `n` pipelined requests.
-    #[inline]
-    pub fn first(&self, n: u32) -> &[u8] {
-        &self.batch[..self.one_len * n as usize]
-    }
 }

@@ -88,11 +88,6 @@ impl ResponseParser {
         *self = Self::new();
     }
 
-    /// True while between responses (nothing partially parsed).
-    pub fn idle(&self) -> bool {
-        self.state == State::Head
-    }
-
     /// The peer closed: a body delimited by close is complete now; anything else partial is
     /// an error reported by the caller.
     pub fn on_eof(&mut self) -> Option<Response> {
