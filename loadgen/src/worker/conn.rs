@@ -78,6 +78,14 @@ impl Conn {
         ((self.generation as u64) << 32) | index as u64
     }
 
+    /// Move the unparsed bytes to the front of the read buffer.
+    #[inline]
+    pub fn compact(&mut self) {
+        self.rbuf.copy_within(self.rstart..self.rend, 0);
+        self.rend -= self.rstart;
+        self.rstart = 0;
+    }
+
     /// Drop the socket and all per-connection parse state.
     pub fn reset_socket(&mut self) {
         if self.fd >= 0 {

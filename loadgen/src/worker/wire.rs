@@ -36,9 +36,7 @@ impl Worker {
             let c = &mut self.conns[ci];
             if c.rend == c.rbuf.len() {
                 if c.rstart > 0 {
-                    c.rbuf.copy_within(c.rstart..c.rend, 0);
-                    c.rend -= c.rstart;
-                    c.rstart = 0;
+                    c.compact();
                 } else {
                     // A response head larger than the whole buffer.
                     self.fail_open(ci, ErrorKind::Parse, now_ns());
@@ -83,8 +81,7 @@ impl Worker {
         loop {
             let c = &mut self.conns[ci];
             if c.rstart == c.rend {
-                c.rstart = 0;
-                c.rend = 0;
+                c.compact();
                 return true;
             }
             if c.in_flight == 0 {
@@ -102,13 +99,9 @@ impl Worker {
                 }
                 Step::More { consumed } => {
                     c.rstart += consumed;
-                    if c.rstart == c.rend {
-                        c.rstart = 0;
-                        c.rend = 0;
-                    } else if c.rstart > c.rbuf.len() / 2 {
-                        c.rbuf.copy_within(c.rstart..c.rend, 0);
-                        c.rend -= c.rstart;
-                        c.rstart = 0;
+                    // Drained: start over at the front. Past half: make room for the rest.
+                    if c.rstart == c.rend || c.rstart > c.rbuf.len() / 2 {
+                        c.compact();
                     }
                     return true;
                 }
