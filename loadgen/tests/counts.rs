@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Mode, TestServer, assert_adds_up, closed};
+use common::{Mode, TestServer, assert_adds_up, closed, open};
 
 #[test]
 fn exact_counts_for_n_requests() {
@@ -121,11 +121,7 @@ fn duration_run_with_warmup_reports_a_timeline() {
 #[test]
 fn open_loop_with_a_request_count_sends_exactly_that_many() {
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 4, 1);
-    spec.model = loadgen::LoadModel::Open {
-        rate_per_s: 2000.0,
-        connections: 4,
-    };
+    let mut spec = open(srv.url(), 2000.0, 4);
     spec.threads = 2;
     spec.requests = Some(300);
     spec.warmup_ms = 50;
@@ -147,12 +143,8 @@ fn open_loop_with_a_request_count_sends_exactly_that_many() {
 #[test]
 fn open_loop_spin_waits_are_measured_and_kept_out_of_the_verdict() {
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 2, 1);
     // 50 µs apart: every gap ends in a spin-wait shorter than 20 µs.
-    spec.model = loadgen::LoadModel::Open {
-        rate_per_s: 20_000.0,
-        connections: 2,
-    };
+    let mut spec = open(srv.url(), 20_000.0, 2);
     spec.duration_ms = Some(300);
     spec.warmup_ms = 50;
     let r = loadgen::run(&spec).unwrap();

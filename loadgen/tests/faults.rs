@@ -5,8 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Mode, TestServer, assert_adds_up, closed};
-use loadgen::LoadModel;
+use common::{Mode, TestServer, assert_adds_up, closed, open, run_killing_server};
 
 #[test]
 fn silent_server_produces_timeouts_not_silence() {
@@ -49,11 +48,7 @@ fn open_loop_sees_a_stall_that_closed_loop_service_time_hides() {
         after: 200,
         ms: 500,
     });
-    let mut spec = closed(srv.url(), 8, 1);
-    spec.model = LoadModel::Open {
-        rate_per_s: 1000.0,
-        connections: 16,
-    };
+    let mut spec = open(srv.url(), 1000.0, 16);
     spec.duration_ms = Some(1000);
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
@@ -120,22 +115,11 @@ fn refused_connections_end_the_run_with_a_report() {
 
 #[test]
 fn server_killed_mid_run_ends_on_time_with_complete_accounting() {
-    let mut srv = TestServer::start(Mode::Ok);
+    let srv = TestServer::start(Mode::Ok);
     let mut spec = closed(srv.url(), 4, 1);
     spec.duration_ms = Some(800);
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        srv.kill();
-        srv
-    });
-    let t = Instant::now();
-    let r = loadgen::run(&spec).unwrap();
-    let _srv = killer.join().unwrap();
-    assert!(
-        t.elapsed() < Duration::from_millis(2000),
-        "took {:?}",
-        t.elapsed()
-    );
+    let (r, elapsed) = run_killing_server(srv, &spec, 300);
+    assert!(elapsed < Duration::from_millis(2000), "took {:?}", elapsed);
     assert_adds_up(&r);
     assert!(r.counts.ok > 0);
     assert!((r.window_s - 0.8).abs() < 0.1, "window {}", r.window_s);
@@ -150,23 +134,12 @@ fn server_killed_mid_run_ends_on_time_with_complete_accounting() {
 
 #[test]
 fn server_killed_in_a_requests_run_stops_instead_of_hanging() {
-    let mut srv = TestServer::start(Mode::Ok);
+    let srv = TestServer::start(Mode::Ok);
     let mut spec = closed(srv.url(), 2, 1);
     spec.requests = Some(u32::MAX as u64);
     spec.timeout_ms = 200;
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        srv.kill();
-        srv
-    });
-    let t = Instant::now();
-    let r = loadgen::run(&spec).unwrap();
-    let _srv = killer.join().unwrap();
-    assert!(
-        t.elapsed() < Duration::from_secs(4),
-        "took {:?}",
-        t.elapsed()
-    );
+    let (r, elapsed) = run_killing_server(srv, &spec, 200);
+    assert!(elapsed < Duration::from_secs(4), "took {:?}", elapsed);
     assert_adds_up(&r);
     assert!(
         r.problems.iter().any(|p| p.contains("unreachable")),
@@ -179,11 +152,7 @@ fn server_killed_in_a_requests_run_stops_instead_of_hanging() {
 fn open_loop_schedule_is_sub_millisecond() {
     // With millisecond timers (wrk2, tokio) the median lateness would be ~0.5-1 ms.
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 4, 1);
-    spec.model = LoadModel::Open {
-        rate_per_s: 2000.0,
-        connections: 8,
-    };
+    let mut spec = open(srv.url(), 2000.0, 8);
     spec.duration_ms = Some(400);
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
@@ -194,26 +163,11 @@ fn open_loop_schedule_is_sub_millisecond() {
 
 #[test]
 fn open_loop_survives_the_server_dying_and_counts_the_backlog() {
-    let mut srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 4, 1);
-    spec.model = LoadModel::Open {
-        rate_per_s: 1000.0,
-        connections: 4,
-    };
+    let srv = TestServer::start(Mode::Ok);
+    let mut spec = open(srv.url(), 1000.0, 4);
     spec.duration_ms = Some(700);
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(250));
-        srv.kill();
-        srv
-    });
-    let t = Instant::now();
-    let r = loadgen::run(&spec).unwrap();
-    let _srv = killer.join().unwrap();
-    assert!(
-        t.elapsed() < Duration::from_millis(2000),
-        "took {:?}",
-        t.elapsed()
-    );
+    let (r, elapsed) = run_killing_server(srv, &spec, 250);
+    assert!(elapsed < Duration::from_millis(2000), "took {:?}", elapsed);
     assert_adds_up(&r);
     assert!(r.counts.ok > 100, "{:?}", r.counts);
     // Nothing scheduled disappears: what could not be sent is backlog.

@@ -8,9 +8,9 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use loadgen::{LoadModel, LoadSpec};
+use loadgen::{LoadModel, LoadSpec, Report};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Mode {
@@ -199,6 +199,35 @@ pub fn closed(url: String, connections: u32, pipeline: u32) -> LoadSpec {
         expect_body_bytes: None,
         headers: Vec::new(),
     }
+}
+
+/// An open-loop spec with the same test-friendly defaults.
+pub fn open(url: String, rate_per_s: f64, connections: u32) -> LoadSpec {
+    LoadSpec {
+        model: LoadModel::Open {
+            rate_per_s,
+            connections,
+        },
+        ..closed(url, connections, 1)
+    }
+}
+
+/// Runs `spec` while another thread kills `srv` after `kill_after_ms`; returns the report
+/// and how long the run (and the kill) took.
+pub fn run_killing_server(
+    mut srv: TestServer,
+    spec: &LoadSpec,
+    kill_after_ms: u64,
+) -> (Report, Duration) {
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(kill_after_ms));
+        srv.kill();
+        srv
+    });
+    let t = Instant::now();
+    let r = loadgen::run(spec).unwrap();
+    let _srv = killer.join().unwrap();
+    (r, t.elapsed())
 }
 
 /// The accounting identity every report must satisfy.
