@@ -3,7 +3,7 @@
 //! group and reaps it: no orphan survives any error path.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex};
@@ -167,11 +167,4 @@ impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// Reads a whole stream (used by tests and small helpers).
-pub fn read_all(mut r: impl Read) -> String {
-    let mut s = String::new();
-    let _ = r.read_to_string(&mut s);
-    s
 }
