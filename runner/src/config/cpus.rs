@@ -46,20 +46,13 @@ pub fn format_cpus(cpus: &[u32]) -> String {
     parts.join(",")
 }
 
-/// CPUs in this process's affinity mask (what a child may be pinned to).
+/// CPUs in this process's affinity mask (what a child may be pinned to); the services read
+/// theirs the same way.
 pub fn allowed_cpus() -> Vec<u32> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for pid 0 (this thread).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-            return (0..n as u32).collect();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .map(|c| c as u32)
-            .collect()
-    }
+    ping_common::cpus::allowed_cpus()
+        .into_iter()
+        .map(|c| c as u32)
+        .collect()
 }
 
 #[cfg(test)]
