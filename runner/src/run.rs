@@ -158,10 +158,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
                 }
                 progress.begin(&st.cell, rep);
                 let r = cell::run_rep(&ctx, st, rep);
-                let failure = st
-                    .failure
-                    .as_ref()
-                    .map(|f| format!("{}: {}", f.stage, f.reason));
+                let failure = st.failure.as_ref().map(ToString::to_string);
                 progress.end(&st.cell, rep, r.as_ref(), failure.as_deref());
                 if let Some(r) = r {
                     st.reps.push(r);
@@ -209,10 +206,7 @@ fn drift_rerun(ctx: &Ctx, store: &Store, plan: &Plan, progress: &mut Progress) -
     let mut scratch = cell::new_result(ctx.run_id, spec);
     progress.begin(spec, 0);
     let rerun = cell::run_rep(ctx, &mut scratch, 0);
-    let failure = scratch
-        .failure
-        .as_ref()
-        .map(|f| format!("{}: {}", f.stage, f.reason));
+    let failure = scratch.failure.as_ref().map(ToString::to_string);
     progress.end(spec, 0, rerun.as_ref(), failure.as_deref());
     let (r_rps, r_cpu) = match &rerun {
         Some(r) => (Some(r.report.requests_per_s), r.server.cpu_us_per_request),

@@ -235,6 +235,13 @@ pub struct Failure {
     pub stderr_tail: Option<String>,
 }
 
+/// `stage: reason`, the one-line form the summary and the progress output show.
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.stage, self.reason)
+    }
+}
+
 /// The service's start-up line, parsed where the contract names fields, raw otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Banner {

@@ -100,10 +100,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
             .unwrap_or_default(),
         suspect: !reasons.is_empty(),
         suspect_reasons: reasons,
-        failure: c
-            .failure
-            .as_ref()
-            .map(|f| format!("{}: {}", f.stage, f.reason)),
+        failure: c.failure.as_ref().map(ToString::to_string),
     }
 }
 
