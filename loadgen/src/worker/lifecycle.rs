@@ -55,10 +55,7 @@ impl Worker {
         if c.wlen > c.written {
             self.flush(ci);
         } else if self.plan.open.is_some() {
-            if !c.in_free {
-                c.in_free = true;
-                self.free.push(ci);
-            }
+            self.mark_free(ci);
         } else if self.started && c.in_flight == 0 {
             // Closed loop, connected after the start line (slow pre-connect): start working.
             self.issue_closed(ci, now_ns());

@@ -11,6 +11,15 @@ impl Worker {
         self.share.index as u64 + j * self.plan.threads as u64
     }
 
+    /// Offer idle slot `ci` to the dispatcher; a slot sits in the free list at most once.
+    pub(super) fn mark_free(&mut self, ci: usize) {
+        let c = &mut self.conns[ci];
+        if !c.in_free {
+            c.in_free = true;
+            self.free.push(ci);
+        }
+    }
+
     /// Send every due request to a free connection; returns when the next one is due.
     pub(super) fn dispatch_open(&mut self) -> u64 {
         let o = self.plan.open.expect("open loop");

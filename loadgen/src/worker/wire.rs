@@ -149,11 +149,7 @@ impl Worker {
             return false;
         }
         if self.plan.open.is_some() {
-            let c = &mut self.conns[ci];
-            if !c.in_free {
-                c.in_free = true;
-                self.free.push(ci);
-            }
+            self.mark_free(ci);
         } else {
             self.issue_closed(ci, now);
             if self.conns[ci].state != State::Open {
