@@ -86,24 +86,23 @@ server_cpu_s() {
 
 # run <tool> <depth> → prints "req_per_s responses cpu_s"
 run() {
-  local tool=$1 depth=$2 out="$tmp/out" tm="$tmp/time"
+  local tool=$1 depth=$2 out="$tmp/out" tm="$tmp/time" count_line
   if [[ $tool == wrk ]]; then
     local lua=()
     (( depth > 1 )) && lua=(-s "$tmp/pipeline.lua" "$url" -- "$depth")
     /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
       wrk -t1 -c"$conns" -d"$duration" "${lua[@]:-$url}" >"$out" 2>&1
-    local n rps
-    n=$(awk '/requests in/ {print $1}' "$out")
-    rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
-    echo "$rps $n $(awk '{print $1 + $2}' "$tm")"
+    count_line='requests in'
   else
     /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
       "$loadgen" "$url" -t 1 -c "$conns" -d "$duration" --pipeline "$depth" >"$out" 2>"$tmp/err"
-    local n rps
-    n=$(awk '/responses in/ {print $1}' "$out")
-    rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
-    echo "$rps $n $(awk '{print $1 + $2}' "$tm")"
+    count_line='responses in'
   fi
+  # Both print "Requests/sec:" like wrk; the response count line differs.
+  local n rps
+  n=$(awk -v re="$count_line" '$0 ~ re {print $1}' "$out")
+  rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+  echo "$rps $n $(awk '{print $1 + $2}' "$tm")"
 }
 
 results="$tmp/results"
@@ -130,15 +129,15 @@ echo
 echo "| depth | tool | req/s (median) | generator CPU µs/request (median) | server core busy (median) |"
 echo "|---|---|---|---|---|"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+declare -A med_rps med_cpu
 for depth in 1 16; do
   for tool in loadgen wrk; do
     rps=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $4}' "$results" | median)
     cpu=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $6 * 1e6 / $5}' "$results" | median)
     busy=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $7 * 100}' "$results" | median)
     echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") | $(printf '%.0f' "$busy") % |"
-    eval "rps_${tool}_$depth=$rps cpu_${tool}_$depth=$cpu"
+    med_rps[$tool]=$rps med_cpu[$tool]=$cpu
   done
-  ratio_cpu=$(eval "awk -v a=\$cpu_loadgen_$depth -v b=\$cpu_wrk_$depth 'BEGIN {printf \"%.2f\", a / b}'")
-  ratio_rps=$(eval "awk -v a=\$rps_loadgen_$depth -v b=\$rps_wrk_$depth 'BEGIN {printf \"%.2f\", a / b}'")
-  echo "| $depth | loadgen/wrk | ${ratio_rps}× | ${ratio_cpu}× (target ≤ 0.90×) | |"
+  echo "| $depth | loadgen/wrk | $(ratio "${med_rps[loadgen]}" "${med_rps[wrk]}")× | $(ratio "${med_cpu[loadgen]}" "${med_cpu[wrk]}")× (target ≤ 0.90×) | |"
 done
