@@ -13,5 +13,5 @@ pub mod text;
 mod worker;
 
 pub use report::Report;
-pub use run::{BUSY_LIMIT, RATE_SHORTFALL, SEND_LAG_P99_LIMIT_US, run};
+pub use run::run;
 pub use spec::{LoadModel, LoadSpec};

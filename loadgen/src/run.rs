@@ -20,13 +20,13 @@ use crate::worker::plan::{OpenPlan, Plan, Share, split_even};
 use crate::worker::{Outcome, StartLine, Worker};
 
 /// A worker thread at or above this CPU share may have limited the run.
-pub const BUSY_LIMIT: f64 = 0.90;
+const BUSY_LIMIT: f64 = 0.90;
 /// Schedule left unsent at the window's end that still counts as the boundary (1 ms).
 const BACKLOG_BOUNDARY_S: f64 = 0.001;
 /// Open loop: sending less than this share of the target rate means the schedule slipped.
-pub const RATE_SHORTFALL: f64 = 0.95;
+const RATE_SHORTFALL: f64 = 0.95;
 /// Open loop: send-lag p99 above max(this, 10 % of latency p99) distorts latency.
-pub const SEND_LAG_P99_LIMIT_US: u64 = 200;
+const SEND_LAG_P99_LIMIT_US: u64 = 200;
 
 /// Run one load as specified and report on it.
 pub fn run(spec: &LoadSpec) -> Result<Report> {
