@@ -1,8 +1,11 @@
 //! Command line shared by every service: `--listen`, `--workers`, `--help`.
 //!
-//! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`.
+//! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`; a service that
+//! fails after that exits with code 1 and `<service>: <error>` on stderr ([`run_service`]).
 
+use std::fmt::Display;
 use std::net::SocketAddr;
+use std::process::ExitCode;
 
 use clap::Parser;
 
@@ -30,6 +33,18 @@ impl Args {
         self.workers
             .map(usize::from)
             .unwrap_or_else(crate::cpus::allowed_cpu_count)
+    }
+}
+
+/// A service's `main`: parses the arguments, runs `run`, and reports its error (with its
+/// causes, `{:#}`) on stderr as `<service>: <error>`, exiting with code 1.
+pub fn run_service<E: Display>(service: &str, run: impl FnOnce(Args) -> Result<(), E>) -> ExitCode {
+    match run(Args::from_env()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{service}: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -19,14 +19,7 @@ const SERVICE: &str = "ping-may-minihttp";
 const SERVER_HEADER: &str = "M";
 
 fn main() -> ExitCode {
-    let args = Args::from_env();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{SERVICE}: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    ping_common::cli::run_service(SERVICE, run)
 }
 
 fn run(args: Args) -> anyhow::Result<()> {

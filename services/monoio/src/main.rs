@@ -19,14 +19,7 @@ use ping_common::startup::{Model, StartupLine};
 const SERVICE: &str = "ping-monoio";
 
 fn main() -> ExitCode {
-    let args = Args::from_env();
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{SERVICE}: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    ping_common::cli::run_service(SERVICE, run)
 }
 
 fn run(args: Args) -> anyhow::Result<()> {

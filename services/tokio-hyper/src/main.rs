@@ -18,29 +18,19 @@ use ping_common::startup::{Deviation, Model, StartupLine, deviation};
 const SERVICE: &str = "ping-tokio-hyper";
 
 fn main() -> ExitCode {
-    let args = Args::from_env();
-    let workers = args.workers();
-    // Multi-thread (work-stealing) on purpose: it is what `#[tokio::main]` gives and what most
-    // tokio users run, so it is the "model" we advertise for tokio. The per-core
-    // current_thread + SO_REUSEPORT variant (TechEmpower's hyper entry) would be another service.
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{SERVICE}: cannot build the tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match rt.block_on(run(args, workers)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{SERVICE}: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    ping_common::cli::run_service(SERVICE, |args| {
+        let workers = args.workers();
+        // Multi-thread (work-stealing) on purpose: it is what `#[tokio::main]` gives and what
+        // most tokio users run, so it is the "model" we advertise for tokio. The per-core
+        // current_thread + SO_REUSEPORT variant (TechEmpower's hyper entry) would be another
+        // service.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .context("cannot build the tokio runtime")?;
+        rt.block_on(run(args, workers))
+    })
 }
 
 async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
