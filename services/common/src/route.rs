@@ -1,4 +1,5 @@
-//! Routing and `/sleep?ms=N` query parsing: the same decisions for every service.
+//! Routing, `/sleep?ms=N` query and `Content-Length` value parsing: the same decisions for
+//! every service.
 
 use crate::MAX_SLEEP_MS;
 
@@ -74,6 +75,16 @@ pub fn sleep_ms(query: &str) -> Option<u64> {
     found
 }
 
+/// Parses a `Content-Length` value: decimal digits only (surrounding whitespace allowed), at
+/// most 19 of them so it fits a `u64`; anything else is `None` (the request gets 400).
+pub fn content_length(value: &[u8]) -> Option<u64> {
+    let v = value.trim_ascii();
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +126,22 @@ mod tests {
             "/sleep?MS=1",
         ] {
             assert_eq!(route("GET", t), Route::BadQuery, "{t}");
+        }
+    }
+
+    #[test]
+    fn content_length_values() {
+        assert_eq!(content_length(b" 11 "), Some(11));
+        assert_eq!(content_length(b"0"), Some(0));
+        for bad in [
+            &b""[..],
+            b"x",
+            b"-1",
+            b"+1",
+            b"1 1",
+            b"99999999999999999999",
+        ] {
+            assert_eq!(content_length(bad), None, "{bad:?}");
         }
     }
 }

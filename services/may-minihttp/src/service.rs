@@ -7,14 +7,14 @@ use std::time::Duration;
 use may_minihttp::{HttpService, Request, Response};
 use ping_common::MAX_HEAD_BYTES;
 use ping_common::response::{Body, CONTENT_TYPE_JSON, CONTENT_TYPE_TEXT, PONG, Reply, Status};
-use ping_common::route::{Route, route};
+use ping_common::route::{self, Route};
 
 #[derive(Clone)]
 pub struct Ping;
 
 impl HttpService for Ping {
     fn call(&mut self, req: Request, rsp: &mut Response) -> io::Result<()> {
-        let route = route(req.method(), req.path());
+        let route = route::route(req.method(), req.path());
         let reply = if head_len(&req) > MAX_HEAD_BYTES {
             Reply::empty(Status::HeadersTooLarge)
         } else {
@@ -87,11 +87,7 @@ fn content_length(req: &Request) -> Option<u64> {
     let mut len = None;
     for h in req.headers() {
         if h.name.eq_ignore_ascii_case("content-length") {
-            let v = h.value.trim_ascii();
-            if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-                return None;
-            }
-            let n: u64 = std::str::from_utf8(v).ok()?.parse().ok()?;
+            let n = route::content_length(h.value)?;
             if len.is_some_and(|prev| prev != n) {
                 return None;
             }

@@ -11,7 +11,7 @@ use monoio::buf::IoBufMut;
 use monoio::io::{AsyncReadRent, AsyncWriteRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use ping_common::response::{Reply, Status};
-use ping_common::route::{Route, route};
+use ping_common::route::{Route, content_length, route};
 use ping_common::{MAX_HEAD_BYTES, MAX_HEADERS};
 
 use crate::SERVICE;
@@ -150,7 +150,7 @@ fn parse(buf: &[u8]) -> Parsed {
                 said_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
             }
         } else if h.name.eq_ignore_ascii_case("content-length") {
-            let Some(n) = parse_content_length(h.value) else {
+            let Some(n) = content_length(h.value) else {
                 return Parsed::Invalid(Status::BadRequest);
             };
             if body_len.is_some_and(|prev| prev != n) {
@@ -169,14 +169,6 @@ fn parse(buf: &[u8]) -> Parsed {
         said_close,
         body_len: body_len.unwrap_or(0),
     }
-}
-
-fn parse_content_length(v: &[u8]) -> Option<u64> {
-    let v = v.trim_ascii();
-    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(v).ok()?.parse().ok()
 }
 
 #[cfg(test)]
