@@ -15,6 +15,8 @@
 //! empty body after the others, hence `Allow` first), and the order may_minihttp writes for
 //! every response except 405.
 
+use std::io::Write;
+
 use serde::Serialize;
 
 use crate::route::Route;
@@ -147,8 +149,8 @@ impl Reply {
             out.extend_from_slice(b"\r\nAllow: ");
             out.extend_from_slice(allow.as_bytes());
         }
-        out.extend_from_slice(b"\r\nContent-Length: ");
-        out.extend_from_slice(body.len().to_string().as_bytes());
+        // Written straight into `out`: no per-response String for the number.
+        let _ = write!(out, "\r\nContent-Length: {}", body.len());
         if let Some(ct) = self.content_type() {
             out.extend_from_slice(b"\r\nContent-Type: ");
             out.extend_from_slice(ct.as_bytes());
