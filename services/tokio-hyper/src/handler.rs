@@ -50,20 +50,19 @@ fn to_response(reply: Reply) -> Response<Full<Bytes>> {
 }
 
 thread_local! {
-    static DATE: RefCell<(Vec<u8>, Option<HeaderValue>)> = const { RefCell::new((Vec::new(), None)) };
+    static DATE: RefCell<Option<HeaderValue>> = const { RefCell::new(None) };
 }
 
-/// The `Date` value as a `HeaderValue`, rebuilt only when the second changes (a clone is a
-/// reference-count bump), so we do no more work than hyper's own cached date.
+/// The `Date` value as a `HeaderValue`, rebuilt only when the cached date's bytes change (a
+/// clone is a reference-count bump), so we do no more work than hyper's own cached date.
 fn date_value() -> HeaderValue {
     ping_common::date::with_date(|now| {
         DATE.with(|c| {
             let mut c = c.borrow_mut();
-            if c.0.as_slice() != now.as_slice() || c.1.is_none() {
-                c.0 = now.to_vec();
-                c.1 = HeaderValue::from_bytes(now).ok();
+            if c.as_ref().is_none_or(|v| v.as_bytes() != now.as_slice()) {
+                *c = HeaderValue::from_bytes(now).ok();
             }
-            c.1.clone().unwrap_or_else(|| HeaderValue::from_static(""))
+            c.clone().unwrap_or_else(|| HeaderValue::from_static(""))
         })
     })
 }
