@@ -12,7 +12,7 @@ use ping_common::startup::StartupLine;
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub struct Service {
-    child: Child,
+    child: KillOnDrop,
     pub startup: StartupLine,
     /// The raw start-up line, for field-name checks.
     pub startup_raw: String,
@@ -36,10 +36,12 @@ impl Service {
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         adjust(&mut cmd);
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
-        let stdout = child.stdout.take().expect("piped stdout");
+        // Killed on drop from here on, also when waiting for the start-up line panics.
+        let mut child = KillOnDrop(
+            cmd.spawn()
+                .unwrap_or_else(|e| panic!("cannot start {bin}: {e}")),
+        );
+        let stdout = child.0.stdout.take().expect("piped stdout");
         let (tx, rx) = mpsc::channel();
         let extra_stdout = Arc::new(Mutex::new(String::new()));
         let extra = Arc::clone(&extra_stdout);
@@ -56,21 +58,19 @@ impl Service {
                 rest.clear();
             }
         });
-        let mut guard = Service {
-            child,
-            startup: placeholder(),
-            startup_raw: String::new(),
-            extra_stdout,
-        };
         let line = match rx.recv_timeout(STARTUP_TIMEOUT) {
             Ok(line) if !line.is_empty() => line,
             Ok(_) => panic!("{bin} exited or closed stdout without a start-up line"),
             Err(_) => panic!("{bin} printed no start-up line within {STARTUP_TIMEOUT:?}"),
         };
-        guard.startup = serde_json::from_str(line.trim_end())
+        let startup = serde_json::from_str(line.trim_end())
             .unwrap_or_else(|e| panic!("{bin}: bad start-up line {line:?}: {e}"));
-        guard.startup_raw = line;
-        guard
+        Service {
+            child,
+            startup,
+            startup_raw: line,
+            extra_stdout,
+        }
     }
 
     /// Stdout printed after the start-up line so far.
@@ -86,21 +86,21 @@ impl Service {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.0.id()
     }
 
     /// Sends a signal; panics if it cannot be delivered.
     pub fn signal(&self, sig: i32) {
         // SAFETY: kill has no memory-safety preconditions; the pid is our own live child.
-        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
-        assert_eq!(rc, 0, "kill({}, {sig}) failed", self.child.id());
+        let rc = unsafe { libc::kill(self.child.0.id() as libc::pid_t, sig) };
+        assert_eq!(rc, 0, "kill({}, {sig}) failed", self.child.0.id());
     }
 
     /// Waits up to `timeout` for the process to exit.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = self.child.0.try_wait() {
                 return Some(status);
             }
             if Instant::now() >= deadline {
@@ -113,27 +113,21 @@ impl Service {
     /// Panics unless the process is still running.
     pub fn assert_alive(&mut self) {
         assert!(
-            matches!(self.child.try_wait(), Ok(None)),
+            matches!(self.child.0.try_wait(), Ok(None)),
             "{} exited unexpectedly",
             self.startup.service
         );
     }
 }
 
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// The service process, killed and reaped when dropped (tests never leave it running).
+struct KillOnDrop(Child);
 
-fn placeholder() -> StartupLine {
-    serde_json::from_str(
-        r#"{"service":"","runtime":"","runtime_version":"","http":"","model":"coroutine",
-            "workers":0,"io_driver":"","pid":0,"listen":"0.0.0.0:0","server_header":"",
-            "pinned":false,"allowed_cpus":[],"deviations":[]}"#,
-    )
-    .expect("placeholder start-up line")
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The 1,000-connection check needs more than the common 1,024 soft fd limit across the test
