@@ -33,22 +33,13 @@ pub fn keep_alive(bin: &str) {
 pub fn pipelined_64(bin: &str) {
     let svc = Service::start(bin, &[]);
     let mut c = Conn::open(svc.addr());
-    let routes: Vec<Route> = (0..64)
-        .map(|i| match i % 3 {
-            0 => Route::Ping,
-            1 => Route::Json,
-            _ => Route::NotFound,
-        })
-        .collect();
-    let mut batch = Vec::new();
-    for r in &routes {
-        let target = match r {
-            Route::Ping => "/ping",
-            Route::Json => "/json",
-            _ => "/missing",
-        };
-        batch.extend_from_slice(&get(target, ""));
-    }
+    let kinds = [
+        (Route::Ping, "/ping"),
+        (Route::Json, "/json"),
+        (Route::NotFound, "/missing"),
+    ];
+    let routes: Vec<Route> = (0..64).map(|i| kinds[i % 3].0).collect();
+    let batch: Vec<u8> = (0..64).flat_map(|i| get(kinds[i % 3].1, "")).collect();
     c.send_ok(&batch);
     for (i, r) in routes.iter().enumerate() {
         let got = c.expect_response(&format!("pipelined #{i}"));
