@@ -34,18 +34,13 @@ pub fn with_date<R>(f: impl FnOnce(&[u8; DATE_LEN]) -> R) -> R {
     })
 }
 
-/// The current `Date` header value as a `String` (for libraries that want owned values).
-pub fn now_string() -> String {
-    with_date(|d| String::from_utf8_lossy(d).into_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn date_parses_and_is_now() {
-        let s = now_string();
+        let s = with_date(|d| String::from_utf8_lossy(d).into_owned());
         assert_eq!(s.len(), DATE_LEN);
         assert!(s.ends_with(" GMT"));
         let t = httpdate::parse_http_date(&s).unwrap();
