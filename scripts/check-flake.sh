@@ -204,7 +204,10 @@ else
 fi
 # writeShellApplication's build fails on any shellcheck finding; check the same script
 # (its preamble: bash, errexit/nounset/pipefail) here rather than on the networked machine.
-printf '#!/usr/bin/env bash\nset -o errexit\nset -o nounset\nset -o pipefail\n%s\n' "$text" >"$work/wrapper.sh"
+as_shell_application() { # <script body> <output file>
+    printf '#!/usr/bin/env bash\nset -o errexit\nset -o nounset\nset -o pipefail\n%s\n' "$1" >"$2"
+}
+as_shell_application "$text" "$work/wrapper.sh"
 if [ -n "$text" ] && shellcheck "$work/wrapper.sh" >"$work/shellcheck.log" 2>&1; then
     ok "wrapper: shellcheck clean (as writeShellApplication requires)"
 else
@@ -249,7 +252,7 @@ fi
 
 # The formatter is a writeShellApplication too: same bash -n + shellcheck gate.
 fmt_text=$(run_nix eval --raw "path:$flake#formatter.x86_64-linux.text" "${on_stand_in[@]}") || fmt_text=""
-printf '#!/usr/bin/env bash\nset -o errexit\nset -o nounset\nset -o pipefail\n%s\n' "$fmt_text" >"$work/formatter.sh"
+as_shell_application "$fmt_text" "$work/formatter.sh"
 if [ -n "$fmt_text" ] && bash -n "$work/formatter.sh" && shellcheck "$work/formatter.sh" >"$work/shellcheck.log" 2>&1; then
     ok "formatter: script is valid bash and shellcheck clean"
 else
