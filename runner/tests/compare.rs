@@ -4,7 +4,9 @@
 
 mod fixtures;
 
-use std::process::Command;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::Output;
 
 use fixtures::*;
 use runner::compare::input::load;
@@ -326,8 +328,15 @@ fn markdown_snapshot() {
     );
 }
 
-fn matrix_bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_matrix"))
+/// `matrix compare <flags…> <old> <new>`, run to completion.
+fn compare_cli(flags: &[&str], old: &Path, new: &Path) -> Output {
+    run_matrix(
+        ["compare"]
+            .iter()
+            .chain(flags)
+            .map(OsStr::new)
+            .chain([old.as_os_str(), new.as_os_str()]),
+    )
 }
 
 #[test]
@@ -341,31 +350,16 @@ fn cli_exit_codes_formats_and_readme() {
         &matrix(5, |s, c| base(s, c).worse(1.1).seed(1)),
     );
 
-    let out = matrix_bin()
-        .arg("compare")
-        .arg(&old)
-        .arg(&new)
-        .output()
-        .unwrap();
+    let out = compare_cli(&[], &old, &new);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("slower") && !text.contains('\x1b'), "{text}");
 
-    let out = matrix_bin()
-        .args(["compare", "--fail-on-regression", "5"])
-        .arg(&old)
-        .arg(&new)
-        .output()
-        .unwrap();
+    let out = compare_cli(&["--fail-on-regression", "5"], &old, &new);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("regression: "));
 
-    let out = matrix_bin()
-        .args(["compare", "--format", "json"])
-        .arg(&old)
-        .arg(&new)
-        .output()
-        .unwrap();
+    let out = compare_cli(&["--format", "json"], &old, &new);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["cells"][0]["metrics"][0]["verdict"], "worse");
     assert_eq!(v["noise_pct"], 2.0);
@@ -376,47 +370,27 @@ fn cli_exit_codes_formats_and_readme() {
         ..MACHINE
     };
     let elsewhere = write_run(&d, "elsewhere", &other, &matrix(5, base));
-    let out = matrix_bin()
-        .arg("compare")
-        .arg(&old)
-        .arg(&elsewhere)
-        .output()
-        .unwrap();
+    let out = compare_cli(&[], &old, &elsewhere);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("refusing to compare") && err.contains("CPU model differs"),
         "{err}"
     );
-    let out = matrix_bin()
-        .args(["compare", "--force"])
-        .arg(&old)
-        .arg(&elsewhere)
-        .output()
-        .unwrap();
+    let out = compare_cli(&["--force"], &old, &elsewhere);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("FORCED"));
 
     // README section replaced between the markers, the rest untouched.
     let readme = d.join("README.md");
+    let readme_flags = ["--format", "markdown", "--readme", readme.to_str().unwrap()];
     std::fs::write(
         &readme,
         "# x\n\n<!-- pingmatrix:compare:begin -->\nstale\n<!-- pingmatrix:compare:end -->\n\ntail\n",
     )
     .unwrap();
-    let out = matrix_bin()
-        .args(["compare", "--format", "markdown", "--readme"])
-        .arg(&readme)
-        .arg(&old)
-        .arg(&new)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = compare_cli(&readme_flags, &old, &new);
+    assert_success(&out);
     let text = std::fs::read_to_string(&readme).unwrap();
     assert!(text.starts_with("# x\n\n<!-- pingmatrix:compare:begin -->\n"));
     assert!(text.ends_with("<!-- pingmatrix:compare:end -->\n\ntail\n"));
@@ -427,13 +401,7 @@ fn cli_exit_codes_formats_and_readme() {
 
     // Missing markers: a clear error, file unchanged.
     std::fs::write(&readme, "# no markers\n").unwrap();
-    let out = matrix_bin()
-        .args(["compare", "--format", "markdown", "--readme"])
-        .arg(&readme)
-        .arg(&old)
-        .arg(&new)
-        .output()
-        .unwrap();
+    let out = compare_cli(&readme_flags, &old, &new);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
@@ -444,12 +412,7 @@ fn cli_exit_codes_formats_and_readme() {
     assert_eq!(std::fs::read_to_string(&readme).unwrap(), "# no markers\n");
 
     // Bad input: clear errors, no panic.
-    let out = matrix_bin()
-        .arg("compare")
-        .arg(d.join("nope"))
-        .arg(&new)
-        .output()
-        .unwrap();
+    let out = compare_cli(&[], &d.join("nope"), &new);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such run directory"));
 }

@@ -4,7 +4,7 @@
 
 mod fixtures;
 
-use std::process::Command;
+use std::ffi::OsStr;
 
 use fixtures::*;
 use runner::compare::input::load;
@@ -144,10 +144,6 @@ fn latency_level_can_be_chosen() {
     );
 }
 
-fn matrix_bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_matrix"))
-}
-
 #[test]
 fn readme_reference_section_comes_from_results_json() {
     let d = scratch("report-readme");
@@ -155,19 +151,16 @@ fn readme_reference_section_comes_from_results_json() {
     let readme = d.join("README.md");
     let before = "# pingmatrix\n\n## Reference results\n\n<!-- pingmatrix:reference:begin -->\nhand-typed numbers\n<!-- pingmatrix:reference:end -->\n\n## Next\n";
     std::fs::write(&readme, before).unwrap();
-    let out = matrix_bin()
-        .arg("report")
-        .arg(&run)
-        .arg("--readme")
-        .arg(&readme)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report_cli = || {
+        run_matrix([
+            OsStr::new("report"),
+            run.as_os_str(),
+            OsStr::new("--readme"),
+            readme.as_os_str(),
+        ])
+    };
+    let out = report_cli();
+    assert_success(&out);
     let text = std::fs::read_to_string(&readme).unwrap();
     assert!(!text.contains("hand-typed"));
     assert!(text.starts_with(
@@ -202,13 +195,7 @@ fn readme_reference_section_comes_from_results_json() {
 
     // Missing markers: exit 2, a clear message, README untouched, nothing half-done.
     std::fs::write(&readme, "# no markers\n").unwrap();
-    let out = matrix_bin()
-        .arg("report")
-        .arg(&run)
-        .arg("--readme")
-        .arg(&readme)
-        .output()
-        .unwrap();
+    let out = report_cli();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
