@@ -10,7 +10,7 @@ use std::process::Output;
 
 use fixtures::*;
 use runner::compare::input::load;
-use runner::compare::metric::Metric;
+use runner::compare::metric::{self, Metric};
 use runner::compare::model::Comparison;
 use runner::compare::test::Verdict;
 use runner::compare::{Options, compare, export};
@@ -56,15 +56,7 @@ fn ten_percent_slower_with_low_noise_is_called_and_others_are_not() {
     );
     let c = compare(&load(&old).unwrap(), &load(&new).unwrap(), OPT).unwrap();
     assert_eq!(c.cells.len(), 6);
-    for m in [
-        Metric::RequestsPerS,
-        Metric::LatencyP50Us,
-        Metric::LatencyP99Us,
-        Metric::StartupUs,
-        Metric::IdleRssBytes,
-        Metric::PeakRssBytes,
-        Metric::CpuUsPerRequest,
-    ] {
+    for m in metric::ALL {
         assert_eq!(
             verdicts(&c, "ping-tokio-hyper", m),
             [Verdict::Worse; 2],
