@@ -1,32 +1,12 @@
 //! results.md regenerated: the runner's own Markdown page plus a section linking every
 //! plot, so the page and the charts never disagree.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::compare::input::ResultSet;
 use crate::export::markdown;
 
 use super::charts::{Chart, by_kind};
-
-/// service → "runtime version / io driver" from the first start-up line seen, as the run
-/// itself writes it.
-fn runtimes(set: &ResultSet) -> BTreeMap<String, String> {
-    let mut m = BTreeMap::new();
-    for c in set.cells.values() {
-        if let Some(b) = &c.banner {
-            m.entry(c.cell.service.clone()).or_insert_with(|| {
-                format!(
-                    "{} {} / {}",
-                    b.runtime.as_deref().unwrap_or("?"),
-                    b.runtime_version.as_deref().unwrap_or(""),
-                    b.io_driver.as_deref().unwrap_or("?")
-                )
-            });
-        }
-    }
-    m
-}
 
 pub fn plots_section(charts: &[Chart]) -> String {
     let mut o = String::from("## Plots\n\n");
@@ -50,7 +30,11 @@ pub fn render(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
             set.dir.display()
         )
     })?;
-    let mut page = markdown::render(run, &set.results, &runtimes(set));
+    let mut page = markdown::render(
+        run,
+        &set.results,
+        &markdown::runtimes_by_service(set.cells.values()),
+    );
     page.extend_from_slice(b"\n");
     page.extend_from_slice(plots_section(charts).as_bytes());
     Ok(page)
