@@ -147,18 +147,28 @@ fn open_loop_spin_waits_are_measured_and_kept_out_of_the_verdict() {
     let mut spec = open(srv.url(), 20_000.0, 2);
     spec.duration_ms = Some(300);
     spec.warmup_ms = 50;
-    let r = loadgen::run(&spec).unwrap();
-    assert_adds_up(&r);
-    let g = &r.generator;
-    assert_eq!(g.per_thread_spin_wait.len(), g.threads as usize);
-    for (spin, busy) in g.per_thread_spin_wait.iter().zip(&g.per_thread_busy) {
-        assert!(*spin > 0.0, "no spin-wait measured at 20k req/s: {g:?}");
-        // Spinning is CPU time, so it cannot exceed the thread's busy share (+ clock noise).
-        assert!(*spin <= busy + 0.05, "spin {spin} > busy {busy}");
+    // A thread starved of CPU (parallel tests on a 2-core CI box) is late for every send and so
+    // never spin-waits; spinning must show in one of a few runs, every other check in each.
+    let mut spun = None;
+    for _ in 0..5 {
+        let r = loadgen::run(&spec).unwrap();
+        assert_adds_up(&r);
+        let g = &r.generator;
+        assert_eq!(g.per_thread_spin_wait.len(), g.threads as usize);
+        for (spin, busy) in g.per_thread_spin_wait.iter().zip(&g.per_thread_busy) {
+            // Spinning is CPU time, so it cannot exceed the thread's busy share (+ clock noise).
+            assert!(*spin <= busy + 0.05, "spin {spin} > busy {busy}");
+        }
+        for reason in &r.verdict.reasons {
+            assert!(!reason.contains("% busy (limit"), "old busy rule: {reason}");
+        }
+        let all_spun = g.per_thread_spin_wait.iter().all(|s| *s > 0.0);
+        spun = Some(format!("{g:?}"));
+        if all_spun {
+            return;
+        }
     }
-    for reason in &r.verdict.reasons {
-        assert!(!reason.contains("% busy (limit"), "old busy rule: {reason}");
-    }
+    panic!("no spin-wait measured at 20k req/s in 5 runs: {spun:?}");
 }
 
 #[test]
