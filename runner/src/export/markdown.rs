@@ -25,7 +25,8 @@ fn fmt_us(us: f64) -> String {
     }
 }
 
-fn mib(b: f64) -> String {
+/// Bytes as MiB with one decimal (also the README headline's format).
+pub(crate) fn mib(b: f64) -> String {
     format!("{:.1} MiB", b / 1_048_576.0)
 }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::compare::export::value;
 use crate::compare::input::ResultSet;
 use crate::compare::metric::Unit;
+use crate::export::markdown::mib;
 use crate::results::schema::{CellStatus, CellSummary};
 use crate::stats;
 
@@ -14,10 +15,6 @@ use super::charts::{Chart, Kind};
 use super::data::groups;
 use super::readme::link;
 use super::style;
-
-fn mib(b: f64) -> String {
-    format!("{:.1} MiB", b / 1_048_576.0)
-}
 
 /// The scenario named "ping" if there is one, else the first closed-loop scenario; its
 /// first profile.
