@@ -1,0 +1,152 @@
+//! The committed result sets are the golden files of the output code: results.json (from the
+//! cell files), results.md, every plot, the README sections and `matrix compare` in every format
+//! must come out byte-identical when regenerated. A change to any of those outputs has to show up
+//! here and be committed together with the regenerated files.
+
+mod fixtures;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use runner::export::json::{results_file, to_bytes};
+use runner::results::schema::{CellResult, ResultsFile};
+use runner::results::store::{Store, read_json};
+use runner::results::summary::summarize_cell;
+
+const OLD: &str = "results/2026-11-30T14-06-29Z-14f462b";
+const NEW: &str = "results/2026-11-30T14-14-58Z-14f462b";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn matrix(cwd: &Path, args: &[&str]) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_matrix"))
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("matrix runs");
+    assert!(
+        out.status.success(),
+        "matrix {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn assert_same(what: &str, got: &[u8], want: &[u8]) {
+    if got != want {
+        let first = got
+            .iter()
+            .zip(want)
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.len().min(want.len()));
+        let from = first.saturating_sub(200);
+        panic!(
+            "{what} differs from the committed file at byte {first}:\n got: {}\nwant: {}",
+            String::from_utf8_lossy(&got[from..(first + 200).min(got.len())]),
+            String::from_utf8_lossy(&want[from..(first + 200).min(want.len())])
+        );
+    }
+}
+
+fn read(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn results_json_is_rebuilt_from_the_cell_files() {
+    for run in [OLD, NEW] {
+        let dir = repo().join(run);
+        let committed: ResultsFile = read_json(&dir.join("results.json")).unwrap();
+        let store = Store::open(&dir).unwrap();
+        let summaries = committed
+            .cells
+            .iter()
+            .map(|c| {
+                let cell: CellResult = store.read_cell(&c.key).expect("cell file");
+                summarize_cell(&cell)
+            })
+            .collect();
+        let rebuilt = results_file(
+            &committed.run_id,
+            committed.status,
+            summaries,
+            committed.drift.clone(),
+        );
+        // The drift record is not in the cell files: it comes back from results.json itself,
+        // through serde_json's default float parser, which may be one ULP off. So the cells are
+        // compared byte for byte and the drift record as parsed JSON.
+        let (got, want) = (to_bytes(&rebuilt), read(&dir.join("results.json")));
+        let split = |b: &[u8]| {
+            let at = b
+                .windows(11)
+                .position(|w| w == b"\n  \"drift\":")
+                .expect("results.json has a drift key");
+            let tail: serde_json::Value =
+                serde_json::from_slice(&[b"{".as_slice(), &b[at + 1..]].concat()).unwrap();
+            (b[..at].to_vec(), tail)
+        };
+        let ((got_cells, got_drift), (want_cells, want_drift)) = (split(&got), split(&want));
+        assert_same(&format!("{run}/results.json"), &got_cells, &want_cells);
+        assert_eq!(got_drift, want_drift, "{run}/results.json: drift");
+    }
+}
+
+/// A scratch copy of the repo's results/ and README.md, so `matrix report` can rewrite them.
+fn scratch() -> PathBuf {
+    let d = fixtures::scratch("regenerate");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(repo().join("results"))
+        .arg(repo().join("README.md"))
+        .arg(&d)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    d
+}
+
+#[test]
+fn report_rewrites_results_md_plots_and_readme_unchanged() {
+    let d = scratch();
+    for run in [NEW, OLD] {
+        let stdout = matrix(d.as_path(), &["report", run, "--readme", "README.md"]);
+        let text = String::from_utf8(stdout).unwrap();
+        let mut files = 0;
+        for line in text.lines() {
+            let Some(path) = line.strip_prefix("wrote ") else {
+                continue;
+            };
+            let rel = Path::new(path);
+            assert_same(path, &read(&d.as_path().join(rel)), &read(&repo().join(rel)));
+            files += 1;
+        }
+        assert!(files >= 5, "{run}: only {files} files written:\n{text}");
+    }
+    // The reference section was written last from OLD, as the committed README was.
+    matrix(
+        d.as_path(),
+        &["compare", OLD, NEW, "--format", "markdown", "--readme", "README.md"],
+    );
+    assert_same(
+        "README.md",
+        &read(&d.as_path().join("README.md")),
+        &read(&repo().join("README.md")),
+    );
+}
+
+#[test]
+fn compare_output_unchanged_in_every_format() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    for (args, file) in [
+        (vec![OLD, NEW, "--format", "terminal"], "compare-terminal.out"),
+        (vec![OLD, NEW, "--format", "markdown"], "compare-markdown.out"),
+        (vec![OLD, NEW, "--format", "json"], "compare-json.out"),
+        (vec![NEW, OLD, "--format", "terminal"], "compare-reverse-terminal.out"),
+    ] {
+        let mut all = vec!["compare"];
+        all.extend(args);
+        assert_same(file, &matrix(&repo(), &all), &read(&golden.join(file)));
+    }
+}
