@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use crate::config::Matrix;
 use crate::results::schema::CellSpec;
+use crate::results::units::min_sec;
 
 /// Estimated fixed cost of one service start: spawn, first 200, verification, stop, port check.
 pub const START_OVERHEAD_MS: u64 = 400;
@@ -175,11 +176,6 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
     Ok(Plan { groups, reference })
 }
 
-fn fmt_duration(s: f64) -> String {
-    let s = s.round() as u64;
-    format!("{}:{:02}", s / 60, s % 60)
-}
-
 /// Human listing for `matrix plan`.
 pub fn render(plan: &Plan) -> String {
     let mut out = String::new();
@@ -209,7 +205,7 @@ pub fn render(plan: &Plan) -> String {
         "{} cells, {} service starts, estimated wall time {} (m:ss, {} ms start/stop overhead per start assumed)",
         plan.cell_count(),
         plan.rep_count(),
-        fmt_duration(plan.estimate_s()),
+        min_sec(plan.estimate_s()),
         START_OVERHEAD_MS
     );
     out

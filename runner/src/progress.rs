@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::results::schema::{CellSpec, RepResult};
+use crate::results::units::min_sec;
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -15,11 +16,6 @@ pub struct Progress {
     done: u64,
     started: Instant,
     estimate_s: f64,
-}
-
-fn fmt_eta(d: Duration) -> String {
-    let s = d.as_secs();
-    format!("{}:{:02}", s / 60, s % 60)
 }
 
 fn level_text(c: &CellSpec) -> String {
@@ -88,7 +84,7 @@ impl Progress {
             b.set_message(format!(
                 "{}  ETA {}",
                 self.head(c, rep),
-                fmt_eta(self.eta())
+                min_sec(self.eta().as_secs() as f64)
             ));
         }
     }
@@ -108,7 +104,7 @@ impl Progress {
         };
         let line = format!("{}  {what}", self.head(c, rep));
         self.done += 1;
-        let eta = fmt_eta(self.eta());
+        let eta = min_sec(self.eta().as_secs() as f64);
         if let Some(b) = &self.bar {
             b.println(format!("{line}  ETA {eta}"));
             b.set_position(self.done);

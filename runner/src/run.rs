@@ -15,11 +15,12 @@ use crate::export;
 use crate::interrupt;
 use crate::plan::{self, Options, Plan};
 use crate::progress::Progress;
+use crate::results::group::runtimes_by_service;
 use crate::results::schema::{CellResult, CellStatus, Drift, RunRecord, RunStatus, SCHEMA_VERSION};
+use crate::results::stats::pct_change;
 use crate::results::store::Store;
 use crate::results::summary::summarize_cell;
 use crate::sample::now_unix_us;
-use crate::stats::pct_change;
 
 /// How the run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,7 +245,7 @@ pub fn export_all(
         .cells()
         .filter_map(|c| store.read_cell(&c.key))
         .collect();
-    let runtimes = export::markdown::runtimes_by_service(&cells);
+    let runtimes = runtimes_by_service(&cells);
     let summaries = cells.iter().map(summarize_cell).collect();
     let results = export::json::results_file(&run.run_id, status, summaries, drift);
     store.write_file("results.json", &export::json::to_bytes(&results))?;

@@ -9,11 +9,11 @@ use std::path::Path;
 use std::process::Output;
 
 use fixtures::*;
-use runner::compare::input::load;
 use runner::compare::metric::{self, Metric};
 use runner::compare::model::Comparison;
-use runner::compare::test::Verdict;
+use runner::compare::welch::Verdict;
 use runner::compare::{Options, compare, export};
+use runner::results::set::load;
 
 const OPT: Options = Options {
     noise_pct: 2.0,

@@ -119,7 +119,11 @@ fn report_rewrites_results_md_plots_and_readme_unchanged() {
                 continue;
             };
             let rel = Path::new(path);
-            assert_same(path, &read(&d.as_path().join(rel)), &read(&repo().join(rel)));
+            assert_same(
+                path,
+                &read(&d.as_path().join(rel)),
+                &read(&repo().join(rel)),
+            );
             files += 1;
         }
         assert!(files >= 5, "{run}: only {files} files written:\n{text}");
@@ -127,7 +131,15 @@ fn report_rewrites_results_md_plots_and_readme_unchanged() {
     // The reference section was written last from OLD, as the committed README was.
     matrix(
         d.as_path(),
-        &["compare", OLD, NEW, "--format", "markdown", "--readme", "README.md"],
+        &[
+            "compare",
+            OLD,
+            NEW,
+            "--format",
+            "markdown",
+            "--readme",
+            "README.md",
+        ],
     );
     assert_same(
         "README.md",
@@ -140,10 +152,19 @@ fn report_rewrites_results_md_plots_and_readme_unchanged() {
 fn compare_output_unchanged_in_every_format() {
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     for (args, file) in [
-        (vec![OLD, NEW, "--format", "terminal"], "compare-terminal.out"),
-        (vec![OLD, NEW, "--format", "markdown"], "compare-markdown.out"),
+        (
+            vec![OLD, NEW, "--format", "terminal"],
+            "compare-terminal.out",
+        ),
+        (
+            vec![OLD, NEW, "--format", "markdown"],
+            "compare-markdown.out",
+        ),
         (vec![OLD, NEW, "--format", "json"], "compare-json.out"),
-        (vec![NEW, OLD, "--format", "terminal"], "compare-reverse-terminal.out"),
+        (
+            vec![NEW, OLD, "--format", "terminal"],
+            "compare-reverse-terminal.out",
+        ),
     ] {
         let mut all = vec!["compare"];
         all.extend(args);

@@ -7,8 +7,8 @@ mod fixtures;
 use std::ffi::OsStr;
 
 use fixtures::*;
-use runner::compare::input::load;
 use runner::report::charts::Kind;
+use runner::results::set::load;
 
 /// 3 services × /ping closed at c1/c16/c64 (pinned), /ping open at 3 rates, plus a second
 /// profile so per-profile charts multiply.

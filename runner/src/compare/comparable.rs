@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::results::schema::{CellSpec, RunRecord};
 
-use super::input::ResultSet;
+use crate::results::set::ResultSet;
 
 /// Run-level reasons the two sides are not comparable (empty = comparable).
 pub fn run_differences(old: &ResultSet, new: &ResultSet) -> Vec<String> {

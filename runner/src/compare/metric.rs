@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use crate::results::schema::{CellResult, CellSummary, Stat};
-use crate::stats;
+use crate::results::stats;
+pub use crate::results::units::Unit;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -16,15 +17,6 @@ pub enum Metric {
     IdleRssBytes,
     PeakRssBytes,
     CpuUsPerRequest,
-}
-
-/// How a metric's values are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Unit {
-    PerSecond,
-    Micros,
-    Bytes,
 }
 
 pub const ALL: [Metric; 7] = [

@@ -7,11 +7,10 @@
 
 pub mod comparable;
 pub mod export;
-pub mod input;
 pub mod matching;
 pub mod metric;
 pub mod model;
-pub mod test;
+pub mod welch;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -19,10 +18,10 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use self::input::ResultSet;
 use self::model::{CellComparison, Comparison, MetricComparison, Side};
-use self::test::Verdict;
+use self::welch::Verdict;
 use crate::results::schema::CellStatus;
+use crate::results::set::{self, ResultSet};
 
 pub const METHOD: &str = "Welch's t on the per-repetition values (per-start for startup and idle RSS): \
 95 % CI of the difference of means, relative to the old mean";
@@ -98,13 +97,13 @@ pub fn compare(
                     let so = metric::sample(o, old.cells.get(&o.key), mt);
                     let sn = metric::sample(n, new.cells.get(&n.key), mt);
                     let difference = match (&so, &sn) {
-                        (Some(a), Some(b)) => test::difference(a, b),
+                        (Some(a), Some(b)) => welch::difference(a, b),
                         _ => None,
                     };
                     let verdict = match &difference {
                         None => Verdict::Missing,
                         Some(_) if withhold => Verdict::NotComparable,
-                        Some(d) => test::verdict(mt, d, opt.noise_pct),
+                        Some(d) => welch::verdict(mt, d, opt.noise_pct),
                     };
                     MetricComparison {
                         metric: mt,
@@ -192,8 +191,8 @@ pub fn cmd(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         args.readme.is_none() || args.format == Format::Markdown,
         "--readme needs --format markdown (the README gets the Markdown table)"
     );
-    let old = input::load(&args.old)?;
-    let new = input::load(&args.new)?;
+    let old = set::load(&args.old)?;
+    let new = set::load(&args.new)?;
     let c = compare(
         &old,
         &new,
@@ -211,7 +210,7 @@ pub fn cmd(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         Format::Json => export::json::render(&c)?,
     };
     if let Some(readme) = &args.readme {
-        crate::report::readme::update_file(readme, crate::report::readme::COMPARE, &out)?;
+        crate::readme::update_file(readme, crate::readme::COMPARE, &out)?;
         eprintln!("updated the compare section of {}", readme.display());
     } else {
         print!("{out}");

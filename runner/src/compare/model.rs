@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::matching::CellId;
 use super::metric::{Metric, Sample, Unit};
-use super::test::{Difference, Verdict};
+use super::welch::{Difference, Verdict};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {

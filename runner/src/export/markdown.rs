@@ -5,30 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::results::schema::{CellResult, CellStatus, CellSummary, ResultsFile, RunRecord};
-
-fn fmt_rate(x: f64) -> String {
-    if x >= 10_000.0 {
-        format!("{:.0}k", x / 1000.0)
-    } else if x >= 1000.0 {
-        format!("{:.1}k", x / 1000.0)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-fn fmt_us(us: f64) -> String {
-    if us >= 1000.0 {
-        format!("{:.2} ms", us / 1000.0)
-    } else {
-        format!("{us:.0} µs")
-    }
-}
-
-/// Bytes as MiB with one decimal (also the README headline's format).
-pub(crate) fn mib(b: f64) -> String {
-    format!("{:.1} MiB", b / 1_048_576.0)
-}
+use crate::results::group::{self, Group};
+use crate::results::schema::{CellStatus, CellSummary, ResultsFile, RunRecord};
+use crate::results::units::{mib_cell, micros_cell, rate_cell};
 
 /// Marks: † generator saturated, ⚠ suspect, ✗ failed, n/a unsupported.
 fn marks(c: &CellSummary) -> String {
@@ -58,13 +37,13 @@ fn closed_cell(c: &CellSummary) -> String {
     }
     let mut s = String::new();
     if let Some(r) = &c.requests_per_s {
-        s += &fmt_rate(r.median);
+        s += &rate_cell(r.median);
         if let (Some(lo), Some(hi)) = (r.ci95_low, r.ci95_high) {
             let _ = write!(s, " ±{:.0}%", (hi - lo) / 2.0 / r.mean.max(1e-9) * 100.0);
         }
     }
     if let Some(l) = &c.latency {
-        let _ = write!(s, " · p99 {}", fmt_us(l.p99_us as f64));
+        let _ = write!(s, " · p99 {}", micros_cell(l.p99_us as f64));
     }
     if let Some(cpu) = &c.server_cpu_us_per_request {
         let _ = write!(s, " · {:.1} µs/req", cpu.median);
@@ -84,91 +63,26 @@ fn open_cell(c: &CellSummary) -> String {
         let _ = write!(
             s,
             " · p50 {} · p99 {}",
-            fmt_us(l.p50_us as f64),
-            fmt_us(l.p99_us as f64)
+            micros_cell(l.p50_us as f64),
+            micros_cell(l.p99_us as f64)
         );
     }
     s + &marks(c)
 }
 
-/// (scenario, profile) pairs in first-seen order, with the level labels of each.
-/// (scenario, profile, level labels, cells).
-type Table<'a> = (String, String, Vec<String>, Vec<&'a CellSummary>);
-
-fn tables(cells: &[CellSummary], open: bool) -> Vec<Table<'_>> {
-    let mut out: Vec<Table> = Vec::new();
-    for c in cells
-        .iter()
-        .filter(|c| c.offered_rate_per_s.is_some() == open)
-    {
-        let i = match out
-            .iter()
-            .position(|t| t.0 == c.scenario && t.1 == c.profile)
-        {
-            Some(i) => i,
-            None => {
-                out.push((c.scenario.clone(), c.profile.clone(), vec![], vec![]));
-                out.len() - 1
-            }
-        };
-        if !out[i].2.contains(&c.level) {
-            out[i].2.push(c.level.clone());
-        }
-        out[i].3.push(c);
-    }
-    out
-}
-
-fn table(
-    out: &mut String,
-    title: &str,
-    levels: &[String],
-    cells: &[&CellSummary],
-    f: fn(&CellSummary) -> String,
-) {
-    let _ = writeln!(out, "### {title}\n");
+fn table(out: &mut String, g: &Group, f: fn(&CellSummary) -> String) {
+    let levels = g.levels();
+    let _ = writeln!(out, "### {} · profile {}\n", g.scenario, g.profile);
     let _ = writeln!(out, "| service | {} |", levels.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(levels.len()));
-    let mut services: Vec<&str> = Vec::new();
-    for c in cells {
-        if !services.contains(&c.service.as_str()) {
-            services.push(&c.service);
-        }
-    }
-    for s in services {
+    for s in g.services() {
         let row: Vec<String> = levels
             .iter()
-            .map(|l| {
-                cells
-                    .iter()
-                    .find(|c| c.service == s && &c.level == l)
-                    .map_or_else(|| "–".into(), |c| f(c))
-            })
+            .map(|l| g.cell(&s, l).map_or_else(|| "–".into(), f))
             .collect();
         let _ = writeln!(out, "| {s} | {} |", row.join(" | "));
     }
     let _ = writeln!(out);
-}
-
-/// service → "runtime version / io driver" from the first start-up line seen in `cells`, the
-/// `runtimes` argument of [`render`]; `matrix run` and `matrix report` both build it here.
-pub fn runtimes_by_service<'a>(
-    cells: impl IntoIterator<Item = &'a CellResult>,
-) -> BTreeMap<String, String> {
-    let mut m = BTreeMap::new();
-    for c in cells {
-        if let Some(b) = &c.banner {
-            m.entry(c.cell.service.clone()).or_insert_with(|| {
-                format!(
-                    "{} {} / {}",
-                    b.runtime.as_deref().unwrap_or("?"),
-                    b.runtime_version.as_deref().unwrap_or(""),
-                    b.io_driver.as_deref().unwrap_or("?")
-                )
-            });
-        }
-    }
-    m
 }
 
 /// `runtimes`: service → "runtime version / io driver" from its start-up line.
@@ -186,7 +100,7 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
         if run.quick { ", `--quick` subset" } else { "" },
         e.hardware.cpu_model,
         e.hardware.logical_cpus,
-        mib(e.hardware.memory_total_bytes as f64),
+        mib_cell(e.hardware.memory_total_bytes as f64),
         e.os.kernel,
         e.hardware.virtualization,
         e.cgroup.version,
@@ -221,33 +135,20 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
         "- † generator saturated · ⚠ suspect (reasons at the end) · ✗ failed · n/a profile unsupported here.\n"
     );
 
-    let open = tables(&res.cells, true);
-    if !open.is_empty() {
+    let groups = group::groups(&res.cells);
+    if groups.iter().any(|g| g.open) {
         let _ = writeln!(
             o,
             "## Equal offered load (open loop): server CPU per request and latency\n"
         );
-        for (sc, pr, levels, cells) in &open {
-            table(
-                &mut o,
-                &format!("{sc} · profile {pr}"),
-                levels,
-                cells,
-                open_cell,
-            );
+        for g in groups.iter().filter(|g| g.open) {
+            table(&mut o, g, open_cell);
         }
     }
-    let closed = tables(&res.cells, false);
-    if !closed.is_empty() {
+    if groups.iter().any(|g| !g.open) {
         let _ = writeln!(o, "## Closed loop: throughput, p99 and CPU per request\n");
-        for (sc, pr, levels, cells) in &closed {
-            table(
-                &mut o,
-                &format!("{sc} · profile {pr}"),
-                levels,
-                cells,
-                closed_cell,
-            );
+        for g in groups.iter().filter(|g| !g.open) {
+            table(&mut o, g, closed_cell);
         }
     }
 
@@ -276,8 +177,8 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
         let n: u32 = su.clone().map(|s| s.n).sum();
         let min = su.clone().map(|s| s.min).fold(f64::INFINITY, f64::min);
         let max = su.map(|s| s.max).fold(0.0, f64::max);
-        let med = crate::stats::median(&starts);
-        let idle = crate::stats::median(
+        let med = crate::results::stats::median(&starts);
+        let idle = crate::results::stats::median(
             &same
                 .iter()
                 .filter_map(|x| x.idle_rss_bytes.as_ref().map(|s| s.median))
@@ -292,12 +193,12 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
             c.profile,
             med.map_or("–".into(), |m| format!(
                 "{} ({}–{}, n={n})",
-                fmt_us(m),
-                fmt_us(min),
-                fmt_us(max)
+                micros_cell(m),
+                micros_cell(min),
+                micros_cell(max)
             )),
-            idle.map_or("–".into(), mib),
-            peak.map_or("–".into(), |p| mib(p as f64)),
+            idle.map_or("–".into(), mib_cell),
+            peak.map_or("–".into(), |p| mib_cell(p as f64)),
             rt,
             if c.deviations.is_empty() {
                 "–".into()

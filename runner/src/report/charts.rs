@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::compare::input::ResultSet;
 use crate::results::schema::{CellStatus, CellSummary};
-use crate::stats;
+use crate::results::set::ResultSet;
+use crate::results::stats;
 
-use super::data::{self, Group, load_x, merged_latency, slug};
+use crate::results::group::{Group, first_seen};
+
+use super::data::{self, load_x, merged_latency, slug};
 use super::{bars, open_loop, spectrum, throughput};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,15 +57,9 @@ pub fn all(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec<C
             out.push(c);
         }
     }
-    let mut profiles: Vec<&str> = Vec::new();
-    for c in &set.results.cells {
-        if !profiles.contains(&c.profile.as_str()) {
-            profiles.push(&c.profile);
-        }
-    }
-    for p in profiles {
-        out.extend(startup_chart(set, p)?);
-        out.extend(memory_chart(set, p)?);
+    for p in first_seen(set.results.cells.iter().map(|c| &c.profile)) {
+        out.extend(startup_chart(set, &p)?);
+        out.extend(memory_chart(set, &p)?);
     }
     Ok(out)
 }
@@ -227,14 +223,14 @@ fn spectrum_chart(
 }
 
 /// Services of a profile in first-seen order.
-fn services_of<'a>(set: &'a ResultSet, profile: &str) -> Vec<&'a str> {
-    let mut v: Vec<&str> = Vec::new();
-    for c in set.results.cells.iter().filter(|c| c.profile == profile) {
-        if !v.contains(&c.service.as_str()) {
-            v.push(&c.service);
-        }
-    }
-    v
+fn services_of(set: &ResultSet, profile: &str) -> Vec<String> {
+    first_seen(
+        set.results
+            .cells
+            .iter()
+            .filter(|c| c.profile == profile)
+            .map(|c| &c.service),
+    )
 }
 
 fn startup_chart(set: &ResultSet, profile: &str) -> anyhow::Result<Option<Chart>> {

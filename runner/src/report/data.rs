@@ -6,48 +6,12 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use loadgen::LoadModel;
 
-use crate::compare::input::ResultSet;
+use crate::results::group::{self, Group};
 use crate::results::schema::{CellResult, CellSummary};
-
-/// Cells of one (scenario, profile), closed or open loop.
-pub struct Group<'a> {
-    pub scenario: String,
-    pub profile: String,
-    pub open: bool,
-    pub cells: Vec<&'a CellSummary>,
-}
-
-impl Group<'_> {
-    /// Services in first-seen order.
-    pub fn services(&self) -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
-        for c in &self.cells {
-            if !v.contains(&c.service) {
-                v.push(c.service.clone());
-            }
-        }
-        v
-    }
-}
+use crate::results::set::ResultSet;
 
 pub fn groups(set: &ResultSet) -> Vec<Group<'_>> {
-    let mut out: Vec<Group> = Vec::new();
-    for c in &set.results.cells {
-        let open = c.offered_rate_per_s.is_some();
-        match out
-            .iter_mut()
-            .find(|g| g.scenario == c.scenario && g.profile == c.profile && g.open == open)
-        {
-            Some(g) => g.cells.push(c),
-            None => out.push(Group {
-                scenario: c.scenario.clone(),
-                profile: c.profile.clone(),
-                open,
-                cells: vec![c],
-            }),
-        }
-    }
-    out
+    group::groups(&set.results.cells)
 }
 
 /// Position on the load axis: connections (closed loop) or offered req/s (open loop).

@@ -4,17 +4,14 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::compare::export::value;
-use crate::compare::input::ResultSet;
-use crate::compare::metric::Unit;
-use crate::export::markdown::mib;
 use crate::results::schema::{CellStatus, CellSummary};
-use crate::stats;
+use crate::results::set::ResultSet;
+use crate::results::stats;
+use crate::results::units::{Unit, mib_cell, micros_brief, value};
 
 use super::charts::{Chart, Kind};
 use super::data::groups;
-use super::readme::link;
-use super::style;
+use crate::readme::link;
 
 /// The scenario named "ping" if there is one, else the first closed-loop scenario; its
 /// first profile.
@@ -129,7 +126,7 @@ Peak = the load level with the highest mean req/s; ± = half-width of the 95 % S
                     c.level.clone(),
                     c.latency
                         .as_ref()
-                        .map_or_else(dash, |l| style::micros(l.p99_us as f64)),
+                        .map_or_else(dash, |l| micros_brief(l.p99_us as f64)),
                     c.server_cpu_us_per_request
                         .as_ref()
                         .map_or_else(dash, |s| format!("{:.1} µs", s.mean)),
@@ -147,9 +144,9 @@ Peak = the load level with the highest mean req/s; ± = half-width of the 95 % S
         let _ = writeln!(
             o,
             "| {s} | {rate} | {at} | {p99} | {cpu} | {} | {} | {} |",
-            startup.map_or_else(dash, style::micros),
-            idle.map_or_else(dash, mib),
-            peak_rss.map_or_else(dash, |b| mib(b as f64)),
+            startup.map_or_else(dash, micros_brief),
+            idle.map_or_else(dash, mib_cell),
+            peak_rss.map_or_else(dash, |b| mib_cell(b as f64)),
         );
     }
     let _ = writeln!(o);

@@ -7,7 +7,6 @@ pub mod data;
 pub mod headline;
 pub mod open_loop;
 pub mod palette;
-pub mod readme;
 pub mod results_md;
 pub mod spectrum;
 pub mod style;
@@ -19,7 +18,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
-use crate::compare::input;
+use crate::readme;
+use crate::results::set;
 use crate::results::store::write_atomic;
 
 #[derive(Debug, Clone, Args)]
@@ -38,7 +38,7 @@ pub struct ReportArgs {
 
 /// Writes the plots and results.md; returns the charts written.
 pub fn write(
-    set: &input::ResultSet,
+    set: &set::ResultSet,
     latency_level: Option<&str>,
 ) -> anyhow::Result<Vec<charts::Chart>> {
     let charts = charts::all(set, latency_level)?;
@@ -62,7 +62,7 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         readme::replace(&text, readme::REFERENCE, "")
             .map_err(|e| anyhow::anyhow!("{}: {e}", readme.display()))?;
     }
-    let set = input::load(&args.run)?;
+    let set = set::load(&args.run)?;
     let charts = write(&set, args.latency_level.as_deref())?;
     for c in &charts {
         println!("wrote {}", set.dir.join(&c.file).display());

@@ -5,6 +5,7 @@ use plotters::prelude::*;
 
 use super::palette::colour;
 use super::style::{self, swatch};
+use crate::results::units::{micros_brief, rate_brief};
 
 /// (offered req/s, p50 µs, p99 µs) per level.
 pub struct Series {
@@ -28,8 +29,8 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
         style::mesh(&mut chart)
             .x_desc("offered rate (requests per second)")
             .y_desc("latency from intended send (thick p99, thin p50)")
-            .x_label_formatter(&|x| style::rate(*x))
-            .y_label_formatter(&|y| style::micros(*y))
+            .x_label_formatter(&|x| rate_brief(*x))
+            .y_label_formatter(&|y| micros_brief(*y))
             .draw()?;
         for s in series {
             let c = colour(&s.service);

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use crate::compare::input::ResultSet;
 use crate::export::markdown;
+use crate::results::group::runtimes_by_service;
+use crate::results::set::ResultSet;
 
 use super::charts::{Chart, by_kind};
 
@@ -30,11 +31,7 @@ pub fn render(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
             set.dir.display()
         )
     })?;
-    let mut page = markdown::render(
-        run,
-        &set.results,
-        &markdown::runtimes_by_service(set.cells.values()),
-    );
+    let mut page = markdown::render(run, &set.results, &runtimes_by_service(set.cells.values()));
     page.extend_from_slice(b"\n");
     page.extend_from_slice(plots_section(charts).as_bytes());
     Ok(page)

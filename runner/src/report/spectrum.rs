@@ -7,6 +7,7 @@ use plotters::prelude::*;
 
 use super::palette::colour;
 use super::style::{self, swatch};
+use crate::results::units::micros_brief;
 
 pub struct Series {
     pub service: String,
@@ -70,7 +71,7 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
             .x_desc("percentile")
             .y_desc("latency (log scale)")
             .x_label_formatter(&|x| pct_label(*x))
-            .y_label_formatter(&|y| style::micros(*y))
+            .y_label_formatter(&|y| micros_brief(*y))
             .draw()?;
         for (service, pts) in curves {
             let c = colour(&service);

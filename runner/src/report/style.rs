@@ -107,30 +107,3 @@ where
     )?;
     Ok(())
 }
-
-pub fn rate(x: f64) -> String {
-    if x >= 1_000_000.0 {
-        format!("{:.1}M", x / 1e6)
-    } else if x >= 1000.0 {
-        format!("{:.0}k", x / 1000.0)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-pub fn micros(us: f64) -> String {
-    if us >= 1000.0 {
-        format!("{} ms", trim(us / 1000.0))
-    } else {
-        format!("{} µs", trim(us))
-    }
-}
-
-/// Few significant digits for axis labels: 1, 2.5, 10, 250.
-fn trim(x: f64) -> String {
-    if x >= 10.0 || x.fract().abs() < 1e-9 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
-}

@@ -5,6 +5,7 @@ use plotters::prelude::*;
 
 use super::palette::colour;
 use super::style::{self, error_bars, swatch};
+use crate::results::units::rate_brief;
 
 /// One measured point: load-axis position, mean, CI (equal to the mean when n < 2).
 #[derive(Debug, Clone)]
@@ -44,7 +45,7 @@ pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
             .x_desc("connections (log scale)")
             .y_desc("requests per second (mean, bars = 95 % CI; services offset slightly)")
             .x_label_formatter(&|x| format!("{:.0}", x.exp2()))
-            .y_label_formatter(&|y| style::rate(*y))
+            .y_label_formatter(&|y| rate_brief(*y))
             .draw()?;
         for (i, s) in series.iter().enumerate() {
             let c = colour(&s.service);

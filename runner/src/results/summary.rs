@@ -3,8 +3,8 @@
 use loadgen::LoadModel;
 
 use super::schema::{CellResult, CellSummary, LatencySummary};
-use crate::flags;
-use crate::stats::{median, summarize};
+use crate::results::stats::{median, summarize};
+use crate::results::suspect;
 
 fn med_u64(xs: impl Iterator<Item = u64>) -> u64 {
     let v: Vec<f64> = xs.map(|x| x as f64).collect();
@@ -62,7 +62,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         .collect();
     let throttled = sum_measured(reps.iter().map(|r| r.cgroup.as_ref()?.nr_throttled));
     let ooms = sum_measured(reps.iter().map(|r| r.cgroup.as_ref()?.oom_kills));
-    let reasons = flags::suspect_reasons(c);
+    let reasons = suspect::suspect_reasons(c);
     CellSummary {
         key: c.cell.key.clone(),
         service: c.cell.service.clone(),

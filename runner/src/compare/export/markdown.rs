@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::super::model::Comparison;
-use super::super::test::Verdict;
+use super::super::welch::Verdict;
 use super::{
     change, machine_line, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
 };

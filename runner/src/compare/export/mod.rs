@@ -5,24 +5,9 @@ pub mod json;
 pub mod markdown;
 pub mod terminal;
 
-use super::metric::Unit;
 use super::model::{CellComparison, Comparison, MetricComparison};
-use super::test::Verdict;
-
-/// A metric value in its unit, compact: "12.3k", "812 µs", "1.25 ms", "7.4 MiB".
-pub fn value(unit: Unit, x: f64) -> String {
-    match unit {
-        Unit::PerSecond if x >= 10_000.0 => format!("{:.1}k", x / 1000.0),
-        Unit::PerSecond if x >= 1000.0 => format!("{:.2}k", x / 1000.0),
-        Unit::PerSecond => format!("{x:.1}"),
-        Unit::Micros if x >= 10_000.0 => format!("{:.1} ms", x / 1000.0),
-        Unit::Micros if x >= 1000.0 => format!("{:.2} ms", x / 1000.0),
-        Unit::Micros if x >= 100.0 => format!("{x:.0} µs"),
-        Unit::Micros if x >= 10.0 => format!("{x:.1} µs"),
-        Unit::Micros => format!("{x:.2} µs"),
-        Unit::Bytes => format!("{:.2} MiB", x / 1_048_576.0),
-    }
-}
+use super::welch::Verdict;
+use crate::results::units::value;
 
 pub fn side_value(m: &MetricComparison, old: bool) -> String {
     let s = if old { &m.old } else { &m.new };

@@ -3,7 +3,7 @@
 use loadgen::LoadModel;
 
 use crate::results::schema::{CellResult, CellStatus};
-use crate::stats;
+use crate::results::stats;
 
 /// Run-to-run spread above which throughput is called noisy.
 pub const MAX_CV: f64 = 0.05;

@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::metric::{Metric, Sample};
-use crate::stats::t_975;
+use crate::results::stats::t_975;
 
 /// The difference of means, new − old, with its 95 % Welch interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]

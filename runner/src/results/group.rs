@@ -1,0 +1,87 @@
+//! Cells arranged the way tables and charts show them: one group per (scenario, profile,
+//! open or closed loop), services and load levels in first-seen order (the plan's order, so
+//! every output lists them alike).
+
+use std::collections::BTreeMap;
+
+use super::schema::{CellResult, CellSummary};
+
+/// Cells of one (scenario, profile), closed or open loop.
+pub struct Group<'a> {
+    pub scenario: String,
+    pub profile: String,
+    pub open: bool,
+    pub cells: Vec<&'a CellSummary>,
+}
+
+impl<'a> Group<'a> {
+    /// Services in first-seen order.
+    pub fn services(&self) -> Vec<String> {
+        first_seen(self.cells.iter().map(|c| &c.service))
+    }
+
+    /// Load level labels in first-seen order.
+    pub fn levels(&self) -> Vec<String> {
+        first_seen(self.cells.iter().map(|c| &c.level))
+    }
+
+    /// The cell of `service` at `level`, if the group has one.
+    pub fn cell(&self, service: &str, level: &str) -> Option<&'a CellSummary> {
+        self.cells
+            .iter()
+            .find(|c| c.service == service && c.level == level)
+            .copied()
+    }
+}
+
+/// Groups in first-seen order.
+pub fn groups(cells: &[CellSummary]) -> Vec<Group<'_>> {
+    let mut out: Vec<Group> = Vec::new();
+    for c in cells {
+        let open = c.offered_rate_per_s.is_some();
+        match out
+            .iter_mut()
+            .find(|g| g.scenario == c.scenario && g.profile == c.profile && g.open == open)
+        {
+            Some(g) => g.cells.push(c),
+            None => out.push(Group {
+                scenario: c.scenario.clone(),
+                profile: c.profile.clone(),
+                open,
+                cells: vec![c],
+            }),
+        }
+    }
+    out
+}
+
+/// Distinct values in first-seen order.
+pub fn first_seen<'s>(values: impl IntoIterator<Item = &'s String>) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for x in values {
+        if !v.contains(x) {
+            v.push(x.clone());
+        }
+    }
+    v
+}
+
+/// service → "runtime version / io driver" from the first start-up line seen in `cells`.
+pub fn runtimes_by_service<'a>(
+    cells: impl IntoIterator<Item = &'a CellResult>,
+) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for c in cells {
+        if let Some(b) = &c.banner {
+            m.entry(c.cell.service.clone()).or_insert_with(|| {
+                format!(
+                    "{} {} / {}",
+                    b.runtime.as_deref().unwrap_or("?"),
+                    b.runtime_version.as_deref().unwrap_or(""),
+                    b.io_driver.as_deref().unwrap_or("?")
+                )
+            });
+        }
+    }
+    m
+}
