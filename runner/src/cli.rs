@@ -1,9 +1,11 @@
-//! Command line (clap derive). Adding a subcommand (`compare`, `report`) = one enum variant
-//! plus one match arm in main.rs.
+//! Command line (clap derive): every subcommand's arguments. Adding a subcommand = one enum
+//! variant here, one file in `cmd/` and one match arm in main.rs.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::plan;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,9 +25,9 @@ pub enum Command {
     /// Print the expanded cells and the time estimate without running anything.
     Plan(SelectArgs),
     /// Compare two result sets cell by cell: ratio, 95 % CI of the change, verdict.
-    Compare(crate::compare::CompareArgs),
+    Compare(CompareArgs),
     /// Write SVG plots and results.md for a run (optionally the README reference section).
-    Report(crate::report::ReportArgs),
+    Report(ReportArgs),
 }
 
 /// Which matrix file and which part of it.
@@ -41,6 +43,16 @@ pub struct SelectArgs {
     /// any of them. Repeatable; different dimensions combine with AND.
     #[arg(long, value_name = "FILTER")]
     pub only: Vec<String>,
+}
+
+impl SelectArgs {
+    /// Which part of the matrix the plan expands.
+    pub fn plan_options(&self) -> plan::Options {
+        plan::Options {
+            quick: self.quick,
+            only: self.only.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -59,4 +71,49 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run directory (results/<run-id>) or its results.json.
+    pub old: PathBuf,
+    /// The candidate: a run directory or its results.json.
+    pub new: PathBuf,
+    /// Changes smaller than this (percent) are "no change" even when significant.
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub noise_pct: f64,
+    /// Compare even when hardware, load generator, load model, pinning or limits differ
+    /// (the output header says so).
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    pub format: Format,
+    /// Exit with status 1 if any metric got significantly worse by at least PCT percent.
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+    /// Replace the text between the pingmatrix:compare markers of this file with the
+    /// Markdown comparison.
+    #[arg(long, value_name = "FILE")]
+    pub readme: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Terminal,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// The run directory (results/<run-id>) or its results.json.
+    pub run: PathBuf,
+    /// Replace the text between the pingmatrix:reference markers of this file with the
+    /// headline table and links to two plots.
+    #[arg(long, value_name = "FILE")]
+    pub readme: Option<PathBuf>,
+    /// Load level for the latency spectra (e.g. c64); default: the highest level every
+    /// service of a scenario reached.
+    #[arg(long, value_name = "LEVEL")]
+    pub latency_level: Option<String>,
 }

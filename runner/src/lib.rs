@@ -7,6 +7,7 @@
 pub mod binaries;
 pub mod cell;
 pub mod cli;
+pub mod cmd;
 pub mod compare;
 pub mod config;
 pub mod env;
@@ -20,6 +21,5 @@ pub mod progress;
 pub mod readme;
 pub mod report;
 pub mod results;
-pub mod run;
 pub mod sample;
 pub mod service;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use runner::config::cpus::allowed_cpus;
+use runner::limits::cpus::allowed_cpus;
 use runner::results::schema::{CellResult, CellStatus, ResultsFile, RunRecord, RunStatus};
 
 fn bin_dir() -> PathBuf {

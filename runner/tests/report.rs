@@ -57,7 +57,7 @@ fn every_chart_is_valid_svg_with_title_legend_and_fixed_colours() {
     let d = scratch("report-charts");
     let run = write_run(&d, "run", &MACHINE, &full_matrix());
     let set = load(&run).unwrap();
-    let charts = runner::report::write(&set, None).unwrap();
+    let charts = runner::cmd::report::write(&set, None).unwrap();
     let kinds: Vec<Kind> = charts.iter().map(|c| c.kind).collect();
     for k in [
         Kind::Throughput,
@@ -136,7 +136,7 @@ fn every_chart_is_valid_svg_with_title_legend_and_fixed_colours() {
 fn latency_level_can_be_chosen() {
     let d = scratch("report-level");
     let run = write_run(&d, "run", &MACHINE, &full_matrix());
-    let charts = runner::report::write(&load(&run).unwrap(), Some("c16")).unwrap();
+    let charts = runner::cmd::report::write(&load(&run).unwrap(), Some("c16")).unwrap();
     assert!(
         charts
             .iter()

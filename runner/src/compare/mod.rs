@@ -1,9 +1,6 @@
-//! `matrix compare <old> <new>`: pairs the cells of two committed result sets and says,
-//! per metric, whether the change is real (95 % Welch interval of the difference excludes
-//! zero and exceeds a noise threshold) or noise — refusing when the runs are not comparable.
-//!
-//! Exit status: 0 compared; 1 `--fail-on-regression` found a regression; 2 error or refusal
-//! (the binary's error path).
+//! Comparing two result sets: pairs their cells and says, per metric, whether the change is
+//! real (95 % Welch interval of the difference excludes zero and exceeds a noise threshold)
+//! or noise — refusing when the runs are not comparable. `cmd::compare` is the subcommand.
 
 pub mod comparable;
 pub mod export;
@@ -12,50 +9,13 @@ pub mod metric;
 pub mod model;
 pub mod welch;
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
-use std::process::ExitCode;
-
-use clap::{Args, ValueEnum};
-
 use self::model::{CellComparison, Comparison, MetricComparison, Side};
 use self::welch::Verdict;
 use crate::results::schema::CellStatus;
-use crate::results::set::{self, ResultSet};
+use crate::results::set::ResultSet;
 
 pub const METHOD: &str = "Welch's t on the per-repetition values (per-start for startup and idle RSS): \
 95 % CI of the difference of means, relative to the old mean";
-
-#[derive(Debug, Clone, Args)]
-pub struct CompareArgs {
-    /// The baseline: a run directory (results/<run-id>) or its results.json.
-    pub old: PathBuf,
-    /// The candidate: a run directory or its results.json.
-    pub new: PathBuf,
-    /// Changes smaller than this (percent) are "no change" even when significant.
-    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
-    pub noise_pct: f64,
-    /// Compare even when hardware, load generator, load model, pinning or limits differ
-    /// (the output header says so).
-    #[arg(long)]
-    pub force: bool,
-    #[arg(long, value_enum, default_value_t = Format::Terminal)]
-    pub format: Format,
-    /// Exit with status 1 if any metric got significantly worse by at least PCT percent.
-    #[arg(long, value_name = "PCT")]
-    pub fail_on_regression: Option<f64>,
-    /// Replace the text between the pingmatrix:compare markers of this file with the
-    /// Markdown comparison.
-    #[arg(long, value_name = "FILE")]
-    pub readme: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Terminal,
-    Markdown,
-    Json,
-}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -172,62 +132,4 @@ fn side(s: &ResultSet) -> Side {
         loadgen_version: env.and_then(|e| e.loadgen_version.clone()),
         git_commit: env.and_then(|e| e.source.git_commit.clone()),
     }
-}
-
-/// The subcommand: load, compare, render, optionally update a README, exit status.
-pub fn cmd(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(
-        args.noise_pct.is_finite() && args.noise_pct >= 0.0,
-        "--noise-pct must be a non-negative number of percent (got {})",
-        args.noise_pct
-    );
-    if let Some(p) = args.fail_on_regression {
-        anyhow::ensure!(
-            p.is_finite() && p >= 0.0,
-            "--fail-on-regression must be a non-negative number of percent (got {p})"
-        );
-    }
-    anyhow::ensure!(
-        args.readme.is_none() || args.format == Format::Markdown,
-        "--readme needs --format markdown (the README gets the Markdown table)"
-    );
-    let old = set::load(&args.old)?;
-    let new = set::load(&args.new)?;
-    let c = compare(
-        &old,
-        &new,
-        Options {
-            noise_pct: args.noise_pct,
-            force: args.force,
-        },
-    )?;
-    let out = match args.format {
-        Format::Terminal => {
-            let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            export::terminal::render(&c, colour)
-        }
-        Format::Markdown => export::markdown::render(&c),
-        Format::Json => export::json::render(&c)?,
-    };
-    if let Some(readme) = &args.readme {
-        crate::readme::update_file(readme, crate::readme::COMPARE, &out)?;
-        eprintln!("updated the compare section of {}", readme.display());
-    } else {
-        print!("{out}");
-    }
-    if let Some(pct) = args.fail_on_regression {
-        let reg = c.regressions(pct);
-        if !reg.is_empty() {
-            for (cell, m) in &reg {
-                eprintln!(
-                    "regression: {} {} {:+.1} %",
-                    cell.id,
-                    m.metric.label(),
-                    m.difference.as_ref().map_or(0.0, |d| d.change_pct)
-                );
-            }
-            return Ok(ExitCode::from(1));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }

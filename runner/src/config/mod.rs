@@ -1,6 +1,5 @@
 //! The matrix file: its TOML schema, validation, and the validated `Matrix` the plan uses.
 
-pub mod cpus;
 pub mod schema;
 pub mod validate;
 

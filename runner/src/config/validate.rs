@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use loadgen::LoadModel;
 use toml::Spanned;
 
-use super::cpus::{allowed_cpus, format_cpus, parse_cpus};
 use super::schema::{Load, MatrixFile, ModelKind};
 use super::{Level, Matrix, ProfileDef, QuickDef, ScenarioDef, ServiceDef, Timing};
 use crate::binaries::resolve_binary;
+use crate::limits::cpus::{allowed_cpus, format_cpus, parse_cpus};
 use crate::results::schema::ProfileLimits;
 
 /// One problem in the matrix file, located.

@@ -2,7 +2,7 @@
 
 use sysinfo::System;
 
-use crate::limits::{CgroupVersion, cgroup_version};
+use super::cgroup::{self, CgroupVersion};
 use crate::results::schema::{CgroupEnv, Hardware, IoUringEnv, NetEnv, Os};
 
 fn read(path: &str) -> Option<String> {
@@ -72,7 +72,7 @@ pub fn os() -> Os {
 
 pub fn cgroup() -> CgroupEnv {
     CgroupEnv {
-        version: match cgroup_version() {
+        version: match cgroup::version() {
             CgroupVersion::V1 => "v1",
             CgroupVersion::V2 => "v2",
             CgroupVersion::None => "none",

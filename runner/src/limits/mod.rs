@@ -10,9 +10,9 @@
 //! what they share — quota arithmetic, reading back the applied values, the applied-limits
 //! record, parsing `/proc/self/cgroup` and counter files — lives here.
 
-pub mod affinity;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
+pub mod cpus;
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -21,6 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use nix::sched::sched_setaffinity;
+use nix::unistd::Pid;
+
+use crate::env::cgroup::{CGROUP_ROOT, CgroupVersion};
 use crate::results::schema::{AppliedLimits, CgroupCounters};
 
 /// What one process should be confined to.
@@ -34,30 +38,6 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct Unsupported(pub String);
-
-/// Which cgroup hierarchy this machine offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CgroupVersion {
-    V1,
-    V2,
-    None,
-}
-
-pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
-
-pub fn cgroup_version() -> CgroupVersion {
-    let root = Path::new(CGROUP_ROOT);
-    if root.join("cgroup.controllers").exists() {
-        CgroupVersion::V2
-    } else if root.join("cpu").exists()
-        || root.join("cpuset").exists()
-        || root.join("memory").exists()
-    {
-        CgroupVersion::V1
-    } else {
-        CgroupVersion::None
-    }
-}
 
 /// A unique child-group name for this runner process.
 pub fn group_name(role: &str) -> String {
@@ -89,7 +69,7 @@ pub struct Confinement {
 /// affinity always.
 pub fn confine(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
     let needs_cgroup = req.cpu_quota.is_some() || req.memory_max_bytes.is_some();
-    let attempt = match cgroup_version() {
+    let attempt = match crate::env::cgroup::version() {
         CgroupVersion::V1 => cgroup_v1::create(role, req),
         CgroupVersion::V2 => cgroup_v2::create(role, req),
         CgroupVersion::None => Err(Unsupported(format!(
@@ -136,7 +116,7 @@ impl Confinement {
     /// Installs process-group, cgroup attach, affinity and parent-death signal into `cmd`.
     pub fn install(&self, cmd: &mut Command) {
         let procs = self.procs_files.clone();
-        let set = self.affinity.as_deref().map(affinity::cpu_set);
+        let set = self.affinity.as_deref().map(cpus::cpu_set);
         cmd.process_group(0);
         // SAFETY: only async-signal-safe calls (open/write/close/sched_setaffinity/prctl) on
         // data prepared before fork; nothing allocates.
@@ -153,10 +133,8 @@ impl Confinement {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
-                if let Some(set) = &set
-                    && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
+                if let Some(set) = &set {
+                    sched_setaffinity(Pid::from_raw(0), set).map_err(std::io::Error::from)?;
                 }
                 // No orphans even if the runner itself is SIGKILLed.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);

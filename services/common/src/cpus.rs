@@ -1,24 +1,22 @@
 //! The CPUs this process may run on: the affinity mask (which already reflects a cgroup cpuset),
-//! not the machine's CPU count.
+//! not the machine's CPU count. The one reader of the mask: the runner uses it too, and
+//! loadgen reads its own through the same `nix` call.
+
+use nix::sched::{CpuSet, sched_getaffinity};
+use nix::unistd::Pid;
 
 /// CPU ids in this thread's affinity mask, ascending. Falls back to `0..available_parallelism`
 /// if the mask cannot be read.
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most size_of::<cpu_set_t>()
-    // bytes into it, and CPU_ISSET only reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect();
-            if !cpus.is_empty() {
-                return cpus;
-            }
-        }
+    let from_mask = sched_getaffinity(Pid::from_raw(0)).map(|set| {
+        (0..CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect::<Vec<usize>>()
+    });
+    match from_mask {
+        Ok(cpus) if !cpus.is_empty() => cpus,
+        _ => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
     }
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (0..n).collect()
 }
 
 /// Number of CPUs this process may run on (at least 1).

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use sha2::{Digest, Sha256};
 
@@ -24,10 +25,26 @@ use crate::sample::now_unix_us;
 
 /// How the run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RunEnd {
     AllOk,
     SomeFailed,
     Interrupted,
+}
+
+impl RunEnd {
+    /// 0 all cells ok, 1 some cell failed, 130 interrupted (README's exit status table).
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            RunEnd::AllOk => ExitCode::SUCCESS,
+            RunEnd::SomeFailed => ExitCode::from(1),
+            RunEnd::Interrupted => ExitCode::from(130),
+        }
+    }
+}
+
+/// `matrix run`: the whole run, then its exit status.
+pub fn cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    run(args).map(RunEnd::exit_code)
 }
 
 /// UTC timestamp for run ids: 2026-11-30T13-05-00Z.
@@ -112,17 +129,13 @@ fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
     Ok((store, run, m, plan))
 }
 
-pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
+pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
     interrupt::install();
     let (store, mut run, m, plan) = match &args.resume {
         Some(dir) => resume_run(dir)?,
         None => {
             let m = config::load(&args.select.config, exe_dir().as_deref())?;
-            let opts = Options {
-                quick: args.select.quick,
-                only: args.select.only.clone(),
-            };
-            let plan = plan::expand(&m, &opts)?;
+            let plan = plan::expand(&m, &args.select.plan_options())?;
             let (store, run) = start_run(args, &m, &plan)?;
             (store, run, m, plan)
         }
@@ -194,7 +207,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     };
     let outcome = export_all(&store, &mut run, &plan, status, drift)?;
     Ok(if status == RunStatus::Interrupted {
-        Outcome::Interrupted
+        RunEnd::Interrupted
     } else {
         outcome
     })
@@ -240,7 +253,7 @@ pub fn export_all(
     plan: &Plan,
     status: RunStatus,
     drift: Option<Drift>,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<RunEnd> {
     let cells: Vec<CellResult> = plan
         .cells()
         .filter_map(|c| store.read_cell(&c.key))
@@ -263,9 +276,9 @@ pub fn export_all(
         )
     });
     Ok(if failed {
-        Outcome::SomeFailed
+        RunEnd::SomeFailed
     } else {
-        Outcome::AllOk
+        RunEnd::AllOk
     })
 }
 

@@ -1,4 +1,7 @@
-//! CPU lists ("0", "0-3", "0,2-3"): parsing, printing, and which CPUs this process may use.
+//! CPU lists ("0", "0-3", "0,2-3"): parsing, printing, which CPUs this process may use, and
+//! the affinity mask a child is pinned with.
+
+use nix::sched::CpuSet;
 
 /// Parses a Linux-style CPU list into sorted, unique CPU numbers.
 pub fn parse_cpus(s: &str) -> Result<Vec<u32>, String> {
@@ -46,13 +49,22 @@ pub fn format_cpus(cpus: &[u32]) -> String {
     parts.join(",")
 }
 
-/// CPUs in this process's affinity mask (what a child may be pinned to); the services read
-/// theirs the same way.
+/// CPUs in this process's affinity mask (what a child may be pinned to); the services and
+/// loadgen read theirs the same way.
 pub fn allowed_cpus() -> Vec<u32> {
     ping_common::cpus::allowed_cpus()
         .into_iter()
         .map(|c| c as u32)
         .collect()
+}
+
+/// The affinity mask for `sched_setaffinity`; CPUs beyond the mask's size are left out.
+pub fn cpu_set(cpus: &[u32]) -> CpuSet {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        let _ = set.set(c as usize);
+    }
+    set
 }
 
 #[cfg(test)]
@@ -78,5 +90,13 @@ mod tests {
     #[test]
     fn allowed_cpus_non_empty() {
         assert!(!allowed_cpus().is_empty());
+    }
+
+    #[test]
+    fn cpu_set_holds_exactly_the_listed_cpus() {
+        let set = cpu_set(&[0, 2, 100_000]);
+        assert_eq!(set.is_set(0), Ok(true));
+        assert_eq!(set.is_set(1), Ok(false));
+        assert_eq!(set.is_set(2), Ok(true));
     }
 }

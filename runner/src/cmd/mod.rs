@@ -1,0 +1,8 @@
+//! The subcommands, one file each: they compose the library layers (config → plan → run →
+//! results → export/report/compare) and decide what is written where and the exit status.
+//! Nothing below imports from here.
+
+pub mod compare;
+pub mod plan;
+pub mod report;
+pub mod run;

@@ -1,0 +1,67 @@
+//! `matrix report <run>`: SVG plots under `<run>/plots/`, results.md regenerated with the
+//! plots linked, and optionally the README's reference section rewritten from results.json.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::cli::ReportArgs;
+use crate::export::markdown;
+use crate::readme;
+use crate::report::{self, charts::Chart, plots_md::plots_section};
+use crate::results::group::runtimes_by_service;
+use crate::results::set::{self, ResultSet};
+use crate::results::store::write_atomic;
+
+/// results.md: the runner's own page plus the section linking every plot.
+fn results_md(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
+    let run = set.run.as_ref().ok_or_else(|| {
+        anyhow::anyhow!(
+            "{} holds no run.json: results.md needs the run record",
+            set.dir.display()
+        )
+    })?;
+    let mut page = markdown::render(run, &set.results, &runtimes_by_service(set.cells.values()));
+    page.extend_from_slice(b"\n");
+    page.extend_from_slice(plots_section(charts).as_bytes());
+    Ok(page)
+}
+
+/// Writes the plots and results.md; returns the charts written.
+pub fn write(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec<Chart>> {
+    let charts = report::charts::all(set, latency_level)?;
+    let dir = set.dir.join("plots");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for c in &charts {
+        write_atomic(&set.dir.join(&c.file), c.svg.as_bytes())?;
+    }
+    write_atomic(&set.dir.join("results.md"), &results_md(set, &charts)?)?;
+    Ok(charts)
+}
+
+pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    // Check the README before spending time on plots: a missing marker is the likely error.
+    if let Some(readme) = &args.readme {
+        let text = std::fs::read_to_string(readme)
+            .with_context(|| format!("reading {}", readme.display()))?;
+        readme::replace(&text, readme::REFERENCE, "")
+            .map_err(|e| anyhow::anyhow!("{}: {e}", readme.display()))?;
+    }
+    let set = set::load(&args.run)?;
+    let charts = write(&set, args.latency_level.as_deref())?;
+    for c in &charts {
+        println!("wrote {}", set.dir.join(&c.file).display());
+    }
+    println!("wrote {}", set.dir.join("results.md").display());
+    if let Some(readme) = &args.readme {
+        let readme_dir = readme
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let section = report::headline::render(&set, &charts, readme_dir)?;
+        readme::update_file(readme, readme::REFERENCE, &section)?;
+        println!("updated the reference section of {}", readme.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
