@@ -1,4 +1,4 @@
-//! One repetition of one cell, start to finish: confine → spawn → first 200 → banner →
+//! One repetition of one cell, start to finish: confine → spawn → first 200 → start-up line →
 //! verify → idle RSS → load (warm-up + measured window) with CPU/RSS sampling → stop →
 //! port check. Every failure is recorded on the cell with its stage, reason and the
 //! service's stderr tail; the matrix goes on.
@@ -20,7 +20,7 @@ use crate::results::schema::{
 };
 use crate::results::summary::summarize_cell;
 use crate::sample::{self, Sampler};
-use crate::service::{banner, spawn, startup, stop, verify};
+use crate::service::{spawn, startup, startup_line, stop, verify};
 
 /// What a repetition needs from the run.
 pub struct Ctx<'a> {
@@ -37,7 +37,7 @@ pub fn new_result(run_id: &str, cell: &CellSpec) -> CellResult {
         cell: cell.clone(),
         status: CellStatus::Partial,
         failure: None,
-        banner: None,
+        startup_line: None,
         limits: None,
         verification: vec![],
         starts: vec![],
@@ -216,13 +216,13 @@ pub fn run_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
             return None;
         }
     }
-    // 2. banner + verification
-    let banner = banner::read(&proc, Duration::from_millis(500));
+    // 2. start-up line + verification
+    let line = startup_line::read(&proc, Duration::from_millis(500));
     let mut checks: Vec<EndpointCheck> = verify::verify(addr, &cell.path, Duration::from_secs(2));
-    match banner {
+    match line {
         Ok(b) => {
-            if res.banner.is_none() {
-                res.banner = Some(b);
+            if res.startup_line.is_none() {
+                res.startup_line = Some(b);
             }
         }
         Err(e) => checks.push(EndpointCheck {

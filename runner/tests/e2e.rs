@@ -265,7 +265,11 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
         "{:?}",
         ok.verification
     );
-    assert!(ok.banner.as_ref().is_some_and(|b| b.runtime.is_some()));
+    assert!(
+        ok.startup_line
+            .as_ref()
+            .is_some_and(|b| !b.runtime.is_empty())
+    );
     assert_eq!(ok.starts.len(), 2);
     assert!(
         ok.starts

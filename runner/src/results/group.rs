@@ -72,14 +72,9 @@ pub fn runtimes_by_service<'a>(
 ) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     for c in cells {
-        if let Some(b) = &c.banner {
+        if let Some(b) = &c.startup_line {
             m.entry(c.cell.service.clone()).or_insert_with(|| {
-                format!(
-                    "{} {} / {}",
-                    b.runtime.as_deref().unwrap_or("?"),
-                    b.runtime_version.as_deref().unwrap_or(""),
-                    b.io_driver.as_deref().unwrap_or("?")
-                )
+                format!("{} {} / {}", b.runtime, b.runtime_version, b.io_driver)
             });
         }
     }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use loadgen::{LoadModel, Report};
+use ping_common::startup::StartupLine;
 use serde::{Deserialize, Serialize};
 
 /// Version of run.json, cell files and results.json.
@@ -198,8 +199,10 @@ pub struct CellResult {
     pub status: CellStatus,
     /// Why the cell failed / is unsupported / was interrupted.
     pub failure: Option<Failure>,
-    /// The service's start-up JSON line from its first start.
-    pub banner: Option<Banner>,
+    /// The service's start-up line from its first start (the contract's type). Stored under
+    /// `banner`, the name cell files have always used.
+    #[serde(rename = "banner", deserialize_with = "startup_line_lenient")]
+    pub startup_line: Option<StartupLine>,
     /// How the profile was applied (or why it could not be).
     pub limits: Option<AppliedLimits>,
     /// Endpoint verification on the first start (TechEmpower-style).
@@ -242,24 +245,22 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// The service's start-up line, parsed where the contract names fields, raw otherwise.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Banner {
-    pub service: Option<String>,
-    pub runtime: Option<String>,
-    pub runtime_version: Option<String>,
-    pub model: Option<String>,
-    pub io_driver: Option<String>,
-    pub workers: Option<u64>,
-    pub listen: Option<String>,
-    pub deviations: Vec<Deviation>,
-    pub raw: serde_json::Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Deviation {
-    pub id: String,
-    pub detail: String,
+/// Reads a recorded start-up line. Cell files written before the runner used ping-common's
+/// type held the contract's fields as options plus the line verbatim under `raw`; for those
+/// the verbatim line is parsed.
+fn startup_line_lenient<'de, D>(d: D) -> Result<Option<StartupLine>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let Some(mut v) = Option::<serde_json::Value>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if let Some(raw) = v.get_mut("raw") {
+        v = raw.take();
+    }
+    serde_json::from_value(v)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -441,4 +442,34 @@ pub struct Drift {
     pub rerun_cpu_us_per_request: Option<f64>,
     pub cpu_us_per_request_drift_pct: Option<f64>,
     pub note: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Holder {
+        #[serde(deserialize_with = "startup_line_lenient")]
+        banner: Option<StartupLine>,
+    }
+
+    const LINE: &str = r#"{"service":"ping-monoio","runtime":"monoio","runtime_version":"0.2.4","http":"httparse","model":"thread-per-core","workers":2,"io_driver":"io_uring","pid":1,"listen":"127.0.0.1:1","server_header":"ping-monoio","pinned":true,"allowed_cpus":[0,1],"deviations":[{"id":"x","detail":"y"}]}"#;
+
+    #[test]
+    fn start_up_line_reads_in_both_recorded_forms() {
+        let now: Holder = serde_json::from_str(&format!(r#"{{"banner":{LINE}}}"#)).unwrap();
+        // The form cell files had before: contract fields as options, the line under `raw`.
+        let before = format!(
+            r#"{{"banner":{{"service":"ping-monoio","runtime":null,"workers":2,"deviations":[],"raw":{LINE}}}}}"#
+        );
+        let before: Holder = serde_json::from_str(&before).unwrap();
+        let line = now.banner.unwrap();
+        assert_eq!(line.io_driver, "io_uring");
+        assert_eq!(line.deviations[0].id, "x");
+        assert_eq!(before.banner, Some(line));
+        let none: Holder = serde_json::from_str(r#"{"banner":null}"#).unwrap();
+        assert!(none.banner.is_none());
+        assert!(serde_json::from_str::<Holder>(r#"{"banner":{"service":"x"}}"#).is_err());
+    }
 }

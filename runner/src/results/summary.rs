@@ -94,7 +94,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         verification_passed: (!c.verification.is_empty())
             .then(|| c.verification.iter().all(|v| v.passed)),
         deviations: c
-            .banner
+            .startup_line
             .as_ref()
             .map(|b| b.deviations.iter().map(|d| d.id.clone()).collect())
             .unwrap_or_default(),

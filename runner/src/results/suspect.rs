@@ -88,8 +88,8 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
             MAX_CV * 100.0
         ));
     }
-    if let Some(w) = cell.banner.as_ref().and_then(|b| b.workers)
-        && w != u64::from(spec.limits.workers)
+    if let Some(w) = cell.startup_line.as_ref().map(|b| b.workers)
+        && w != spec.limits.workers as usize
     {
         r.push(format!(
             "service reports {w} workers, {} requested",

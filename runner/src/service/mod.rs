@@ -1,9 +1,9 @@
 //! One service instance's life: spawn (confined, own process group) → first 200 →
-//! banner → verification → stop with the port checked free.
+//! start-up line → verification → stop with the port checked free.
 
-pub mod banner;
 pub mod http;
 pub mod spawn;
 pub mod startup;
+pub mod startup_line;
 pub mod stop;
 pub mod verify;

@@ -109,6 +109,15 @@ impl StartupLine {
         out.flush()
     }
 
+    /// Parses one printed line, saying what is wrong with it when it is not a start-up line.
+    pub fn parse(line: &str) -> Result<StartupLine, String> {
+        let shown: String = line.chars().take(200).collect();
+        let value: serde_json::Value = serde_json::from_str(line.trim())
+            .map_err(|e| format!("start-up line is not JSON ({e}): {shown:?}"))?;
+        serde_json::from_value(value)
+            .map_err(|e| format!("start-up line does not follow the contract ({e}): {shown:?}"))
+    }
+
     pub fn has_deviation(&self, id: &str) -> bool {
         self.deviations.iter().any(|d| d.id == id)
     }
@@ -145,5 +154,17 @@ mod tests {
         assert_eq!(v["listen"], "127.0.0.1:41234");
         assert_eq!(serde_json::from_str::<StartupLine>(&s).unwrap(), line);
         assert!(line.has_deviation("a"));
+        assert_eq!(StartupLine::parse(&s).unwrap(), line);
+    }
+
+    #[test]
+    fn parse_says_what_is_wrong() {
+        let e = StartupLine::parse("listening on 1234").unwrap_err();
+        assert!(e.contains("not JSON"), "{e}");
+        let e = StartupLine::parse(r#"{"service":"x"}"#).unwrap_err();
+        assert!(
+            e.contains("does not follow the contract") && e.contains("runtime"),
+            "{e}"
+        );
     }
 }
