@@ -7,18 +7,15 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use loadgen::{LoadModel, LoadSpec};
-
 use crate::config::Matrix;
 use crate::interrupt;
-use crate::limits::{self, Confinement, Request};
+use crate::limits::{self, Confinement, Request, Role};
 use crate::load;
 use crate::process::Proc;
 use crate::results::schema::{
     AppliedLimits, CellResult, CellSpec, CellStatus, CgroupCounters, EndpointCheck, Failure,
-    RepResult, SCHEMA_VERSION, StartRecord,
+    RepResult, Stage, StartRecord,
 };
-use crate::results::summary::summarize_cell;
 use crate::sample::{self, Sampler};
 use crate::service::{spawn, startup, startup_line, stop, verify};
 
@@ -30,38 +27,42 @@ pub struct Ctx<'a> {
     pub tmp_dir: &'a Path,
 }
 
-pub fn new_result(run_id: &str, cell: &CellSpec) -> CellResult {
-    let mut r = CellResult {
-        schema_version: SCHEMA_VERSION,
-        run_id: run_id.into(),
-        cell: cell.clone(),
-        status: CellStatus::Partial,
-        failure: None,
-        startup_line: None,
-        limits: None,
-        verification: vec![],
-        starts: vec![],
-        reps: vec![],
-        summary: Default::default(),
-    };
-    r.summary = summarize_cell(&r);
-    r
+/// A step that ended the repetition: where, why, and the service's stderr tail if it ran.
+struct Stop {
+    stage: Stage,
+    reason: String,
+    stderr_tail: Option<String>,
+}
+
+impl Stop {
+    fn at(stage: Stage, reason: impl Into<String>) -> Stop {
+        Stop {
+            stage,
+            reason: reason.into(),
+            stderr_tail: None,
+        }
+    }
+
+    fn with_tail(mut self, tail: Option<String>) -> Stop {
+        self.stderr_tail = tail;
+        self
+    }
 }
 
 /// Marks the cell as ended badly (interrupts win over other causes).
-fn fail(res: &mut CellResult, stage: &str, reason: String, stderr_tail: Option<String>) {
+fn fail(res: &mut CellResult, stop: Stop) {
     let (status, stage) = if interrupt::requested() {
-        (CellStatus::Interrupted, "interrupted")
-    } else if stage == "limits" {
-        (CellStatus::Unsupported, stage)
+        (CellStatus::Interrupted, Stage::Interrupted)
+    } else if stop.stage == Stage::Limits {
+        (CellStatus::Unsupported, stop.stage)
     } else {
-        (CellStatus::Failed, stage)
+        (CellStatus::Failed, stop.stage)
     };
     res.status = status;
     res.failure = Some(Failure {
-        stage: stage.into(),
-        reason,
-        stderr_tail,
+        stage,
+        reason: stop.reason,
+        stderr_tail: stop.stderr_tail,
     });
 }
 
@@ -81,25 +82,6 @@ fn merged_limits(server: &Confinement, loadgen: &Confinement) -> Option<AppliedL
             .extend(l.notes.iter().map(|n| format!("loadgen: {n}")));
     }
     Some(rec)
-}
-
-pub fn load_spec(cell: &CellSpec, port: u16) -> LoadSpec {
-    let conns = match cell.load {
-        LoadModel::Closed { connections, .. } | LoadModel::Open { connections, .. } => connections,
-    };
-    LoadSpec {
-        url: format!("http://127.0.0.1:{port}{}", cell.path),
-        model: cell.load.clone(),
-        threads: cell.loadgen_threads.min(conns).max(1),
-        keepalive: cell.keepalive,
-        duration_ms: Some(cell.duration_ms),
-        requests: None,
-        warmup_ms: cell.warmup_ms,
-        timeout_ms: cell.request_timeout_ms,
-        expect_status: 200,
-        expect_body_bytes: cell.expect_body_bytes,
-        headers: vec![],
-    }
 }
 
 fn delta(
@@ -131,65 +113,84 @@ fn finish_start(ctx: &Ctx, res: &mut CellResult, proc: &mut Proc, mut start: Sta
 /// Runs repetition `rep` (0 = drift re-run) of the cell in `res`. On success returns the
 /// repetition; on failure records it on `res` and returns None.
 pub fn run_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
-    let cell = res.cell.clone();
-    let Some(svc) = ctx.matrix.services.iter().find(|s| s.name == cell.service) else {
-        fail(
-            res,
-            "spawn",
-            format!("service {} not in the matrix", cell.service),
-            None,
-        );
-        return None;
-    };
-    let l = &cell.limits;
-    let mut server_conf = match limits::confine(
-        "server",
-        &request(&l.server_cpus, l.cpu_quota, l.memory_max_bytes),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            fail(res, "limits", format!("server: {e}"), None);
-            return None;
+    match steps(ctx, res, rep) {
+        Ok(r) => Some(r),
+        Err(stop) => {
+            fail(res, stop);
+            None
         }
-    };
-    let loadgen_conf = match limits::confine("loadgen", &request(&l.loadgen_cpus, None, None)) {
-        Ok(c) => c,
-        Err(e) => {
-            fail(res, "limits", format!("loadgen: {e}"), None);
-            return None;
-        }
-    };
-    if res.limits.is_none() {
-        res.limits = merged_limits(&server_conf, &loadgen_conf);
     }
+}
 
-    let port = match spawn::free_port() {
-        Ok(p) => p,
-        Err(e) => {
-            fail(res, "spawn", format!("no free port: {e}"), None);
-            return None;
-        }
-    };
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut proc = match spawn::spawn(
-        &svc.binary,
-        port,
-        l.workers,
-        &cell.service_args,
-        &server_conf,
-    ) {
-        Ok(p) => p,
-        Err(e) => {
-            fail(
-                res,
-                "spawn",
-                format!("cannot start {}: {e}", svc.binary.display()),
-                None,
-            );
-            return None;
-        }
-    };
-    let mut start = StartRecord {
+/// The repetition as a list of steps; the first that fails ends it.
+fn steps(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Result<RepResult, Stop> {
+    let cell = res.cell.clone();
+    let binary = service_binary(ctx, &cell)?;
+    let mut confs = confine(&cell)?;
+    if res.limits.is_none() {
+        res.limits = merged_limits(&confs.server, &confs.loadgen);
+    }
+    let (mut proc, mut start) = spawn_service(&cell, binary, &confs.server, rep)?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
+    let ready = wait_ready(ctx, &mut proc, addr, &mut start)
+        .and_then(|()| check_service(res, &proc, addr, &cell.path));
+    if let Err(stop) = ready {
+        finish_start(ctx, res, &mut proc, start);
+        return Err(stop.with_tail(proc.stderr_tail()));
+    }
+    start.idle_rss_bytes = sample::status(proc.pid).map(|s| s.0);
+    measure(ctx, res, &cell, (proc, start), &mut confs)
+}
+
+/// Where the server and the generator run.
+struct Confinements {
+    server: Confinement,
+    loadgen: Confinement,
+}
+
+fn service_binary<'m>(ctx: &Ctx<'m>, cell: &CellSpec) -> Result<&'m Path, Stop> {
+    ctx.matrix
+        .services
+        .iter()
+        .find(|s| s.name == cell.service)
+        .map(|s| s.binary.as_path())
+        .ok_or_else(|| {
+            Stop::at(
+                Stage::Spawn,
+                format!("service {} not in the matrix", cell.service),
+            )
+        })
+}
+
+/// The server's and the generator's confinement, from the cell's profile.
+fn confine(cell: &CellSpec) -> Result<Confinements, Stop> {
+    let l = &cell.limits;
+    let server = limits::confine(
+        Role::Server,
+        &request(&l.server_cpus, l.cpu_quota, l.memory_max_bytes),
+    )
+    .map_err(|e| Stop::at(Stage::Limits, format!("server: {e}")))?;
+    let loadgen = limits::confine(Role::Loadgen, &request(&l.loadgen_cpus, None, None))
+        .map_err(|e| Stop::at(Stage::Limits, format!("loadgen: {e}")))?;
+    Ok(Confinements { server, loadgen })
+}
+
+fn spawn_service(
+    cell: &CellSpec,
+    binary: &Path,
+    conf: &Confinement,
+    rep: u32,
+) -> Result<(Proc, StartRecord), Stop> {
+    let port =
+        spawn::free_port().map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
+    let proc =
+        spawn::spawn(binary, port, cell.limits.workers, &cell.service_args, conf).map_err(|e| {
+            Stop::at(
+                Stage::Spawn,
+                format!("cannot start {}: {e}", binary.display()),
+            )
+        })?;
+    let start = StartRecord {
         rep,
         pid: proc.pid,
         port,
@@ -198,27 +199,32 @@ pub fn run_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
         idle_rss_bytes: None,
         stop: None,
     };
+    Ok((proc, start))
+}
 
-    // 1. start-up
-    match startup::wait_ready(
-        &mut proc,
-        addr,
-        Duration::from_millis(ctx.matrix.startup_timeout_ms),
-    ) {
-        Ok(r) => {
-            start.connect_us = Some(r.connect_us);
-            start.first_200_us = Some(r.first_200_us);
-        }
-        Err(e) => {
-            finish_start(ctx, res, &mut proc, start);
-            let tail = proc.stderr_tail();
-            fail(res, "startup", e, tail);
-            return None;
-        }
-    }
-    // 2. start-up line + verification
-    let line = startup_line::read(&proc, Duration::from_millis(500));
-    let mut checks: Vec<EndpointCheck> = verify::verify(addr, &cell.path, Duration::from_secs(2));
+/// Start-up time: until the first 200.
+fn wait_ready(
+    ctx: &Ctx,
+    proc: &mut Proc,
+    addr: SocketAddr,
+    start: &mut StartRecord,
+) -> Result<(), Stop> {
+    let timeout = Duration::from_millis(ctx.matrix.startup_timeout_ms);
+    let r = startup::wait_ready(proc, addr, timeout).map_err(|e| Stop::at(Stage::Startup, e))?;
+    start.connect_us = Some(r.connect_us);
+    start.first_200_us = Some(r.first_200_us);
+    Ok(())
+}
+
+/// The start-up line and every endpoint, checked against the contract.
+fn check_service(
+    res: &mut CellResult,
+    proc: &Proc,
+    addr: SocketAddr,
+    path: &str,
+) -> Result<(), Stop> {
+    let line = startup_line::read(proc, Duration::from_millis(500));
+    let mut checks: Vec<EndpointCheck> = verify::verify(addr, path, Duration::from_secs(2));
     match line {
         Ok(b) => {
             if res.startup_line.is_none() {
@@ -243,53 +249,52 @@ pub fn run_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
     if res.verification.is_empty() || !failed.is_empty() {
         res.verification = checks;
     }
-    if !failed.is_empty() {
-        finish_start(ctx, res, &mut proc, start);
-        let tail = proc.stderr_tail();
-        fail(res, "verify", failed.join(" | "), tail);
-        return None;
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Stop::at(Stage::Verify, failed.join(" | ")))
     }
-    start.idle_rss_bytes = sample::status(proc.pid).map(|s| s.0);
+}
 
-    // 3. load with sampling
-    let spec = load_spec(&cell, port);
+/// The load with CPU/RSS sampling, then the stop; the service's usage over the window.
+fn measure(
+    ctx: &Ctx,
+    res: &mut CellResult,
+    cell: &CellSpec,
+    (mut proc, start): (Proc, StartRecord),
+    confs: &mut Confinements,
+) -> Result<RepResult, Stop> {
+    let rep = start.rep;
+    let spec = load::spec(cell, start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
-    let before = server_conf.counters();
+    let before = confs.server.counters();
     let sampler = Sampler::start(proc.pid);
-    let outcome = load::run(&ctx.matrix.loadgen, &spec, &spec_file, &loadgen_conf);
+    let run = load::run(&ctx.matrix.loadgen, &spec, &spec_file, &confs.loadgen);
     let samples = sampler.finish();
-    let after = server_conf.counters();
+    let after = confs.server.counters();
     let died = proc.try_wait();
     finish_start(ctx, res, &mut proc, start);
     let tail = proc.stderr_tail();
     drop(proc);
-    server_conf.release();
+    confs.server.release();
 
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            fail(res, "load", e, tail);
-            return None;
-        }
-    };
+    let run = run.map_err(|e| Stop::at(Stage::Load, e).with_tail(tail.clone()))?;
     if let Some(st) = died {
-        fail(
-            res,
-            "load",
+        return Err(Stop::at(
+            Stage::Load,
             format!("service exited during the load with {st}"),
-            tail,
-        );
-        return None;
+        )
+        .with_tail(tail));
     }
-    let r = &outcome.report;
+    let r = &run.report;
     let responses = (r.requests_per_s * r.window_s).round() as u64;
     let server = sample::usage_in_window(&samples, r.started_unix_ms * 1000, r.window_s, responses);
-    Some(RepResult {
+    Ok(RepResult {
         rep,
         started_unix_ms: r.started_unix_ms,
         server,
         cgroup: delta(&before, &after),
-        loadgen_exit_code: outcome.exit_code,
-        report: outcome.report,
+        loadgen_exit_code: run.exit_code,
+        report: run.report,
     })
 }

@@ -5,15 +5,37 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use loadgen::{LoadSpec, Report};
+use loadgen::{LoadModel, LoadSpec, Report};
 
 use crate::interrupt;
 use crate::limits::Confinement;
 use crate::process::Proc;
+use crate::results::schema::CellSpec;
 
-pub struct Outcome {
+/// What one generator run returned.
+pub struct LoadRun {
     pub report: Report,
     pub exit_code: Option<i32>,
+}
+
+/// The generator's spec for one repetition of `cell` against the service on `port`.
+pub fn spec(cell: &CellSpec, port: u16) -> LoadSpec {
+    let conns = match cell.load {
+        LoadModel::Closed { connections, .. } | LoadModel::Open { connections, .. } => connections,
+    };
+    LoadSpec {
+        url: format!("http://127.0.0.1:{port}{}", cell.path),
+        model: cell.load.clone(),
+        threads: cell.loadgen_threads.min(conns).max(1),
+        keepalive: cell.keepalive,
+        duration_ms: Some(cell.duration_ms),
+        requests: None,
+        warmup_ms: cell.warmup_ms,
+        timeout_ms: cell.request_timeout_ms,
+        expect_status: 200,
+        expect_body_bytes: cell.expect_body_bytes,
+        headers: vec![],
+    }
 }
 
 pub fn run(
@@ -21,7 +43,7 @@ pub fn run(
     spec: &LoadSpec,
     spec_file: &Path,
     confinement: &Confinement,
-) -> Result<Outcome, String> {
+) -> Result<LoadRun, String> {
     let json = serde_json::to_vec_pretty(spec).map_err(|e| e.to_string())?;
     std::fs::write(spec_file, json)
         .map_err(|e| format!("cannot write {}: {e}", spec_file.display()))?;
@@ -54,7 +76,7 @@ pub fn run(
     let out = proc.collect_stdout();
     let tail = proc.stderr_tail().unwrap_or_default();
     match serde_json::from_str::<Report>(&out) {
-        Ok(report) if status.code() == Some(0) || status.code() == Some(1) => Ok(Outcome {
+        Ok(report) if status.code() == Some(0) || status.code() == Some(1) => Ok(LoadRun {
             report,
             exit_code: status.code(),
         }),

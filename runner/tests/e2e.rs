@@ -7,7 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use runner::limits::cpus::allowed_cpus;
-use runner::results::schema::{CellResult, CellStatus, ResultsFile, RunRecord, RunStatus};
+use runner::results::schema::{CellResult, CellStatus, ResultsFile, RunRecord, RunStatus, Stage};
 
 fn bin_dir() -> PathBuf {
     // <target>/debug/deps/e2e-<hash> → <target>/debug
@@ -302,7 +302,7 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
     let exits = cell("exits__ping__c4__pinned");
     assert_eq!(exits.status, CellStatus::Failed);
     let f = exits.failure.unwrap();
-    assert_eq!(f.stage, "startup");
+    assert_eq!(f.stage, Stage::Startup);
     assert!(f.reason.contains("exited"), "{}", f.reason);
     assert!(
         f.stderr_tail

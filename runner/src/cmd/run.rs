@@ -158,7 +158,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
             if store.cell_done(&c.key) {
                 progress.skip(u64::from(c.repetitions));
             } else {
-                states.push(cell::new_result(&run.run_id, c));
+                states.push(CellResult::new(&run.run_id, c));
             }
         }
         let reps = group.iter().map(|c| c.repetitions).max().unwrap_or(0);
@@ -217,7 +217,7 @@ fn drift_rerun(ctx: &Ctx, store: &Store, plan: &Plan, progress: &mut Progress) -
     let spec = plan.reference.as_ref()?;
     let first = store.read_cell(&spec.key)?;
     let first_rep = first.reps.iter().find(|r| r.rep == 1)?;
-    let mut scratch = cell::new_result(ctx.run_id, spec);
+    let mut scratch = CellResult::new(ctx.run_id, spec);
     progress.begin(spec, 0);
     let rerun = cell::run_rep(ctx, &mut scratch, 0);
     let failure = scratch.failure.as_ref().map(ToString::to_string);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::cpus::format_cpus;
 use super::{
-    Confinement, CounterFiles, PERIOD_US, Request, Unsupported, applied_limits, group_name,
+    Confinement, CounterFiles, PERIOD_US, Request, Role, Unsupported, applied_limits, group_name,
     quota_us, read_back, read_counters, read_trim, self_cgroups, swap_note, write,
 };
 use crate::env::cgroup::{CGROUP_ROOT, CgroupVersion};
@@ -30,13 +30,7 @@ fn own_dir(controller: &str) -> Result<PathBuf, Unsupported> {
     )))
 }
 
-fn mkdir(
-    c: &mut Confinement,
-    controller: &str,
-    role: &str,
-    name: &str,
-) -> Result<PathBuf, Unsupported> {
-    let _ = role;
+fn mkdir(c: &mut Confinement, controller: &str, name: &str) -> Result<PathBuf, Unsupported> {
     let dir = own_dir(controller)?.join(name);
     std::fs::create_dir(&dir)
         .map_err(|e| Unsupported(format!("cannot create {}: {e}", dir.display())))?;
@@ -45,14 +39,14 @@ fn mkdir(
     Ok(dir)
 }
 
-pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
+pub fn create(role: Role, req: &Request) -> Result<Confinement, Unsupported> {
     let name = group_name(role);
     let mut c = Confinement::default();
     c.version = Some(CgroupVersion::V1);
     let mut readback = BTreeMap::new();
     let mut notes = Vec::new();
     if !req.cpus.is_empty() {
-        let dir = mkdir(&mut c, "cpuset", role, &name)?;
+        let dir = mkdir(&mut c, "cpuset", &name)?;
         // A v1 cpuset child starts empty: mems must be copied from the parent first.
         let mems = read_trim(&dir.parent().unwrap_or(&dir).join("cpuset.mems"))
             .filter(|m| !m.is_empty())
@@ -62,7 +56,7 @@ pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
         read_back(&mut readback, &dir, "cpuset.cpus");
     }
     if let Some(q) = req.cpu_quota {
-        let dir = mkdir(&mut c, "cpu", role, &name)?;
+        let dir = mkdir(&mut c, "cpu", &name)?;
         write(&dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
         write(&dir.join("cpu.cfs_quota_us"), &quota_us(q).to_string())?;
         read_back(&mut readback, &dir, "cpu.cfs_quota_us");
@@ -70,7 +64,7 @@ pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
         c.cpu_dir = Some(dir);
     }
     if let Some(m) = req.memory_max_bytes {
-        let dir = mkdir(&mut c, "memory", role, &name)?;
+        let dir = mkdir(&mut c, "memory", &name)?;
         write(&dir.join("memory.limit_in_bytes"), &m.to_string())?;
         // Without this, swap would let the process exceed the limit unnoticed.
         match std::fs::write(dir.join("memory.memsw.limit_in_bytes"), m.to_string()) {

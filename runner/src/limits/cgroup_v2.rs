@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::cpus::format_cpus;
 use super::{
-    Confinement, CounterFiles, PERIOD_US, Request, Unsupported, applied_limits, group_name,
+    Confinement, CounterFiles, PERIOD_US, Request, Role, Unsupported, applied_limits, group_name,
     quota_us, read_back, read_counters, read_trim, self_cgroups, swap_note, write,
 };
 use crate::env::cgroup::{CGROUP_ROOT, CgroupVersion};
@@ -27,7 +27,7 @@ fn cpu_max(cpus: f64) -> String {
     format!("{} {PERIOD_US}", quota_us(cpus))
 }
 
-pub fn create(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
+pub fn create(role: Role, req: &Request) -> Result<Confinement, Unsupported> {
     let parent = own_dir()?;
     let mut wanted = Vec::new();
     if !req.cpus.is_empty() {

@@ -39,12 +39,29 @@ pub struct Request {
 #[error("{0}")]
 pub struct Unsupported(pub String);
 
+/// Whose process a confinement is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Server,
+    Loadgen,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Loadgen => "loadgen",
+        }
+    }
+}
+
 /// A unique child-group name for this runner process.
-pub fn group_name(role: &str) -> String {
+pub fn group_name(role: Role) -> String {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     format!(
-        "pingmatrix-{}-{role}-{}",
+        "pingmatrix-{}-{}-{}",
         std::process::id(),
+        role.as_str(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
 }
@@ -67,7 +84,7 @@ pub struct Confinement {
 
 /// Builds the confinement for `req`: cgroups when available (required for quota / memory),
 /// affinity always.
-pub fn confine(role: &str, req: &Request) -> Result<Confinement, Unsupported> {
+pub fn confine(role: Role, req: &Request) -> Result<Confinement, Unsupported> {
     let needs_cgroup = req.cpu_quota.is_some() || req.memory_max_bytes.is_some();
     let attempt = match crate::env::cgroup::version() {
         CgroupVersion::V1 => cgroup_v1::create(role, req),
@@ -233,19 +250,19 @@ pub(crate) fn swap_note(file: &str, e: &std::io::Error) -> String {
 /// generator, by role.
 pub(crate) fn applied_limits(
     mechanism: &str,
-    role: &str,
+    role: Role,
     dirs: Vec<String>,
     readback: BTreeMap<String, String>,
     notes: Vec<String>,
 ) -> AppliedLimits {
     AppliedLimits {
         mechanism: mechanism.into(),
-        server_cgroups: if role == "server" {
+        server_cgroups: if role == Role::Server {
             dirs.clone()
         } else {
             vec![]
         },
-        loadgen_cgroups: if role == "server" { vec![] } else { dirs },
+        loadgen_cgroups: if role == Role::Server { vec![] } else { dirs },
         readback,
         notes,
     }
@@ -340,13 +357,19 @@ pub(crate) mod tests {
     #[test]
     fn record_assigns_groups_by_role() {
         let dirs = vec!["/a".to_string(), "/b".to_string()];
-        let s = applied_limits("cgroup-v1", "server", dirs.clone(), BTreeMap::new(), vec![]);
+        let s = applied_limits(
+            "cgroup-v1",
+            Role::Server,
+            dirs.clone(),
+            BTreeMap::new(),
+            vec![],
+        );
         assert_eq!(s.mechanism, "cgroup-v1");
         assert_eq!(s.server_cgroups, dirs);
         assert!(s.loadgen_cgroups.is_empty());
         let l = applied_limits(
             "cgroup-v2",
-            "loadgen",
+            Role::Loadgen,
             dirs.clone(),
             BTreeMap::new(),
             vec!["n".into()],

@@ -231,17 +231,44 @@ pub enum CellStatus {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    /// "limits", "spawn", "startup", "verify", "load", "stop", "interrupted".
-    pub stage: String,
+    pub stage: Stage,
     pub reason: String,
     /// Last lines of the service's stderr.
     pub stderr_tail: Option<String>,
 }
 
+/// Where a repetition ended badly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// The profile could not be applied (the cell is `unsupported`).
+    Limits,
+    Spawn,
+    Startup,
+    Verify,
+    Load,
+    Stop,
+    Interrupted,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Limits => "limits",
+            Stage::Spawn => "spawn",
+            Stage::Startup => "startup",
+            Stage::Verify => "verify",
+            Stage::Load => "load",
+            Stage::Stop => "stop",
+            Stage::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// `stage: reason`, the one-line form the summary and the progress output show.
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.stage, self.reason)
+        write!(f, "{}: {}", self.stage.as_str(), self.reason)
     }
 }
 

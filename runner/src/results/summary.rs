@@ -2,7 +2,9 @@
 
 use loadgen::LoadModel;
 
-use super::schema::{CellResult, CellSummary, LatencySummary};
+use super::schema::{
+    CellResult, CellSpec, CellStatus, CellSummary, LatencySummary, SCHEMA_VERSION,
+};
 use crate::results::stats::{median, summarize};
 use crate::results::suspect;
 
@@ -21,6 +23,27 @@ fn measured_f64(xs: impl Iterator<Item = Option<u64>>) -> Vec<f64> {
 /// "not measured" stays distinct from 0.
 fn sum_measured(xs: impl Iterator<Item = Option<u64>>) -> Option<u64> {
     xs.flatten().reduce(|a, b| a + b)
+}
+
+impl CellResult {
+    /// A cell before its first repetition: `partial`, nothing measured.
+    pub fn new(run_id: &str, cell: &CellSpec) -> CellResult {
+        let mut r = CellResult {
+            schema_version: SCHEMA_VERSION,
+            run_id: run_id.into(),
+            cell: cell.clone(),
+            status: CellStatus::Partial,
+            failure: None,
+            startup_line: None,
+            limits: None,
+            verification: vec![],
+            starts: vec![],
+            reps: vec![],
+            summary: Default::default(),
+        };
+        r.summary = summarize_cell(&r);
+        r
+    }
 }
 
 pub fn summarize_cell(c: &CellResult) -> CellSummary {

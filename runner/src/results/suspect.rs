@@ -122,10 +122,9 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cell::{load_spec, new_result};
     use crate::results::schema::{CellSpec, ProfileLimits, RepResult, ServerUsage};
-    use loadgen::Report;
     use loadgen::report::{Counts, Generator, Percentiles, Verdict};
+    use loadgen::{LoadSpec, Report};
 
     fn spec(load: LoadModel) -> CellSpec {
         CellSpec {
@@ -165,7 +164,19 @@ mod tests {
         Report {
             schema_version: 1,
             loadgen_version: "test".into(),
-            spec: load_spec(cell, 1),
+            spec: LoadSpec {
+                url: format!("http://127.0.0.1:1{}", cell.path),
+                model: cell.load.clone(),
+                threads: 1,
+                keepalive: cell.keepalive,
+                duration_ms: Some(cell.duration_ms),
+                requests: None,
+                warmup_ms: cell.warmup_ms,
+                timeout_ms: cell.request_timeout_ms,
+                expect_status: 200,
+                expect_body_bytes: None,
+                headers: vec![],
+            },
             started_unix_ms: 0,
             window_s: 1.0,
             requests_per_s: rps,
@@ -189,7 +200,7 @@ mod tests {
 
     fn cell_with(load: LoadModel, reps: &[(f64, f64)]) -> CellResult {
         let s = spec(load);
-        let mut c = new_result("run", &s);
+        let mut c = CellResult::new("run", &s);
         c.status = CellStatus::Ok;
         c.reps = reps
             .iter()
