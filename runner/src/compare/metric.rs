@@ -70,19 +70,19 @@ impl Metric {
 
 /// One side's values of one metric in one cell.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Sample {
+pub struct MetricValues {
     pub n: u32,
     pub mean: f64,
-    /// Sample standard deviation; `None` when n < 2 or only a point value is known.
+    /// MetricValues standard deviation; `None` when n < 2 or only a point value is known.
     pub stdev: Option<f64>,
     /// The per-repetition (or per-start) values when a cell file was available.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<f64>,
 }
 
-impl Sample {
-    pub fn from_values(values: Vec<f64>) -> Option<Sample> {
-        Some(Sample {
+impl MetricValues {
+    pub fn from_values(values: Vec<f64>) -> Option<MetricValues> {
+        Some(MetricValues {
             n: values.len() as u32,
             mean: stats::mean(&values)?,
             stdev: stats::stdev(&values),
@@ -90,8 +90,8 @@ impl Sample {
         })
     }
 
-    fn from_stat(s: &Stat) -> Option<Sample> {
-        (s.n > 0).then(|| Sample {
+    fn from_stat(s: &Stat) -> Option<MetricValues> {
+        (s.n > 0).then(|| MetricValues {
             n: s.n,
             mean: s.mean,
             stdev: s.stdev,
@@ -100,8 +100,8 @@ impl Sample {
     }
 
     /// A value with no dispersion information (e.g. a median from results.json).
-    fn point(x: f64) -> Sample {
-        Sample {
+    fn point(x: f64) -> MetricValues {
+        MetricValues {
             n: 1,
             mean: x,
             stdev: None,
@@ -112,7 +112,7 @@ impl Sample {
 
 /// Per-repetition values from the cell file. Repetition 0 (the drift re-run) is excluded,
 /// as in the run's own summary; start-up samples use every start.
-pub fn from_cell(c: &CellResult, m: Metric) -> Option<Sample> {
+pub fn from_cell(c: &CellResult, m: Metric) -> Option<MetricValues> {
     let reps = c.reps.iter().filter(|r| r.rep > 0);
     let values: Vec<f64> = match m {
         Metric::RequestsPerS => reps.map(|r| r.report.requests_per_s).collect(),
@@ -136,27 +136,33 @@ pub fn from_cell(c: &CellResult, m: Metric) -> Option<Sample> {
             .map(|x| x as f64)
             .collect(),
     };
-    Sample::from_values(values)
+    MetricValues::from_values(values)
 }
 
 /// From results.json alone: mean/stdev/n where the summary keeps them, a point otherwise.
-pub fn from_summary(s: &CellSummary, m: Metric) -> Option<Sample> {
+pub fn from_summary(s: &CellSummary, m: Metric) -> Option<MetricValues> {
     match m {
-        Metric::RequestsPerS => s.requests_per_s.as_ref().and_then(Sample::from_stat),
-        Metric::LatencyP50Us => s.latency.as_ref().map(|l| Sample::point(l.p50_us as f64)),
-        Metric::LatencyP99Us => s.latency.as_ref().map(|l| Sample::point(l.p99_us as f64)),
-        Metric::StartupUs => s.startup_us.as_ref().and_then(Sample::from_stat),
-        Metric::IdleRssBytes => s.idle_rss_bytes.as_ref().and_then(Sample::from_stat),
-        Metric::PeakRssBytes => s.rss_peak_bytes.map(|b| Sample::point(b as f64)),
+        Metric::RequestsPerS => s.requests_per_s.as_ref().and_then(MetricValues::from_stat),
+        Metric::LatencyP50Us => s
+            .latency
+            .as_ref()
+            .map(|l| MetricValues::point(l.p50_us as f64)),
+        Metric::LatencyP99Us => s
+            .latency
+            .as_ref()
+            .map(|l| MetricValues::point(l.p99_us as f64)),
+        Metric::StartupUs => s.startup_us.as_ref().and_then(MetricValues::from_stat),
+        Metric::IdleRssBytes => s.idle_rss_bytes.as_ref().and_then(MetricValues::from_stat),
+        Metric::PeakRssBytes => s.rss_peak_bytes.map(|b| MetricValues::point(b as f64)),
         Metric::CpuUsPerRequest => s
             .server_cpu_us_per_request
             .as_ref()
-            .and_then(Sample::from_stat),
+            .and_then(MetricValues::from_stat),
     }
 }
 
 /// Prefer the cell file (real per-repetition values) over the summary.
-pub fn sample(summary: &CellSummary, cell: Option<&CellResult>, m: Metric) -> Option<Sample> {
+pub fn values(summary: &CellSummary, cell: Option<&CellResult>, m: Metric) -> Option<MetricValues> {
     match cell {
         Some(c) => from_cell(c, m),
         None => from_summary(summary, m),

@@ -54,8 +54,8 @@ pub fn compare(
             let metrics = metric::ALL
                 .iter()
                 .map(|&mt| {
-                    let so = metric::sample(o, old.cells.get(&o.key), mt);
-                    let sn = metric::sample(n, new.cells.get(&n.key), mt);
+                    let so = metric::values(o, old.cells.get(&o.key), mt);
+                    let sn = metric::values(n, new.cells.get(&n.key), mt);
                     let difference = match (&so, &sn) {
                         (Some(a), Some(b)) => welch::difference(a, b),
                         _ => None,

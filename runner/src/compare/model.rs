@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::matching::CellId;
-use super::metric::{Metric, Sample, Unit};
+use super::metric::{Metric, MetricValues, Unit};
 use super::welch::{Difference, Verdict};
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,8 +60,8 @@ impl CellComparison {
 pub struct MetricComparison {
     pub metric: Metric,
     pub unit: Unit,
-    pub old: Option<Sample>,
-    pub new: Option<Sample>,
+    pub old: Option<MetricValues>,
+    pub new: Option<MetricValues>,
     pub difference: Option<Difference>,
     pub verdict: Verdict,
 }

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::metric::{Metric, Sample};
+use super::metric::{Metric, MetricValues};
 use crate::results::stats::t_975;
 
 /// The difference of means, new − old, with its 95 % Welch interval.
@@ -27,7 +27,7 @@ pub struct Difference {
     pub df: Option<f64>,
 }
 
-pub fn difference(old: &Sample, new: &Sample) -> Option<Difference> {
+pub fn difference(old: &MetricValues, new: &MetricValues) -> Option<Difference> {
     if old.mean == 0.0 || !old.mean.is_finite() || !new.mean.is_finite() {
         return None;
     }
@@ -44,7 +44,7 @@ pub fn difference(old: &Sample, new: &Sample) -> Option<Difference> {
 }
 
 /// Half-width of the 95 % interval of new.mean − old.mean and the degrees of freedom.
-fn welch(old: &Sample, new: &Sample) -> Option<(f64, f64)> {
+fn welch(old: &MetricValues, new: &MetricValues) -> Option<(f64, f64)> {
     let (s1, s2) = (old.stdev?, new.stdev?);
     if old.n < 2 || new.n < 2 {
         return None;
@@ -114,8 +114,8 @@ pub fn verdict(m: Metric, d: &Difference, noise_pct: f64) -> Verdict {
 mod tests {
     use super::*;
 
-    fn s(v: &[f64]) -> Sample {
-        Sample::from_values(v.to_vec()).unwrap()
+    fn s(v: &[f64]) -> MetricValues {
+        MetricValues::from_values(v.to_vec()).unwrap()
     }
 
     #[test]

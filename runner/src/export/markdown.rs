@@ -88,8 +88,23 @@ fn table(out: &mut String, g: &Group, f: fn(&CellSummary) -> String) {
 /// `runtimes`: service → "runtime version / io driver" from its start-up line.
 pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, String>) -> Vec<u8> {
     let mut o = String::new();
-    let e = &run.environment;
     let _ = writeln!(o, "# pingmatrix results — {}\n", run.run_id);
+    header(&mut o, run, res);
+    how_to_read(&mut o, res);
+    load_tables(&mut o, res);
+    startup_and_memory(&mut o, res, runtimes);
+    drift(&mut o, res);
+    suspects(&mut o, res);
+    let _ = writeln!(
+        o,
+        "Per-cell detail (every repetition's full generator report, samples, limits): `cells/<key>.json`; environment and plan: `run.json`."
+    );
+    o.into_bytes()
+}
+
+/// Status, machine and source in one paragraph.
+fn header(o: &mut String, run: &RunRecord, res: &ResultsFile) {
+    let e = &run.environment;
     let _ = writeln!(
         o,
         "Status **{:?}**, {} cells ({} suspect, {} failed){}. Machine: {} × {} logical CPUs, {} RAM, kernel {}, {}, cgroup {}. Source: {}{}. {}.\n",
@@ -115,6 +130,9 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
         },
         e.provenance.note,
     );
+}
+
+fn how_to_read(o: &mut String, res: &ResultsFile) {
     let saturated = res.cells.iter().any(|c| c.generator_saturated);
     let _ = writeln!(o, "## How to read this\n");
     let _ = writeln!(
@@ -134,7 +152,10 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
         o,
         "- † generator saturated · ⚠ suspect (reasons at the end) · ✗ failed · n/a profile unsupported here.\n"
     );
+}
 
+/// Open-loop tables first (valid on any machine), then closed loop.
+fn load_tables(o: &mut String, res: &ResultsFile) {
     let groups = group::groups(&res.cells);
     if groups.iter().any(|g| g.open) {
         let _ = writeln!(
@@ -142,16 +163,19 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
             "## Equal offered load (open loop): server CPU per request and latency\n"
         );
         for g in groups.iter().filter(|g| g.open) {
-            table(&mut o, g, open_cell);
+            table(o, g, open_cell);
         }
     }
     if groups.iter().any(|g| !g.open) {
         let _ = writeln!(o, "## Closed loop: throughput, p99 and CPU per request\n");
         for g in groups.iter().filter(|g| !g.open) {
-            table(&mut o, g, closed_cell);
+            table(o, g, closed_cell);
         }
     }
+}
 
+/// One row per (service, profile): start-up over every start, idle and peak RSS.
+fn startup_and_memory(o: &mut String, res: &ResultsFile, runtimes: &BTreeMap<String, String>) {
     let _ = writeln!(o, "## Start-up and memory\n");
     let _ = writeln!(
         o,
@@ -208,6 +232,9 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
         );
     }
     let _ = writeln!(o);
+}
+
+fn drift(o: &mut String, res: &ResultsFile) {
     if let Some(d) = &res.drift {
         let _ = writeln!(o, "## Drift\n");
         let _ = writeln!(
@@ -221,6 +248,9 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
             d.note
         );
     }
+}
+
+fn suspects(o: &mut String, res: &ResultsFile) {
     let suspects: Vec<&CellSummary> = res
         .cells
         .iter()
@@ -237,9 +267,4 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
         }
         let _ = writeln!(o);
     }
-    let _ = writeln!(
-        o,
-        "Per-cell detail (every repetition's full generator report, samples, limits): `cells/<key>.json`; environment and plan: `run.json`."
-    );
-    o.into_bytes()
 }

@@ -117,7 +117,7 @@ fn profile_chart(kind: Kind, profile: &str, file: String, title: String, svg: St
 }
 
 fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
-    let series: Vec<throughput::Series> = per_service(g, |c| {
+    let series: Vec<throughput::ThroughputLine> = per_service(g, |c| {
         let s = c.requests_per_s.as_ref()?;
         Some(throughput::Point {
             x: load_x(set, c)?,
@@ -127,7 +127,7 @@ fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>>
         })
     })
     .into_iter()
-    .map(|(service, points)| throughput::Series { service, points })
+    .map(|(service, points)| throughput::ThroughputLine { service, points })
     .collect();
     if series.is_empty() {
         return Ok(None);
@@ -142,12 +142,12 @@ fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>>
 }
 
 fn open_loop_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
-    let series: Vec<open_loop::Series> = per_service(g, |c| {
+    let series: Vec<open_loop::LatencyLine> = per_service(g, |c| {
         let l = c.latency.as_ref()?;
         Some((load_x(set, c)?, l.p50_us as f64, l.p99_us as f64))
     })
     .into_iter()
-    .map(|(service, points)| open_loop::Series { service, points })
+    .map(|(service, points)| open_loop::LatencyLine { service, points })
     .collect();
     if series.is_empty() {
         return Ok(None);
@@ -204,7 +204,7 @@ fn spectrum_chart(
         };
         if let Some(hist) = merged_latency(cell)? {
             reps = reps.max(cell.reps.iter().filter(|r| r.rep > 0).count());
-            series.push(spectrum::Series {
+            series.push(spectrum::Spectrum {
                 service: c.service.clone(),
                 hist,
             });

@@ -8,12 +8,12 @@ use super::style::{self, swatch};
 use crate::results::units::{micros_brief, rate_brief};
 
 /// (offered req/s, p50 µs, p99 µs) per level.
-pub struct Series {
+pub struct LatencyLine {
     pub service: String,
     pub points: Vec<(f64, f64, f64)>,
 }
 
-pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
+pub fn render(title: &str, series: &[LatencyLine]) -> anyhow::Result<String> {
     let all = || series.iter().flat_map(|s| s.points.iter());
     anyhow::ensure!(all().next().is_some(), "no points to plot for {title}");
     let xmax = all().map(|p| p.0).fold(0.0, f64::max) * 1.08;

@@ -9,7 +9,7 @@ use super::palette::colour;
 use super::style::{self, swatch};
 use crate::results::units::micros_brief;
 
-pub struct Series {
+pub struct Spectrum {
     pub service: String,
     pub hist: Histogram<u64>,
 }
@@ -34,7 +34,7 @@ fn pct_label(x: f64) -> String {
 }
 
 /// The spectrum ends where the data ends: beyond 1/count the percentiles are the maximum.
-fn x_end(series: &[Series]) -> f64 {
+fn x_end(series: &[Spectrum]) -> f64 {
     let min_count = series
         .iter()
         .map(|s| s.hist.len())
@@ -44,7 +44,7 @@ fn x_end(series: &[Series]) -> f64 {
     (min_count as f64).log10().floor().clamp(1.0, 5.0)
 }
 
-pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
+pub fn render(title: &str, series: &[Spectrum]) -> anyhow::Result<String> {
     anyhow::ensure!(!series.is_empty(), "no histograms to plot for {title}");
     let xmax = x_end(series);
     let curves: Vec<(String, Vec<(f64, f64)>)> = series

@@ -16,12 +16,12 @@ pub struct Point {
     pub hi: f64,
 }
 
-pub struct Series {
+pub struct ThroughputLine {
     pub service: String,
     pub points: Vec<Point>,
 }
 
-pub fn render(title: &str, series: &[Series]) -> anyhow::Result<String> {
+pub fn render(title: &str, series: &[ThroughputLine]) -> anyhow::Result<String> {
     let all = || series.iter().flat_map(|s| s.points.iter());
     anyhow::ensure!(all().next().is_some(), "no points to plot for {title}");
     // The axis is log2(connections), labelled 2^k: every power-of-two level lands on a
