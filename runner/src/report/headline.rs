@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::results::schema::{CellStatus, CellSummary};
+use crate::results::group::first_seen;
+use crate::results::schema::{CellStatus, CellSummary, Stat};
 use crate::results::set::ResultSet;
 use crate::results::stats;
 use crate::results::units::{Unit, mib_cell, micros_brief, value};
@@ -39,7 +40,29 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
         .iter()
         .filter(|c| c.scenario == scenario && c.profile == profile)
         .collect();
-    let mut o = String::new();
+    let mut o = intro(set, &cells, &scenario, &profile, readme_dir)?;
+    let _ = writeln!(
+        o,
+        "| service | peak req/s | at | p99 at peak | server CPU/request at peak | start-up (median) | idle RSS | peak RSS |"
+    );
+    let _ = writeln!(o, "|---|---:|---|---:|---:|---:|---:|---:|");
+    for s in first_seen(cells.iter().map(|c| &c.service)) {
+        let mine: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.service == s).collect();
+        let _ = writeln!(o, "| {s} | {} |", row(&mine).join(" | "));
+    }
+    let _ = writeln!(o);
+    plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
+    Ok(o)
+}
+
+/// What was run, on what, and how to read the marks.
+fn intro(
+    set: &ResultSet,
+    cells: &[&CellSummary],
+    scenario: &str,
+    profile: &str,
+    readme_dir: &Path,
+) -> anyhow::Result<String> {
     let machine = set.run.as_ref().map_or_else(
         || "an unrecorded machine (no run.json)".to_string(),
         |r| {
@@ -52,109 +75,106 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
     );
     let reps = cells.iter().map(|c| c.n).max().unwrap_or(0);
     let results_md = set.dir.join("results.md");
-    let _ = writeln!(
-        o,
+    let all_cells = if results_md.is_file() {
+        format!(
+            " All cells: [results.md]({}).",
+            link(readme_dir, &results_md)?
+        )
+    } else {
+        String::new()
+    };
+    Ok(format!(
         "Run `{}` on {machine}; scenario `{scenario}`, profile `{profile}`, {reps} repetitions per cell. \
 Peak = the load level with the highest mean req/s; ± = half-width of the 95 % Student-t CI; \
-† generator saturated (a lower bound), ⚠ suspect.{}\n",
+† generator saturated (a lower bound), ⚠ suspect.{all_cells}\n\n",
         set.results.run_id,
-        if results_md.is_file() {
-            format!(
-                " All cells: [results.md]({}).",
-                link(readme_dir, &results_md)?
+    ))
+}
+
+/// The measured cell with the highest mean req/s.
+fn peak<'a>(mine: &[&'a CellSummary]) -> Option<&'a CellSummary> {
+    let measured = |c: &&&CellSummary| {
+        c.n > 0
+            && matches!(
+                c.status,
+                None | Some(CellStatus::Ok) | Some(CellStatus::Partial)
             )
-        } else {
-            String::new()
+            && c.requests_per_s.is_some()
+    };
+    let mean = |c: &CellSummary| c.requests_per_s.as_ref().map_or(0.0, |r| r.mean);
+    mine.iter()
+        .filter(measured)
+        .max_by(|a, b| mean(a).total_cmp(&mean(b)))
+        .copied()
+}
+
+/// One service's row after its name: peak req/s (± CI, marks), level, p99 and CPU/request at
+/// the peak, then start-up and memory over all its cells.
+fn row(mine: &[&CellSummary]) -> Vec<String> {
+    let dash = || "–".to_string();
+    let median_of = |f: fn(&CellSummary) -> Option<f64>| {
+        stats::median(&mine.iter().filter_map(|c| f(c)).collect::<Vec<_>>())
+    };
+    let startup = median_of(|c| c.startup_us.as_ref().map(|s| s.median));
+    let idle = median_of(|c| c.idle_rss_bytes.as_ref().map(|s| s.median));
+    let peak_rss = mine.iter().filter_map(|c| c.rss_peak_bytes).max();
+    let mut cols = match peak(mine) {
+        Some(c) => vec![
+            c.requests_per_s
+                .as_ref()
+                .map_or_else(dash, |r| peak_rate(c, r)),
+            c.level.clone(),
+            c.latency
+                .as_ref()
+                .map_or_else(dash, |l| micros_brief(l.p99_us as f64)),
+            c.server_cpu_us_per_request
+                .as_ref()
+                .map_or_else(dash, |s| format!("{:.1} µs", s.mean)),
+        ],
+        None => vec![
+            mine.iter()
+                .find_map(|c| c.failure.clone())
+                .map_or_else(|| "no data".into(), |f| format!("✗ {f}")),
+            dash(),
+            dash(),
+            dash(),
+        ],
+    };
+    cols.extend([
+        startup.map_or_else(dash, micros_brief),
+        idle.map_or_else(dash, mib_cell),
+        peak_rss.map_or_else(dash, |b| mib_cell(b as f64)),
+    ]);
+    cols
+}
+
+/// "142.3k ± 10.0 % † ⚠".
+fn peak_rate(c: &CellSummary, r: &Stat) -> String {
+    let half = match (r.ci95_low, r.ci95_high) {
+        (Some(lo), Some(hi)) if r.mean > 0.0 => {
+            format!(" ± {:.1} %", (hi - lo) / 2.0 / r.mean * 100.0)
         }
+        _ => String::new(),
+    };
+    let marks = format!(
+        "{}{}",
+        if c.generator_saturated { " †" } else { "" },
+        if c.suspect { " ⚠" } else { "" }
     );
-    let _ = writeln!(
-        o,
-        "| service | peak req/s | at | p99 at peak | server CPU/request at peak | start-up (median) | idle RSS | peak RSS |"
-    );
-    let _ = writeln!(o, "|---|---:|---|---:|---:|---:|---:|---:|");
-    let mut services: Vec<&str> = Vec::new();
-    for c in &cells {
-        if !services.contains(&c.service.as_str()) {
-            services.push(&c.service);
-        }
-    }
-    for s in services {
-        let mine: Vec<&&CellSummary> = cells.iter().filter(|c| c.service == s).collect();
-        let ok = mine.iter().filter(|c| {
-            c.n > 0
-                && matches!(
-                    c.status,
-                    None | Some(CellStatus::Ok) | Some(CellStatus::Partial)
-                )
-        });
-        let peak = ok.filter(|c| c.requests_per_s.is_some()).max_by(|a, b| {
-            let m = |c: &CellSummary| c.requests_per_s.as_ref().map_or(0.0, |r| r.mean);
-            m(a).total_cmp(&m(b))
-        });
-        let startup = stats::median(
-            &mine
-                .iter()
-                .filter_map(|c| c.startup_us.as_ref().map(|s| s.median))
-                .collect::<Vec<_>>(),
-        );
-        let idle = stats::median(
-            &mine
-                .iter()
-                .filter_map(|c| c.idle_rss_bytes.as_ref().map(|s| s.median))
-                .collect::<Vec<_>>(),
-        );
-        let peak_rss = mine.iter().filter_map(|c| c.rss_peak_bytes).max();
-        let dash = || "–".to_string();
-        let (rate, at, p99, cpu) = match peak {
-            Some(c) => {
-                let r = c.requests_per_s.as_ref().map_or_else(dash, |r| {
-                    let half = match (r.ci95_low, r.ci95_high) {
-                        (Some(lo), Some(hi)) if r.mean > 0.0 => {
-                            format!(" ± {:.1} %", (hi - lo) / 2.0 / r.mean * 100.0)
-                        }
-                        _ => String::new(),
-                    };
-                    let marks = format!(
-                        "{}{}",
-                        if c.generator_saturated { " †" } else { "" },
-                        if c.suspect { " ⚠" } else { "" }
-                    );
-                    format!("{}{half}{marks}", value(Unit::PerSecond, r.mean))
-                });
-                (
-                    r,
-                    c.level.clone(),
-                    c.latency
-                        .as_ref()
-                        .map_or_else(dash, |l| micros_brief(l.p99_us as f64)),
-                    c.server_cpu_us_per_request
-                        .as_ref()
-                        .map_or_else(dash, |s| format!("{:.1} µs", s.mean)),
-                )
-            }
-            None => (
-                mine.iter()
-                    .find_map(|c| c.failure.clone())
-                    .map_or_else(|| "no data".into(), |f| format!("✗ {f}")),
-                dash(),
-                dash(),
-                dash(),
-            ),
-        };
-        let _ = writeln!(
-            o,
-            "| {s} | {rate} | {at} | {p99} | {cpu} | {} | {} | {} |",
-            startup.map_or_else(dash, micros_brief),
-            idle.map_or_else(dash, mib_cell),
-            peak_rss.map_or_else(dash, |b| mib_cell(b as f64)),
-        );
-    }
-    let _ = writeln!(o);
+    format!("{}{half}{marks}", value(Unit::PerSecond, r.mean))
+}
+
+/// The throughput chart and the latency spectrum of the headline group, when drawn.
+fn plot_links(
+    o: &mut String,
+    set: &ResultSet,
+    charts: &[Chart],
+    (scenario, profile): (&str, &str),
+    readme_dir: &Path,
+) -> anyhow::Result<()> {
     let pick = |kind: Kind| {
         charts.iter().find(|c| {
-            c.kind == kind
-                && c.scenario.as_deref() == Some(scenario.as_str())
-                && c.profile == profile
+            c.kind == kind && c.scenario.as_deref() == Some(scenario) && c.profile == profile
         })
     };
     for chart in [pick(Kind::Throughput), pick(Kind::Spectrum)]
@@ -168,5 +188,5 @@ Peak = the load level with the highest mean req/s; ± = half-width of the 95 % S
             link(readme_dir, &set.dir.join(&chart.file))?
         );
     }
-    Ok(o)
+    Ok(())
 }
