@@ -17,7 +17,9 @@ use crate::interrupt;
 use crate::plan::{self, Options, Plan};
 use crate::progress::Progress;
 use crate::results::group::runtimes_by_service;
-use crate::results::schema::{CellResult, CellStatus, Drift, RunRecord, RunStatus, SCHEMA_VERSION};
+use crate::results::schema::{
+    CellResult, CellSpec, CellStatus, Drift, RunRecord, RunStatus, SCHEMA_VERSION,
+};
 use crate::results::stats::pct_change;
 use crate::results::store::Store;
 use crate::results::summary::summarize_cell;
@@ -151,43 +153,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
     };
     let mut progress = Progress::new(plan.rep_count(), plan.estimate_s(), args.quiet);
     progress.note(&format!("run {} → {}", run.run_id, store.dir.display()));
-
-    'groups: for group in &plan.groups {
-        let mut states: Vec<CellResult> = Vec::new();
-        for c in group {
-            if store.cell_done(&c.key) {
-                progress.skip(u64::from(c.repetitions));
-            } else {
-                states.push(CellResult::new(&run.run_id, c));
-            }
-        }
-        let reps = group.iter().map(|c| c.repetitions).max().unwrap_or(0);
-        for rep in 1..=reps {
-            for st in states.iter_mut() {
-                if interrupt::requested() {
-                    break 'groups;
-                }
-                if st.status != CellStatus::Partial || rep > st.cell.repetitions {
-                    continue;
-                }
-                progress.begin(&st.cell, rep);
-                let r = cell::run_rep(&ctx, st, rep);
-                let failure = st.failure.as_ref().map(ToString::to_string);
-                progress.end(&st.cell, rep, r.as_ref(), failure.as_deref());
-                if let Some(r) = r {
-                    st.reps.push(r);
-                    if rep == st.cell.repetitions {
-                        st.status = CellStatus::Ok;
-                    }
-                } else {
-                    progress.skip(u64::from(st.cell.repetitions - rep));
-                }
-                st.summary = summarize_cell(st);
-                store.write_cell(st)?;
-                if !interrupt::sleep_ms(st.cell.cooldown_ms) {
-                    break 'groups;
-                }
-            }
+    for group in &plan.groups {
+        if !run_group(&ctx, &store, group, &mut progress)? {
+            break;
         }
     }
     // Whatever was in flight when interrupted is already written with its status.
@@ -205,12 +173,65 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
     } else {
         RunStatus::Completed
     };
-    let outcome = export_all(&store, &mut run, &plan, status, drift)?;
+    let end = export_all(&store, &mut run, &plan, status, drift)?;
     Ok(if status == RunStatus::Interrupted {
         RunEnd::Interrupted
     } else {
-        outcome
+        end
     })
+}
+
+/// One group's cells with their repetitions interleaved (rep 1 of each, then rep 2 …), so
+/// drift of the machine hits every service alike. Cells finished by an earlier run are
+/// skipped. Every cell file is rewritten after each repetition. False when interrupted.
+fn run_group(
+    ctx: &Ctx,
+    store: &Store,
+    group: &[CellSpec],
+    progress: &mut Progress,
+) -> anyhow::Result<bool> {
+    let mut states: Vec<CellResult> = Vec::new();
+    for c in group {
+        if store.cell_done(&c.key) {
+            progress.skip(u64::from(c.repetitions));
+        } else {
+            states.push(CellResult::new(ctx.run_id, c));
+        }
+    }
+    let reps = group.iter().map(|c| c.repetitions).max().unwrap_or(0);
+    for rep in 1..=reps {
+        for st in states.iter_mut() {
+            if interrupt::requested() {
+                return Ok(false);
+            }
+            if st.status != CellStatus::Partial || rep > st.cell.repetitions {
+                continue;
+            }
+            run_rep(ctx, st, rep, progress);
+            store.write_cell(st)?;
+            if !interrupt::sleep_ms(st.cell.cooldown_ms) {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// One repetition of one cell, recorded on it with its progress line.
+fn run_rep(ctx: &Ctx, st: &mut CellResult, rep: u32, progress: &mut Progress) {
+    progress.begin(&st.cell, rep);
+    let r = cell::run_rep(ctx, st, rep);
+    let failure = st.failure.as_ref().map(ToString::to_string);
+    progress.end(&st.cell, rep, r.as_ref(), failure.as_deref());
+    if let Some(r) = r {
+        st.reps.push(r);
+        if rep == st.cell.repetitions {
+            st.status = CellStatus::Ok;
+        }
+    } else {
+        progress.skip(u64::from(st.cell.repetitions - rep));
+    }
+    st.summary = summarize_cell(st);
 }
 
 fn drift_rerun(ctx: &Ctx, store: &Store, plan: &Plan, progress: &mut Progress) -> Option<Drift> {

@@ -9,9 +9,10 @@ pub mod metric;
 pub mod model;
 pub mod welch;
 
+use self::metric::Metric;
 use self::model::{CellComparison, Comparison, MetricComparison, Side};
 use self::welch::Verdict;
-use crate::results::schema::CellStatus;
+use crate::results::schema::{CellStatus, CellSummary};
 use crate::results::set::ResultSet;
 
 pub const METHOD: &str = "Welch's t on the per-repetition values (per-start for startup and idle RSS): \
@@ -51,61 +52,18 @@ pub fn compare(
                 comparable::cell_differences(old_specs.get(&o.key), new_specs.get(&n.key));
             any_cell_diff |= !not_comparable.is_empty();
             let withhold = !not_comparable.is_empty() && !opt.force;
-            let metrics = metric::ALL
-                .iter()
-                .map(|&mt| {
-                    let so = metric::values(o, old.cells.get(&o.key), mt);
-                    let sn = metric::values(n, new.cells.get(&n.key), mt);
-                    let difference = match (&so, &sn) {
-                        (Some(a), Some(b)) => welch::difference(a, b),
-                        _ => None,
-                    };
-                    let verdict = match &difference {
-                        None => Verdict::Missing,
-                        Some(_) if withhold => Verdict::NotComparable,
-                        Some(d) => welch::verdict(mt, d, opt.noise_pct),
-                    };
-                    MetricComparison {
-                        metric: mt,
-                        unit: mt.unit(),
-                        old: so,
-                        new: sn,
-                        difference,
-                        verdict,
-                    }
-                })
-                .collect();
-            let mut suspect_reasons: Vec<String> = o
-                .suspect_reasons
-                .iter()
-                .map(|r| format!("old: {r}"))
-                .collect();
-            suspect_reasons.extend(n.suspect_reasons.iter().map(|r| format!("new: {r}")));
-            let failures = [("old", o), ("new", n)]
-                .iter()
-                .filter_map(|(side, c)| {
-                    let bad = !matches!(c.status, None | Some(CellStatus::Ok));
-                    (bad || c.failure.is_some()).then(|| {
-                        format!(
-                            "{side}: {:?}{}",
-                            c.status.unwrap_or(CellStatus::Failed),
-                            c.failure
-                                .as_ref()
-                                .map_or_else(String::new, |f| format!(" ({f})"))
-                        )
-                        .to_lowercase()
-                    })
-                })
-                .collect();
             CellComparison {
                 id: matching::CellId::of(n),
                 key: n.key.clone(),
                 suspect_old: o.suspect,
                 suspect_new: n.suspect,
-                suspect_reasons,
-                failures,
+                suspect_reasons: suspect_reasons(o, n),
+                failures: failures(o, n),
                 not_comparable,
-                metrics,
+                metrics: metric::ALL
+                    .iter()
+                    .map(|&mt| compare_metric(mt, (old, o), (new, n), withhold, opt.noise_pct))
+                    .collect(),
             }
         })
         .collect();
@@ -120,6 +78,66 @@ pub fn compare(
         only_new: m.only_new,
         cells,
     })
+}
+
+/// One metric of one matched cell: both sides' values, the difference and the verdict.
+fn compare_metric(
+    mt: Metric,
+    (old, o): (&ResultSet, &CellSummary),
+    (new, n): (&ResultSet, &CellSummary),
+    withhold: bool,
+    noise_pct: f64,
+) -> MetricComparison {
+    let so = metric::values(o, old.cells.get(&o.key), mt);
+    let sn = metric::values(n, new.cells.get(&n.key), mt);
+    let difference = match (&so, &sn) {
+        (Some(a), Some(b)) => welch::difference(a, b),
+        _ => None,
+    };
+    let verdict = match &difference {
+        None => Verdict::Missing,
+        Some(_) if withhold => Verdict::NotComparable,
+        Some(d) => welch::verdict(mt, d, noise_pct),
+    };
+    MetricComparison {
+        metric: mt,
+        unit: mt.unit(),
+        old: so,
+        new: sn,
+        difference,
+        verdict,
+    }
+}
+
+/// Both sides' suspect reasons, each prefixed with its side.
+fn suspect_reasons(o: &CellSummary, n: &CellSummary) -> Vec<String> {
+    let mut r: Vec<String> = o
+        .suspect_reasons
+        .iter()
+        .map(|r| format!("old: {r}"))
+        .collect();
+    r.extend(n.suspect_reasons.iter().map(|r| format!("new: {r}")));
+    r
+}
+
+/// Sides that did not complete: "old: failed (startup: …)".
+fn failures(o: &CellSummary, n: &CellSummary) -> Vec<String> {
+    [("old", o), ("new", n)]
+        .iter()
+        .filter_map(|(side, c)| {
+            let bad = !matches!(c.status, None | Some(CellStatus::Ok));
+            (bad || c.failure.is_some()).then(|| {
+                format!(
+                    "{side}: {:?}{}",
+                    c.status.unwrap_or(CellStatus::Failed),
+                    c.failure
+                        .as_ref()
+                        .map_or_else(String::new, |f| format!(" ({f})"))
+                )
+                .to_lowercase()
+            })
+        })
+        .collect()
 }
 
 fn side(s: &ResultSet) -> Side {

@@ -2,7 +2,7 @@
 
 use loadgen::LoadModel;
 
-use crate::results::schema::{CellResult, CellStatus};
+use crate::results::schema::{CellResult, CellSpec, CellStatus, RepResult};
 use crate::results::stats;
 
 /// Run-to-run spread above which throughput is called noisy.
@@ -12,67 +12,89 @@ pub const LITTLE_TOLERANCE: f64 = 0.10;
 /// Open loop: achieved / offered below this = the schedule was not kept.
 pub const MIN_OPEN_RATIO: f64 = 0.95;
 
+/// Every reason, per repetition first, then over the cell.
 pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
+    let mut r: Vec<String> = cell
+        .reps
+        .iter()
+        .flat_map(|rep| rep_reasons(cell, rep))
+        .collect();
+    r.extend(cell_reasons(cell));
+    r
+}
+
+/// What one repetition's generator report and counters say against it.
+fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
+    let mut r = Vec::new();
+    let rep_no = rep.rep;
+    let rp = &rep.report;
+    if rp.verdict.saturated {
+        r.push(format!(
+            "rep {rep_no}: generator saturated ({})",
+            rp.verdict.reasons.join("; ")
+        ));
+    }
+    for p in &rp.problems {
+        r.push(format!("rep {rep_no}: {p}"));
+    }
+    let errors = rp.counts.errors.total();
+    if rp.problems.is_empty() && (errors > 0 || rp.counts.timeouts > 0) {
+        r.push(format!(
+            "rep {rep_no}: {errors} errors, {} timeouts",
+            rp.counts.timeouts
+        ));
+    }
+    if rp.counts.non_2xx > 0 {
+        r.push(format!(
+            "rep {rep_no}: {} non-2xx responses",
+            rp.counts.non_2xx
+        ));
+    }
+    r.extend(load_model_reason(&cell.cell, rep));
+    if let Some(c) = &rep.cgroup
+        && c.oom_kills.unwrap_or(0) > 0
+    {
+        r.push(format!("rep {rep_no}: OOM kill inside the memory limit"));
+    }
+    r
+}
+
+/// Closed loop: Little's law; open loop: was the offered rate achieved.
+fn load_model_reason(spec: &CellSpec, rep: &RepResult) -> Option<String> {
+    let (rep_no, rp) = (rep.rep, &rep.report);
+    match spec.load {
+        LoadModel::Closed {
+            connections,
+            pipeline,
+        } if spec.keepalive && rp.latency_us.samples > 0 => {
+            let l = f64::from(connections) * f64::from(pipeline);
+            let lw = rp.requests_per_s * rp.latency_us.mean / 1e6;
+            let gap = (lw - l).abs() / l;
+            (gap > LITTLE_TOLERANCE).then(|| {
+                format!(
+                    "rep {rep_no}: Little's law off by {:.0} % (throughput × mean latency = {lw:.1}, concurrency = {l})",
+                    gap * 100.0
+                )
+            })
+        }
+        LoadModel::Open { rate_per_s, .. } => {
+            let ratio = rp.requests_per_s / rate_per_s;
+            (ratio < MIN_OPEN_RATIO).then(|| {
+                format!(
+                    "rep {rep_no}: offered {rate_per_s:.0} req/s but achieved {:.0} ({:.0} %)",
+                    rp.requests_per_s,
+                    ratio * 100.0
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Over the cell: spread, workers, verification, ports, missing repetitions.
+fn cell_reasons(cell: &CellResult) -> Vec<String> {
     let mut r = Vec::new();
     let spec = &cell.cell;
-    for rep in &cell.reps {
-        let rep_no = rep.rep;
-        let rp = &rep.report;
-        if rp.verdict.saturated {
-            r.push(format!(
-                "rep {rep_no}: generator saturated ({})",
-                rp.verdict.reasons.join("; ")
-            ));
-        }
-        for p in &rp.problems {
-            r.push(format!("rep {rep_no}: {p}"));
-        }
-        let errors = rp.counts.errors.total();
-        if rp.problems.is_empty() && (errors > 0 || rp.counts.timeouts > 0) {
-            r.push(format!(
-                "rep {rep_no}: {errors} errors, {} timeouts",
-                rp.counts.timeouts
-            ));
-        }
-        if rp.counts.non_2xx > 0 {
-            r.push(format!(
-                "rep {rep_no}: {} non-2xx responses",
-                rp.counts.non_2xx
-            ));
-        }
-        match spec.load {
-            LoadModel::Closed {
-                connections,
-                pipeline,
-            } if spec.keepalive && rp.latency_us.samples > 0 => {
-                let l = f64::from(connections) * f64::from(pipeline);
-                let lw = rp.requests_per_s * rp.latency_us.mean / 1e6;
-                let gap = (lw - l).abs() / l;
-                if gap > LITTLE_TOLERANCE {
-                    r.push(format!(
-                        "rep {rep_no}: Little's law off by {:.0} % (throughput × mean latency = {lw:.1}, concurrency = {l})",
-                        gap * 100.0
-                    ));
-                }
-            }
-            LoadModel::Open { rate_per_s, .. } => {
-                let ratio = rp.requests_per_s / rate_per_s;
-                if ratio < MIN_OPEN_RATIO {
-                    r.push(format!(
-                        "rep {rep_no}: offered {rate_per_s:.0} req/s but achieved {:.0} ({:.0} %)",
-                        rp.requests_per_s,
-                        ratio * 100.0
-                    ));
-                }
-            }
-            _ => {}
-        }
-        if let Some(c) = &rep.cgroup
-            && c.oom_kills.unwrap_or(0) > 0
-        {
-            r.push(format!("rep {rep_no}: OOM kill inside the memory limit"));
-        }
-    }
     let rps: Vec<f64> = cell
         .reps
         .iter()
