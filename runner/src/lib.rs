@@ -1,8 +1,20 @@
 //! The matrix runner as a library: `main.rs` is only the table of contents.
 //!
-//! Reading order: `config` (matrix.toml) → `plan` (expanded cells) → `run` (groups,
-//! interleaving, drift) → `cell` (one repetition: `limits`, `service`, `load`, `sample`) →
-//! `flags` + `results` (schema, summary, store) → `export` (JSON, Markdown) and `env`.
+//! Reading order — data flows one way, config → plan → run → results → export/report:
+//! - `config` (matrix.toml, validated) → `plan` (expanded cells, groups, estimate);
+//! - `cmd` — the subcommands: `cmd::run` drives groups with interleaved repetitions and the
+//!   drift re-run, `cmd::report`, `cmd::compare`, `cmd::plan`;
+//! - `cell` — one repetition: `limits` (cgroups, CPU lists) → `service` (spawn, first 200,
+//!   start-up line, verify, stop) → `load` (loadgen as a child) with `sample` (CPU/RSS);
+//! - `results` — the data layer every reader uses: schema, store, summary, suspect rules,
+//!   stats, loading a result set, grouping, units;
+//! - `export` (results.json, results.md), `report` (charts, README headline) and `compare`
+//!   (two runs) — each reads `results` and none imports another;
+//! - beside them: `env` (the run's environment record), `process`, `binaries`, `interrupt`,
+//!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments).
+//!
+//! Lower layers never import upper ones: `results`, `env`, `limits` and `process` import
+//! nothing from config, plan, cell, cmd, export, report or compare.
 
 pub mod binaries;
 pub mod cell;

@@ -1,7 +1,7 @@
 //! Replacing a generated section of a Markdown file between two HTML-comment markers, so
 //! numbers in a README come from result files and are never typed by hand.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Markers {
@@ -68,23 +68,20 @@ pub fn update_file(path: &Path, m: Markers, content: &str) -> anyhow::Result<()>
 }
 
 /// `to` relative to the directory `from_dir`, with '/' separators (a Markdown link).
-/// Both must exist (they are canonicalized).
+/// Both must exist (they are canonicalized, so symlinks and `..` cannot mislead).
 pub fn link(from_dir: &Path, to: &Path) -> anyhow::Result<String> {
     let canon = |p: &Path| {
         p.canonicalize()
             .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
     };
     let (from, to) = (canon(from_dir)?, canon(to)?);
-    let f: Vec<Component> = from.components().collect();
-    let t: Vec<Component> = to.components().collect();
-    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
-    let mut rel = PathBuf::new();
-    for _ in common..f.len() {
-        rel.push("..");
-    }
-    for c in &t[common..] {
-        rel.push(c.as_os_str());
-    }
+    let rel = pathdiff::diff_paths(&to, &from).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no relative path from {} to {}",
+            from.display(),
+            to.display()
+        )
+    })?;
     Ok(rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())

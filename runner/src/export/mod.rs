@@ -1,5 +1,5 @@
-//! Exporters: results as bytes (JSON aggregate, Markdown table). They never touch files;
-//! the store writes what they return.
+//! Exporters: a run's results as bytes — results.json (the aggregate) and results.md (the
+//! page a human reads). They never touch files; the store or `cmd::report` writes them.
 
 pub mod json;
 pub mod markdown;
