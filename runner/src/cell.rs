@@ -265,7 +265,7 @@ fn measure(
     confs: &mut Confinements,
 ) -> Result<RepResult, Stop> {
     let rep = start.rep;
-    let spec = load::spec(cell, start.port);
+    let spec = cell.load_spec(start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
     let before = confs.server.counters();
     let sampler = Sampler::start(proc.pid);

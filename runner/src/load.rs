@@ -5,37 +5,16 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use loadgen::{LoadModel, LoadSpec, Report};
+use loadgen::{LoadSpec, Report};
 
 use crate::interrupt;
 use crate::limits::Confinement;
 use crate::process::Proc;
-use crate::results::schema::CellSpec;
 
 /// What one generator run returned.
 pub struct LoadRun {
     pub report: Report,
     pub exit_code: Option<i32>,
-}
-
-/// The generator's spec for one repetition of `cell` against the service on `port`.
-pub fn spec(cell: &CellSpec, port: u16) -> LoadSpec {
-    let conns = match cell.load {
-        LoadModel::Closed { connections, .. } | LoadModel::Open { connections, .. } => connections,
-    };
-    LoadSpec {
-        url: format!("http://127.0.0.1:{port}{}", cell.path),
-        model: cell.load.clone(),
-        threads: cell.loadgen_threads.min(conns).max(1),
-        keepalive: cell.keepalive,
-        duration_ms: Some(cell.duration_ms),
-        requests: None,
-        warmup_ms: cell.warmup_ms,
-        timeout_ms: cell.request_timeout_ms,
-        expect_status: 200,
-        expect_body_bytes: cell.expect_body_bytes,
-        headers: vec![],
-    }
 }
 
 pub fn run(

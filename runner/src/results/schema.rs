@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use loadgen::{LoadModel, Report};
+use loadgen::{LoadModel, LoadSpec, Report};
 use ping_common::startup::StartupLine;
 use serde::{Deserialize, Serialize};
 
@@ -172,6 +172,30 @@ pub struct CellSpec {
     pub limits: ProfileLimits,
     /// Extra service arguments from the matrix file.
     pub service_args: Vec<String>,
+}
+
+impl CellSpec {
+    /// The generator's spec for one repetition of this cell against the service on `port`.
+    pub fn load_spec(&self, port: u16) -> LoadSpec {
+        let conns = match self.load {
+            LoadModel::Closed { connections, .. } | LoadModel::Open { connections, .. } => {
+                connections
+            }
+        };
+        LoadSpec {
+            url: format!("http://127.0.0.1:{port}{}", self.path),
+            model: self.load.clone(),
+            threads: self.loadgen_threads.min(conns).max(1),
+            keepalive: self.keepalive,
+            duration_ms: Some(self.duration_ms),
+            requests: None,
+            warmup_ms: self.warmup_ms,
+            timeout_ms: self.request_timeout_ms,
+            expect_status: 200,
+            expect_body_bytes: self.expect_body_bytes,
+            headers: vec![],
+        }
+    }
 }
 
 /// A resource profile as requested (identical for every service).

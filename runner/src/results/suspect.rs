@@ -145,8 +145,8 @@ fn cell_reasons(cell: &CellResult) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::results::schema::{CellSpec, ProfileLimits, RepResult, ServerUsage};
+    use loadgen::Report;
     use loadgen::report::{Counts, Generator, Percentiles, Verdict};
-    use loadgen::{LoadSpec, Report};
 
     fn spec(load: LoadModel) -> CellSpec {
         CellSpec {
@@ -186,19 +186,7 @@ mod tests {
         Report {
             schema_version: 1,
             loadgen_version: "test".into(),
-            spec: LoadSpec {
-                url: format!("http://127.0.0.1:1{}", cell.path),
-                model: cell.load.clone(),
-                threads: 1,
-                keepalive: cell.keepalive,
-                duration_ms: Some(cell.duration_ms),
-                requests: None,
-                warmup_ms: cell.warmup_ms,
-                timeout_ms: cell.request_timeout_ms,
-                expect_status: 200,
-                expect_body_bytes: None,
-                headers: vec![],
-            },
+            spec: cell.load_spec(1),
             started_unix_ms: 0,
             window_s: 1.0,
             requests_per_s: rps,
