@@ -92,8 +92,8 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
         .git_commit
         .as_deref()
         .map_or("nogit".to_string(), |c| c[..c.len().min(7)].to_string());
-    let run_id = format!("{}-{short}", utc_stamp(now_ms / 1000));
-    let store = Store::create(args.out.join(&run_id))?;
+    let (store, run_id) =
+        Store::create_new(&args.out, &format!("{}-{short}", utc_stamp(now_ms / 1000)))?;
     let run = RunRecord {
         schema_version: SCHEMA_VERSION,
         run_id,

@@ -27,7 +27,39 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
+/// How many `-2`, `-3` … suffixes a new run id may try before giving up.
+const MAX_ID_SUFFIX: u32 = 1000;
+
 impl Store {
+    /// A new run directory `parent/<id>` that did not exist before; when it does (two runs
+    /// started in the same second from the same commit), `<id>-2`, `<id>-3` … Creation is
+    /// atomic (`mkdir`), so two runners racing can never share a directory. Returns the
+    /// store and the id it got.
+    pub fn create_new(parent: &Path, id: &str) -> anyhow::Result<(Store, String)> {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        for n in 1..=MAX_ID_SUFFIX {
+            let id = if n == 1 {
+                id.to_string()
+            } else {
+                format!("{id}-{n}")
+            };
+            let dir = parent.join(&id);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok((Store::create(dir)?, id)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating {}", dir.display()));
+                }
+            }
+        }
+        anyhow::bail!(
+            "{}: {MAX_ID_SUFFIX} run directories named {id}[-n] exist already",
+            parent.display()
+        )
+    }
+
+    /// The directory and its `cells/`, existing or not (a resumed run reopens its own).
     pub fn create(dir: PathBuf) -> anyhow::Result<Store> {
         std::fs::create_dir_all(dir.join("cells"))
             .with_context(|| format!("creating {}", dir.display()))?;
@@ -87,5 +119,30 @@ impl Store {
         let d = self.dir.join(".tmp");
         std::fs::create_dir_all(&d)?;
         Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_run_never_reuses_an_existing_directory() {
+        let parent = std::env::temp_dir().join(format!("pingmatrix-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&parent);
+        let (a, id_a) = Store::create_new(&parent, "2026-11-30T14-06-29Z-14f462b").unwrap();
+        std::fs::write(a.dir.join("run.json"), "{}").unwrap();
+        let (b, id_b) = Store::create_new(&parent, "2026-11-30T14-06-29Z-14f462b").unwrap();
+        let (_, id_c) = Store::create_new(&parent, "2026-11-30T14-06-29Z-14f462b").unwrap();
+        assert_eq!(id_a, "2026-11-30T14-06-29Z-14f462b");
+        assert_eq!(id_b, "2026-11-30T14-06-29Z-14f462b-2");
+        assert_eq!(id_c, "2026-11-30T14-06-29Z-14f462b-3");
+        assert_ne!(a.dir, b.dir);
+        assert!(b.dir.join("cells").is_dir());
+        assert_eq!(
+            std::fs::read_to_string(a.dir.join("run.json")).unwrap(),
+            "{}"
+        );
+        std::fs::remove_dir_all(&parent).unwrap();
     }
 }
