@@ -59,22 +59,6 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Span of the first line that assigns `key` (for plain fields without `Spanned`).
-fn key_span(text: &str, key: &str) -> Range<usize> {
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let t = line.trim_start();
-        if let Some(rest) = t.strip_prefix(key)
-            && rest.trim_start().starts_with('=')
-        {
-            let start = offset + (line.len() - t.len());
-            return start..start + key.len();
-        }
-        offset += line.len();
-    }
-    0..0
-}
-
 struct Errs<'a> {
     file: String,
     text: &'a str,
@@ -294,23 +278,19 @@ fn check(
 ) -> Matrix {
     let d = &f.defaults;
     let whole = 0..0;
-    if d.repetitions == 0 {
+    if *d.repetitions.get_ref() == 0 {
         errs.at(
-            key_span(text, "repetitions"),
+            d.repetitions.span(),
             "defaults.repetitions",
             "must be at least 1",
         );
     }
-    if d.duration_ms == 0 {
-        errs.at(
-            key_span(text, "duration_ms"),
-            "defaults.duration_ms",
-            "must be > 0",
-        );
+    if *d.duration_ms.get_ref() == 0 {
+        errs.at(d.duration_ms.span(), "defaults.duration_ms", "must be > 0");
     }
-    if d.loadgen_threads == 0 {
+    if *d.loadgen_threads.get_ref() == 0 {
         errs.at(
-            key_span(text, "loadgen_threads"),
+            d.loadgen_threads.span(),
             "defaults.loadgen_threads",
             "must be at least 1",
         );
@@ -407,14 +387,15 @@ fn check(
                 "must be at least 8 MiB",
             );
         }
-        if p.workers == Some(0) {
-            errs.at(
-                p.name.span(),
-                format!("profiles[{i}].workers"),
-                "must be >= 1",
-            );
+        if let Some(w) = &p.workers
+            && *w.get_ref() == 0
+        {
+            errs.at(w.span(), format!("profiles[{i}].workers"), "must be >= 1");
         }
-        let workers = p.workers.unwrap_or(server_cpus.len().max(1) as u32);
+        let workers = p
+            .workers
+            .as_ref()
+            .map_or(server_cpus.len().max(1) as u32, |w| *w.get_ref());
         profiles.push(ProfileDef {
             name: p.name.get_ref().clone(),
             limits: ProfileLimits {
@@ -489,10 +470,10 @@ fn check(
         }
         QuickDef {
             cells: q.cells.get_ref().clone(),
-            warmup_ms: q.warmup_ms,
-            duration_ms: q.duration_ms,
-            repetitions: q.repetitions,
-            cooldown_ms: q.cooldown_ms,
+            warmup_ms: q.warmup_ms.as_ref().map(|v| *v.get_ref()),
+            duration_ms: q.duration_ms.as_ref().map(|v| *v.get_ref()),
+            repetitions: q.repetitions.as_ref().map(|v| *v.get_ref()),
+            cooldown_ms: q.cooldown_ms.as_ref().map(|v| *v.get_ref()),
         }
     });
     if let Some(r) = &d.reference {
@@ -516,15 +497,15 @@ fn check(
         path: path.to_path_buf(),
         text: text.to_string(),
         timing: Timing {
-            warmup_ms: d.warmup_ms,
-            duration_ms: d.duration_ms,
-            repetitions: d.repetitions,
-            cooldown_ms: d.cooldown_ms,
+            warmup_ms: *d.warmup_ms.get_ref(),
+            duration_ms: *d.duration_ms.get_ref(),
+            repetitions: *d.repetitions.get_ref(),
+            cooldown_ms: *d.cooldown_ms.get_ref(),
         },
-        startup_timeout_ms: d.startup_timeout_ms,
-        stop_grace_ms: d.stop_grace_ms,
-        request_timeout_ms: d.request_timeout_ms,
-        loadgen_threads: d.loadgen_threads,
+        startup_timeout_ms: *d.startup_timeout_ms.get_ref(),
+        stop_grace_ms: *d.stop_grace_ms.get_ref(),
+        request_timeout_ms: *d.request_timeout_ms.get_ref(),
+        loadgen_threads: *d.loadgen_threads.get_ref(),
         loadgen,
         reference: d.reference.as_ref().map(|r| r.get_ref().clone()),
         quick,
@@ -629,6 +610,29 @@ loadgen_cpus = "0"
         let fields: Vec<&str> = e.0.iter().map(|e| e.field.as_str()).collect();
         assert!(fields.contains(&"defaults.reference"), "{e}");
         assert!(fields.contains(&"scenarios[0].load.connections"), "{e}");
+    }
+
+    #[test]
+    fn defaults_errors_point_at_defaults_when_quick_comes_first() {
+        let text = GOOD
+            .replace(
+                "[defaults]\n",
+                "[quick]\ncells = [\"ping/c1/pinned\"]\nrepetitions = 2\nduration_ms = 100\n\n[defaults]\nrepetitions = 0\n",
+            )
+            .replace("duration_ms = 200", "duration_ms = 0");
+        let e = parse_str(&text).unwrap_err();
+        let at: Vec<(&str, usize, usize)> =
+            e.0.iter()
+                .map(|e| (e.field.as_str(), e.line, e.col))
+                .collect();
+        assert_eq!(
+            at,
+            [
+                ("defaults.repetitions", 8, 15),
+                ("defaults.duration_ms", 10, 15)
+            ],
+            "{e}"
+        );
     }
 
     #[test]
