@@ -105,14 +105,14 @@ fn yes() -> bool {
 
 /// Load model of a scenario. A flat struct (not a tagged enum) so the fields keep their
 /// spans: closed = `connections` (one level each) + `pipeline`; open = `rates_per_s` (one
-/// level each) + `max_connections`.
+/// level each) + `max_connections`. Each level keeps its own span too.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Load {
     pub model: Spanned<ModelKind>,
-    pub connections: Option<Spanned<Vec<u32>>>,
+    pub connections: Option<Spanned<Vec<Spanned<u32>>>>,
     pub pipeline: Option<Spanned<u32>>,
-    pub rates_per_s: Option<Spanned<Vec<f64>>>,
+    pub rates_per_s: Option<Spanned<Vec<Spanned<f64>>>>,
     pub max_connections: Option<Spanned<u32>>,
 }
 

@@ -72,16 +72,38 @@ fn rate_label(rate: f64) -> String {
     }
 }
 
-/// One level per connection count (closed) or rate (open); misplaced fields are errors.
+/// One level per connection count (closed) or rate (open), each label once; misplaced
+/// fields are errors.
 fn levels(errs: &mut Errs, i: usize, load: &Load) -> Vec<Level> {
     let field = |f: &str| format!("scenarios[{i}].load.{f}");
-    match load.model.get_ref() {
-        ModelKind::Closed => closed(errs, load, field),
-        ModelKind::Open => open(errs, load, field),
-    }
+    let (levels, list_field) = match load.model.get_ref() {
+        ModelKind::Closed => (closed(errs, load, field), field("connections")),
+        ModelKind::Open => (open(errs, load, field), field("rates_per_s")),
+    };
+    distinct(errs, levels, &list_field)
 }
 
-fn closed(errs: &mut Errs, load: &Load, field: impl Fn(&str) -> String) -> Vec<Level> {
+/// Each level label once: a repeated one would run the same cell twice under one key.
+fn distinct(errs: &mut Errs, levels: Vec<Spanned<Level>>, field: &str) -> Vec<Level> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for l in levels {
+        let span = l.span();
+        let l = l.into_inner();
+        if seen.insert(l.label.clone()) {
+            out.push(l);
+        } else {
+            errs.at(
+                span,
+                field,
+                format!("level {} appears twice; list each level once", l.label),
+            );
+        }
+    }
+    out
+}
+
+fn closed(errs: &mut Errs, load: &Load, field: impl Fn(&str) -> String) -> Vec<Spanned<Level>> {
     let model_span = load.model.span();
     if let Some(r) = &load.rates_per_s {
         errs.at(r.span(), field("rates_per_s"), "only for model = \"open\"");
@@ -109,7 +131,7 @@ fn closed(errs: &mut Errs, load: &Load, field: impl Fn(&str) -> String) -> Vec<L
         );
         return Vec::new();
     };
-    if conns.get_ref().is_empty() || conns.get_ref().contains(&0) {
+    if conns.get_ref().is_empty() || conns.get_ref().iter().any(|c| *c.get_ref() == 0) {
         errs.at(
             conns.span(),
             field("connections"),
@@ -119,21 +141,23 @@ fn closed(errs: &mut Errs, load: &Load, field: impl Fn(&str) -> String) -> Vec<L
     conns
         .get_ref()
         .iter()
-        .map(|&c| Level {
-            label: if pipeline > 1 {
-                format!("c{c}p{pipeline}")
+        .map(|c| {
+            let connections = *c.get_ref();
+            let label = if pipeline > 1 {
+                format!("c{connections}p{pipeline}")
             } else {
-                format!("c{c}")
-            },
-            model: LoadModel::Closed {
-                connections: c,
+                format!("c{connections}")
+            };
+            let model = LoadModel::Closed {
+                connections,
                 pipeline,
-            },
+            };
+            Spanned::new(c.span(), Level { label, model })
         })
         .collect()
 }
 
-fn open(errs: &mut Errs, load: &Load, field: impl Fn(&str) -> String) -> Vec<Level> {
+fn open(errs: &mut Errs, load: &Load, field: impl Fn(&str) -> String) -> Vec<Spanned<Level>> {
     let model_span = load.model.span();
     if let Some(r) = &load.connections {
         errs.at(
@@ -165,7 +189,12 @@ fn open(errs: &mut Errs, load: &Load, field: impl Fn(&str) -> String) -> Vec<Lev
         );
         return Vec::new();
     };
-    if rates.get_ref().is_empty() || rates.get_ref().iter().any(|r| !(*r > 0.0 && r.is_finite())) {
+    if rates.get_ref().is_empty()
+        || rates
+            .get_ref()
+            .iter()
+            .any(|r| !(*r.get_ref() > 0.0 && r.get_ref().is_finite()))
+    {
         errs.at(
             rates.span(),
             field("rates_per_s"),
@@ -175,12 +204,16 @@ fn open(errs: &mut Errs, load: &Load, field: impl Fn(&str) -> String) -> Vec<Lev
     rates
         .get_ref()
         .iter()
-        .map(|&r| Level {
-            label: rate_label(r),
-            model: LoadModel::Open {
-                rate_per_s: r,
-                connections: max_conns,
-            },
+        .map(|r| {
+            let rate_per_s = *r.get_ref();
+            let level = Level {
+                label: rate_label(rate_per_s),
+                model: LoadModel::Open {
+                    rate_per_s,
+                    connections: max_conns,
+                },
+            };
+            Spanned::new(r.span(), level)
         })
         .collect()
 }
