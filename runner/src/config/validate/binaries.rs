@@ -18,7 +18,19 @@ pub(super) struct Binaries<'a> {
 
 impl Binaries<'_> {
     /// The executable's path; a missing one is an error (and the name is returned as is).
+    /// Spaces are fine (nothing goes through a shell); control characters are refused.
     pub fn resolve(&self, errs: &mut Errs, name: &Spanned<String>, field: &str) -> PathBuf {
+        if let Some(c) = name.get_ref().chars().find(|c| c.is_control()) {
+            errs.at(
+                name.span(),
+                field,
+                format!(
+                    "contains the control character {c:?}; a path with CR, LF or other control \
+                     characters breaks the line-based logs and reports, so it is refused"
+                ),
+            );
+            return PathBuf::from(name.get_ref());
+        }
         match resolve_binary(name.get_ref(), self.base, self.exe_dir) {
             Ok(p) => p,
             Err(e) => {

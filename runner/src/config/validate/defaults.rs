@@ -2,8 +2,11 @@
 
 use std::path::PathBuf;
 
+use toml::Spanned;
+
 use super::Errs;
 use super::binaries::Binaries;
+use super::bounds::{MAX_MS, MAX_REPETITIONS, MAX_THREADS};
 use crate::config::schema::{Defaults, Quick};
 use crate::config::{QuickDef, Timing};
 
@@ -18,45 +21,76 @@ pub(super) struct Settings {
 }
 
 pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Settings {
-    if *d.repetitions.get_ref() == 0 {
-        errs.at(
-            d.repetitions.span(),
-            "defaults.repetitions",
-            "must be at least 1",
-        );
-    }
-    if *d.duration_ms.get_ref() == 0 {
-        errs.at(d.duration_ms.span(), "defaults.duration_ms", "must be > 0");
-    }
-    if *d.loadgen_threads.get_ref() == 0 {
-        errs.at(
-            d.loadgen_threads.span(),
-            "defaults.loadgen_threads",
-            "must be at least 1",
-        );
-    }
+    let field = |f: &str| format!("defaults.{f}");
+    let timing = Timing {
+        warmup_ms: ms(errs, &d.warmup_ms, field("warmup_ms"), 0),
+        duration_ms: ms(errs, &d.duration_ms, field("duration_ms"), 1),
+        repetitions: count(errs, &d.repetitions, field("repetitions"), MAX_REPETITIONS),
+        cooldown_ms: ms(errs, &d.cooldown_ms, field("cooldown_ms"), 0),
+    };
     Settings {
-        timing: Timing {
-            warmup_ms: *d.warmup_ms.get_ref(),
-            duration_ms: *d.duration_ms.get_ref(),
-            repetitions: *d.repetitions.get_ref(),
-            cooldown_ms: *d.cooldown_ms.get_ref(),
-        },
-        startup_timeout_ms: *d.startup_timeout_ms.get_ref(),
-        stop_grace_ms: *d.stop_grace_ms.get_ref(),
-        request_timeout_ms: *d.request_timeout_ms.get_ref(),
-        loadgen_threads: *d.loadgen_threads.get_ref(),
+        timing,
+        startup_timeout_ms: ms(errs, &d.startup_timeout_ms, field("startup_timeout_ms"), 1),
+        stop_grace_ms: ms(errs, &d.stop_grace_ms, field("stop_grace_ms"), 0),
+        request_timeout_ms: ms(errs, &d.request_timeout_ms, field("request_timeout_ms"), 1),
+        loadgen_threads: count(
+            errs,
+            &d.loadgen_threads,
+            field("loadgen_threads"),
+            MAX_THREADS,
+        ),
         loadgen: binaries.resolve(errs, &d.loadgen, "defaults.loadgen"),
     }
 }
 
-/// The `[quick]` windows (its cells are checked in `cells`).
-pub(super) fn quick(_errs: &mut Errs, q: &Quick) -> QuickDef {
+/// The `[quick]` windows, checked like those of `[defaults]` (its cells: see `cells`).
+pub(super) fn quick(errs: &mut Errs, q: &Quick) -> QuickDef {
+    let field = |f: &str| format!("quick.{f}");
     QuickDef {
         cells: q.cells.get_ref().clone(),
-        warmup_ms: q.warmup_ms.as_ref().map(|v| *v.get_ref()),
-        duration_ms: q.duration_ms.as_ref().map(|v| *v.get_ref()),
-        repetitions: q.repetitions.as_ref().map(|v| *v.get_ref()),
-        cooldown_ms: q.cooldown_ms.as_ref().map(|v| *v.get_ref()),
+        warmup_ms: q
+            .warmup_ms
+            .as_ref()
+            .map(|v| ms(errs, v, field("warmup_ms"), 0)),
+        duration_ms: q
+            .duration_ms
+            .as_ref()
+            .map(|v| ms(errs, v, field("duration_ms"), 1)),
+        repetitions: q
+            .repetitions
+            .as_ref()
+            .map(|v| count(errs, v, field("repetitions"), MAX_REPETITIONS)),
+        cooldown_ms: q
+            .cooldown_ms
+            .as_ref()
+            .map(|v| ms(errs, v, field("cooldown_ms"), 0)),
     }
+}
+
+/// Milliseconds in `min..=MAX_MS`.
+fn ms(errs: &mut Errs, v: &Spanned<u64>, field: String, min: u64) -> u64 {
+    let ms = *v.get_ref();
+    if ms < min {
+        errs.at(v.span(), field, format!("must be at least {min} ms"));
+    } else if ms > MAX_MS {
+        errs.at(
+            v.span(),
+            field,
+            format!("must be at most {MAX_MS} ms (1 h); got {ms}"),
+        );
+    }
+    ms
+}
+
+/// A count in `1..=max`.
+fn count(errs: &mut Errs, v: &Spanned<u32>, field: String, max: u32) -> u32 {
+    let n = *v.get_ref();
+    if !(1..=max).contains(&n) {
+        errs.at(
+            v.span(),
+            field,
+            format!("must be between 1 and {max}; got {n}"),
+        );
+    }
+    n
 }

@@ -9,11 +9,15 @@
 //! - `profiles`: `[[profiles]]` (cpusets, quota, memory, workers);
 //! - `scenarios`: `[[scenarios]]` (request path, load levels, profile restrictions);
 //! - `cells`: the cells named by `quick.cells` and `defaults.reference`;
-//! - `names` and `binaries`: rules shared by several sections.
+//! - `names` and `binaries`: rules shared by several sections;
+//! - `bounds`: the fixed limits (windows, threads, rates) and why; `host`: what this machine
+//!   allows (CPUs, open files, local ports).
 
 mod binaries;
+mod bounds;
 mod cells;
 mod defaults;
+mod host;
 mod names;
 mod profiles;
 mod scenarios;
@@ -24,9 +28,9 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::Matrix;
-use super::cpus::allowed_cpus;
 use super::schema::MatrixFile;
 use binaries::Binaries;
+use host::Host;
 
 /// One problem in the matrix file, located.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +104,16 @@ pub fn load(path: &Path, exe_dir: Option<&Path>) -> Result<Matrix, anyhow::Error
 
 /// Parses and validates matrix text (`path` is used for messages and relative binaries).
 pub fn parse(path: &Path, text: &str, exe_dir: Option<&Path>) -> Result<Matrix, ConfigErrors> {
+    parse_on(&Host::current(), path, text, exe_dir)
+}
+
+/// `parse` against the limits of `host`.
+fn parse_on(
+    host: &Host,
+    path: &Path,
+    text: &str,
+    exe_dir: Option<&Path>,
+) -> Result<Matrix, ConfigErrors> {
     let mut errs = Errs {
         file: path.display().to_string(),
         text,
@@ -117,7 +131,7 @@ pub fn parse(path: &Path, text: &str, exe_dir: Option<&Path>) -> Result<Matrix, 
         base: path.parent().unwrap_or(Path::new(".")),
         exe_dir,
     };
-    let m = check(&mut errs, file, &binaries, path, text);
+    let m = check(&mut errs, file, &binaries, host, path, text);
     if errs.list.is_empty() {
         Ok(m)
     } else {
@@ -126,11 +140,18 @@ pub fn parse(path: &Path, text: &str, exe_dir: Option<&Path>) -> Result<Matrix, 
 }
 
 /// Every section in turn; later sections see the validated names of earlier ones.
-fn check(errs: &mut Errs, f: MatrixFile, binaries: &Binaries, path: &Path, text: &str) -> Matrix {
+fn check(
+    errs: &mut Errs,
+    f: MatrixFile,
+    binaries: &Binaries,
+    host: &Host,
+    path: &Path,
+    text: &str,
+) -> Matrix {
     let d = defaults::check(errs, &f.defaults, binaries);
     let services = services::check(errs, &f.services, binaries);
-    let profiles = profiles::check(errs, &f.profiles, &allowed_cpus());
-    let scenarios = scenarios::check(errs, &f.scenarios, &profiles);
+    let profiles = profiles::check(errs, &f.profiles, &host.allowed_cpus);
+    let scenarios = scenarios::check(errs, &f.scenarios, &profiles, host, d.loadgen_threads);
     let cells = cells::Cells {
         services: &services,
         scenarios: &scenarios,

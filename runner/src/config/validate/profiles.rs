@@ -4,6 +4,7 @@
 use toml::Spanned;
 
 use super::Errs;
+use super::bounds::{MAX_MEMORY_MIB, MAX_THREADS};
 use super::names::Names;
 use crate::config::ProfileDef;
 use crate::config::cpus::{format_cpus, parse_cpus};
@@ -90,22 +91,37 @@ fn quota(
     Some(v)
 }
 
-/// Memory limit in MiB: at least 8 (a service cannot start in less).
+/// Memory limit in MiB: at least 8 (a service cannot start in less), at most
+/// `MAX_MEMORY_MIB`.
 fn memory(errs: &mut Errs, m: Option<&Spanned<u64>>, field: String) -> Option<u64> {
     let m = m?;
-    if *m.get_ref() < 8 {
+    let mib = *m.get_ref();
+    if mib < 8 {
         errs.at(m.span(), field, "must be at least 8 MiB");
+    } else if mib > MAX_MEMORY_MIB {
+        errs.at(
+            m.span(),
+            field,
+            format!("must be at most {MAX_MEMORY_MIB} MiB"),
+        );
     }
-    Some(*m.get_ref())
+    Some(mib.min(MAX_MEMORY_MIB))
 }
 
-/// `--workers` for the service; default = one per server CPU.
+/// `--workers` for the service, `1..=MAX_THREADS`; default = one per server CPU.
 fn workers(errs: &mut Errs, w: Option<&Spanned<u32>>, field: String, server_cpus: &[u32]) -> u32 {
     let Some(w) = w else {
         return server_cpus.len().max(1) as u32;
     };
-    if *w.get_ref() == 0 {
+    let n = *w.get_ref();
+    if n == 0 {
         errs.at(w.span(), field, "must be >= 1");
+    } else if n > MAX_THREADS {
+        errs.at(
+            w.span(),
+            field,
+            format!("must be at most {MAX_THREADS} (threads pinned to the server CPUs); got {n}"),
+        );
     }
-    *w.get_ref()
+    n
 }
