@@ -7,7 +7,8 @@
 //! - `defaults`: `[defaults]` and the `[quick]` windows (timing, timeouts, loadgen);
 //! - `services`: `[[services]]` (names, binaries);
 //! - `profiles`: `[[profiles]]` (cpusets, quota, memory, workers);
-//! - `scenarios`: `[[scenarios]]` (request path, load levels, profile restrictions);
+//! - `scenarios`: `[[scenarios]]` (request path, profile restrictions), and `load`: its
+//!   load levels;
 //! - `cells`: the cells named by `quick.cells` and `defaults.reference`;
 //! - `names` and `binaries`: rules shared by several sections;
 //! - `bounds`: the fixed limits (windows, threads, rates) and why; `host`: what this machine
@@ -18,6 +19,7 @@ mod bounds;
 mod cells;
 mod defaults;
 mod host;
+mod load;
 mod names;
 mod profiles;
 mod scenarios;
