@@ -1,6 +1,6 @@
 //! The matrix file (`matrix.toml`) as written by a human: serde types with
-//! `deny_unknown_fields` everywhere, and `Spanned` on the fields whose meaning is checked
-//! after parsing, so their errors can name a line.
+//! `deny_unknown_fields` everywhere, and `Spanned` on every field whose meaning is checked
+//! after parsing, so its errors name the line and column of the value itself.
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -23,16 +23,16 @@ pub struct MatrixFile {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Defaults {
-    pub warmup_ms: u64,
-    pub duration_ms: u64,
-    pub repetitions: u32,
+    pub warmup_ms: Spanned<u64>,
+    pub duration_ms: Spanned<u64>,
+    pub repetitions: Spanned<u32>,
     /// Pause after each repetition (server stopped) so sockets in TIME_WAIT and the CPU settle.
-    pub cooldown_ms: u64,
-    pub startup_timeout_ms: u64,
+    pub cooldown_ms: Spanned<u64>,
+    pub startup_timeout_ms: Spanned<u64>,
     /// SIGTERM → SIGKILL grace.
-    pub stop_grace_ms: u64,
-    pub request_timeout_ms: u64,
-    pub loadgen_threads: u32,
+    pub stop_grace_ms: Spanned<u64>,
+    pub request_timeout_ms: Spanned<u64>,
+    pub loadgen_threads: Spanned<u32>,
     /// The load generator binary (name on PATH / next to `matrix`, or a path).
     pub loadgen: Spanned<String>,
     /// Cell re-run at the end to measure drift: "service/scenario/level/profile";
@@ -40,18 +40,23 @@ pub struct Defaults {
     pub reference: Option<Spanned<String>>,
 }
 
+/// A value the file did not give: it has no place in the file (span 0..0, reported as 1:1).
+fn unwritten<T>(value: T) -> Spanned<T> {
+    Spanned::new(0..0, value)
+}
+
 impl Default for Defaults {
     fn default() -> Self {
         Defaults {
-            warmup_ms: 1000,
-            duration_ms: 3000,
-            repetitions: 3,
-            cooldown_ms: 200,
-            startup_timeout_ms: 10_000,
-            stop_grace_ms: 2000,
-            request_timeout_ms: 2000,
-            loadgen_threads: 1,
-            loadgen: Spanned::new(0..0, "loadgen".to_string()),
+            warmup_ms: unwritten(1000),
+            duration_ms: unwritten(3000),
+            repetitions: unwritten(3),
+            cooldown_ms: unwritten(200),
+            startup_timeout_ms: unwritten(10_000),
+            stop_grace_ms: unwritten(2000),
+            request_timeout_ms: unwritten(2000),
+            loadgen_threads: unwritten(1),
+            loadgen: unwritten("loadgen".to_string()),
             reference: None,
         }
     }
@@ -63,10 +68,10 @@ impl Default for Defaults {
 pub struct Quick {
     /// Cells as "scenario/level/profile" (every service runs each).
     pub cells: Spanned<Vec<String>>,
-    pub warmup_ms: Option<u64>,
-    pub duration_ms: Option<u64>,
-    pub repetitions: Option<u32>,
-    pub cooldown_ms: Option<u64>,
+    pub warmup_ms: Option<Spanned<u64>>,
+    pub duration_ms: Option<Spanned<u64>>,
+    pub repetitions: Option<Spanned<u32>>,
+    pub cooldown_ms: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -100,14 +105,14 @@ fn yes() -> bool {
 
 /// Load model of a scenario. A flat struct (not a tagged enum) so the fields keep their
 /// spans: closed = `connections` (one level each) + `pipeline`; open = `rates_per_s` (one
-/// level each) + `max_connections`.
+/// level each) + `max_connections`. Each level keeps its own span too.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Load {
     pub model: Spanned<ModelKind>,
-    pub connections: Option<Spanned<Vec<u32>>>,
+    pub connections: Option<Spanned<Vec<Spanned<u32>>>>,
     pub pipeline: Option<Spanned<u32>>,
-    pub rates_per_s: Option<Spanned<Vec<f64>>>,
+    pub rates_per_s: Option<Spanned<Vec<Spanned<f64>>>>,
     pub max_connections: Option<Spanned<u32>>,
 }
 
@@ -130,5 +135,5 @@ pub struct Profile {
     /// Memory limit in MiB (`memory: 400Mi` = 400).
     pub memory_max_mib: Option<Spanned<u64>>,
     /// `--workers` for the service; default = number of server CPUs.
-    pub workers: Option<u32>,
+    pub workers: Option<Spanned<u32>>,
 }

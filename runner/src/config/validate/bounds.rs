@@ -1,0 +1,32 @@
+//! The fixed bounds the matrix file is checked against, each with its reason. Bounds that
+//! depend on the machine (open files, local ports, usable CPUs) are in `host`.
+
+/// Every `*_ms` value — windows, pauses, timeouts — is at most 1 h. The default matrix
+/// measures 1.5 s windows and budgets 10 min for everything, so an hour is a typo, not a
+/// benchmark; and the cap keeps deadlines (`Instant + ms`) and the plan's estimate
+/// (ms × repetitions × cells) far from overflow (`duration_ms = 9223372036854775807` used to
+/// overflow the estimate, or run a cell "ok" with 0 requests).
+pub const MAX_MS: u64 = 3_600_000;
+
+/// Repetitions per cell. Results keep every repetition's full report; a thousand is already
+/// far more than the statistics (Welch's t on the repetitions) need.
+pub const MAX_REPETITIONS: u32 = 1000;
+
+/// `workers` and `loadgen_threads`: each is at least one OS thread, pinned inside a cpuset.
+/// 1024 is CPU_SETSIZE, the most CPUs an affinity mask can name: one thread per CPU on any
+/// machine fits, a few per CPU (oversubscription) on any ordinary one too, and the bound
+/// does not depend on this machine, so a file valid on a laptop is valid on a server.
+/// 100,000 threads measure the scheduler and the kernel's thread limits, not a runtime.
+pub const MAX_THREADS: u32 = 1024;
+
+/// Requests per write with pipelining: loadgen's own bound (`LoadSpec::validate`).
+pub const MAX_PIPELINE: u32 = 1024;
+
+/// Offered rate of an open-loop level. 10,000,000/s is 100 ns between sends, beyond what one
+/// loopback client or server on one machine can do by an order of magnitude; more is a
+/// typo (an extra zero or two) that would only measure the generator falling behind.
+pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
+
+/// `memory_max_mib`: 16 TiB, more memory than any machine this runs on; the bound keeps
+/// the conversion to bytes from overflowing.
+pub const MAX_MEMORY_MIB: u64 = 16 << 20;

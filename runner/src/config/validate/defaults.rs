@@ -1,0 +1,96 @@
+//! `[defaults]` and the windows of `[quick]`: timing, timeouts, the load generator.
+
+use std::path::PathBuf;
+
+use toml::Spanned;
+
+use super::Errs;
+use super::binaries::Binaries;
+use super::bounds::{MAX_MS, MAX_REPETITIONS, MAX_THREADS};
+use crate::config::schema::{Defaults, Quick};
+use crate::config::{QuickDef, Timing};
+
+/// The checked `[defaults]`, minus `reference` (a cell: see `cells`).
+pub(super) struct Settings {
+    pub timing: Timing,
+    pub startup_timeout_ms: u64,
+    pub stop_grace_ms: u64,
+    pub request_timeout_ms: u64,
+    pub loadgen_threads: u32,
+    pub loadgen: PathBuf,
+}
+
+pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Settings {
+    let field = |f: &str| format!("defaults.{f}");
+    let timing = Timing {
+        warmup_ms: ms(errs, &d.warmup_ms, field("warmup_ms"), 0),
+        duration_ms: ms(errs, &d.duration_ms, field("duration_ms"), 1),
+        repetitions: count(errs, &d.repetitions, field("repetitions"), MAX_REPETITIONS),
+        cooldown_ms: ms(errs, &d.cooldown_ms, field("cooldown_ms"), 0),
+    };
+    Settings {
+        timing,
+        startup_timeout_ms: ms(errs, &d.startup_timeout_ms, field("startup_timeout_ms"), 1),
+        stop_grace_ms: ms(errs, &d.stop_grace_ms, field("stop_grace_ms"), 0),
+        request_timeout_ms: ms(errs, &d.request_timeout_ms, field("request_timeout_ms"), 1),
+        loadgen_threads: count(
+            errs,
+            &d.loadgen_threads,
+            field("loadgen_threads"),
+            MAX_THREADS,
+        ),
+        loadgen: binaries.resolve(errs, &d.loadgen, "defaults.loadgen"),
+    }
+}
+
+/// The `[quick]` windows, checked like those of `[defaults]` (its cells: see `cells`).
+pub(super) fn quick(errs: &mut Errs, q: &Quick) -> QuickDef {
+    let field = |f: &str| format!("quick.{f}");
+    QuickDef {
+        cells: q.cells.get_ref().clone(),
+        warmup_ms: q
+            .warmup_ms
+            .as_ref()
+            .map(|v| ms(errs, v, field("warmup_ms"), 0)),
+        duration_ms: q
+            .duration_ms
+            .as_ref()
+            .map(|v| ms(errs, v, field("duration_ms"), 1)),
+        repetitions: q
+            .repetitions
+            .as_ref()
+            .map(|v| count(errs, v, field("repetitions"), MAX_REPETITIONS)),
+        cooldown_ms: q
+            .cooldown_ms
+            .as_ref()
+            .map(|v| ms(errs, v, field("cooldown_ms"), 0)),
+    }
+}
+
+/// Milliseconds in `min..=MAX_MS`.
+fn ms(errs: &mut Errs, v: &Spanned<u64>, field: String, min: u64) -> u64 {
+    let ms = *v.get_ref();
+    if ms < min {
+        errs.at(v.span(), field, format!("must be at least {min} ms"));
+    } else if ms > MAX_MS {
+        errs.at(
+            v.span(),
+            field,
+            format!("must be at most {MAX_MS} ms (1 h); got {ms}"),
+        );
+    }
+    ms
+}
+
+/// A count in `1..=max`.
+fn count(errs: &mut Errs, v: &Spanned<u32>, field: String, max: u32) -> u32 {
+    let n = *v.get_ref();
+    if !(1..=max).contains(&n) {
+        errs.at(
+            v.span(),
+            field,
+            format!("must be between 1 and {max}; got {n}"),
+        );
+    }
+    n
+}

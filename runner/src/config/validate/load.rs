@@ -1,0 +1,252 @@
+//! `scenarios[].load`: one level per connection count (closed model) or rate (open model),
+//! each within loadgen's limits and this machine's, each label once; a field of the other
+//! model is an error.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use loadgen::LoadModel;
+use toml::Spanned;
+
+use super::Errs;
+use super::bounds::{MAX_PIPELINE, MAX_RATE_PER_S};
+use super::host::Host;
+use crate::config::Level;
+use crate::config::schema::{Load, ModelKind};
+
+/// What every level's connection count must fit: this machine, and one connection per
+/// loadgen thread at least (loadgen refuses fewer).
+pub(super) struct Fit<'a> {
+    pub host: &'a Host,
+    pub loadgen_threads: u32,
+}
+
+impl Fit<'_> {
+    fn check(&self, errs: &mut Errs, span: Range<usize>, field: &str, connections: u32) {
+        if connections == 0 {
+            return; // reported with the list
+        }
+        self.host
+            .check_connections(errs, span.clone(), field, connections);
+        if self.loadgen_threads > connections {
+            errs.at(
+                span,
+                field,
+                format!(
+                    "fewer connections ({connections}) than loadgen_threads ({}): every \
+                     loadgen thread needs a connection",
+                    self.loadgen_threads
+                ),
+            );
+        }
+    }
+}
+
+/// `field("connections")` names a field of this load, e.g. "scenarios[0].load.connections".
+pub(super) fn levels(
+    errs: &mut Errs,
+    load: &Load,
+    fit: &Fit,
+    field: impl Fn(&str) -> String,
+) -> Vec<Level> {
+    misplaced(errs, load, &field);
+    let (levels, list) = match load.model.get_ref() {
+        ModelKind::Closed => {
+            let pipeline = pipeline(errs, load, &field);
+            let levels = closed(errs, load, pipeline, fit, &field);
+            (levels, field("connections"))
+        }
+        ModelKind::Open => {
+            let connections = max_connections(errs, load, fit, &field);
+            (open(errs, load, connections, &field), field("rates_per_s"))
+        }
+    };
+    distinct(errs, levels, &list)
+}
+
+/// Fields of the other model.
+fn misplaced(errs: &mut Errs, load: &Load, field: &impl Fn(&str) -> String) {
+    let spans = match load.model.get_ref() {
+        ModelKind::Closed => [
+            ("rates_per_s", load.rates_per_s.as_ref().map(Spanned::span)),
+            (
+                "max_connections",
+                load.max_connections.as_ref().map(Spanned::span),
+            ),
+        ],
+        ModelKind::Open => [
+            ("connections", load.connections.as_ref().map(Spanned::span)),
+            ("pipeline", load.pipeline.as_ref().map(Spanned::span)),
+        ],
+    };
+    let (other, mine) = match load.model.get_ref() {
+        ModelKind::Closed => ("open", "connections and pipeline"),
+        ModelKind::Open => ("closed", "rates_per_s and max_connections"),
+    };
+    for (name, span) in spans {
+        if let Some(span) = span {
+            errs.at(
+                span,
+                field(name),
+                format!("only for model = \"{other}\" (this one takes {mine})"),
+            );
+        }
+    }
+}
+
+/// Requests per write, `1..=MAX_PIPELINE`; default 1.
+fn pipeline(errs: &mut Errs, load: &Load, field: &impl Fn(&str) -> String) -> u32 {
+    let Some(p) = &load.pipeline else {
+        return 1;
+    };
+    let n = *p.get_ref();
+    if !(1..=MAX_PIPELINE).contains(&n) {
+        errs.at(
+            p.span(),
+            field("pipeline"),
+            format!("must be between 1 and {MAX_PIPELINE} (loadgen's limit); got {n}"),
+        );
+    }
+    n
+}
+
+/// Connections of an open-loop generator: required, at least 1, and fitting.
+fn max_connections(
+    errs: &mut Errs,
+    load: &Load,
+    fit: &Fit,
+    field: &impl Fn(&str) -> String,
+) -> u32 {
+    let field = field("max_connections");
+    match &load.max_connections {
+        Some(c) if *c.get_ref() > 0 => {
+            fit.check(errs, c.span(), &field, *c.get_ref());
+            *c.get_ref()
+        }
+        Some(c) => {
+            errs.at(c.span(), field, "must be >= 1");
+            0
+        }
+        None => {
+            errs.at(
+                load.model.span(),
+                field,
+                "open model needs max_connections >= 1",
+            );
+            0
+        }
+    }
+}
+
+/// One level per connection count.
+fn closed(
+    errs: &mut Errs,
+    load: &Load,
+    pipeline: u32,
+    fit: &Fit,
+    field: &impl Fn(&str) -> String,
+) -> Vec<Spanned<Level>> {
+    let field = field("connections");
+    let Some(conns) = &load.connections else {
+        errs.at(
+            load.model.span(),
+            field,
+            "closed model needs connections = [..]",
+        );
+        return Vec::new();
+    };
+    if conns.get_ref().is_empty() || conns.get_ref().iter().any(|c| *c.get_ref() == 0) {
+        errs.at(conns.span(), &field, "needs at least one level, each >= 1");
+    }
+    conns
+        .get_ref()
+        .iter()
+        .map(|c| {
+            let connections = *c.get_ref();
+            fit.check(errs, c.span(), &field, connections);
+            let label = if pipeline > 1 {
+                format!("c{connections}p{pipeline}")
+            } else {
+                format!("c{connections}")
+            };
+            let model = LoadModel::Closed {
+                connections,
+                pipeline,
+            };
+            Spanned::new(c.span(), Level { label, model })
+        })
+        .collect()
+}
+
+/// One level per rate, each in `(0, MAX_RATE_PER_S]`.
+fn open(
+    errs: &mut Errs,
+    load: &Load,
+    connections: u32,
+    field: &impl Fn(&str) -> String,
+) -> Vec<Spanned<Level>> {
+    let field = field("rates_per_s");
+    let Some(rates) = &load.rates_per_s else {
+        errs.at(
+            load.model.span(),
+            field,
+            "open model needs rates_per_s = [..]",
+        );
+        return Vec::new();
+    };
+    if rates.get_ref().is_empty() {
+        errs.at(rates.span(), &field, "needs at least one rate, each > 0");
+    }
+    rates
+        .get_ref()
+        .iter()
+        .map(|r| {
+            let rate_per_s = *r.get_ref();
+            if !(rate_per_s > 0.0 && rate_per_s.is_finite()) {
+                errs.at(r.span(), &field, "each rate must be > 0");
+            } else if rate_per_s > MAX_RATE_PER_S {
+                errs.at(
+                    r.span(),
+                    &field,
+                    format!("{rate_per_s} per second: must be at most {MAX_RATE_PER_S} per second"),
+                );
+            }
+            let level = Level {
+                label: rate_label(rate_per_s),
+                model: LoadModel::Open {
+                    rate_per_s,
+                    connections,
+                },
+            };
+            Spanned::new(r.span(), level)
+        })
+        .collect()
+}
+
+fn rate_label(rate: f64) -> String {
+    if rate.fract() == 0.0 {
+        format!("r{}", rate as u64)
+    } else {
+        format!("r{rate}")
+    }
+}
+
+/// Each label once: a repeated level would run the same cell twice under one key.
+fn distinct(errs: &mut Errs, levels: Vec<Spanned<Level>>, field: &str) -> Vec<Level> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for l in levels {
+        let span = l.span();
+        let l = l.into_inner();
+        if seen.insert(l.label.clone()) {
+            out.push(l);
+        } else {
+            errs.at(
+                span,
+                field,
+                format!("level {} appears twice; list each level once", l.label),
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,92 @@
+//! `[[scenarios]]`: at least one, each with a unique name, a request path, load levels (see
+//! `load`) and only known profiles in its `profiles` restriction.
+
+use std::collections::BTreeSet;
+
+use toml::Spanned;
+
+use super::Errs;
+use super::host::Host;
+use super::load::{self, Fit};
+use super::names::Names;
+use crate::config::schema::Scenario;
+use crate::config::{ProfileDef, ScenarioDef};
+
+pub(super) fn check(
+    errs: &mut Errs,
+    scenarios: &[Scenario],
+    profiles: &[ProfileDef],
+    host: &Host,
+    loadgen_threads: u32,
+) -> Vec<ScenarioDef> {
+    let fit = Fit {
+        host,
+        loadgen_threads,
+    };
+    if scenarios.is_empty() {
+        errs.at(0..0, "scenarios", "no [[scenarios]] defined");
+    }
+    let known: BTreeSet<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
+    let mut names = Names::default();
+    scenarios
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let field = |f: &str| format!("scenarios[{i}].{f}");
+            let name = names.add(errs, &s.name, field("name"));
+            request_path(errs, &s.path, field("path"));
+            let levels = load::levels(errs, &s.load, &fit, |f| field(&format!("load.{f}")));
+            keepalive_for_pipelining(errs, s, field("keepalive"));
+            if let Some(ps) = &s.profiles {
+                known_profiles(errs, ps, field("profiles"), &known);
+            }
+            ScenarioDef {
+                name,
+                path: s.path.get_ref().clone(),
+                keepalive: s.keepalive,
+                expect_body_bytes: s.expect_body_bytes,
+                levels,
+                profiles: s.profiles.as_ref().map(|p| p.get_ref().clone()),
+            }
+        })
+        .collect()
+}
+
+/// Path and query of the request: absolute, and printable ASCII without spaces, since it
+/// goes into the request line as is.
+fn request_path(errs: &mut Errs, path: &Spanned<String>, field: String) {
+    let p = path.get_ref();
+    if !p.starts_with('/') {
+        errs.at(path.span(), field, "must start with '/'");
+    } else if !p.bytes().all(|b| b.is_ascii_graphic()) {
+        errs.at(
+            path.span(),
+            field,
+            "must be printable ASCII without spaces (percent-encode the rest): it is sent \
+             in the request line as is",
+        );
+    }
+}
+
+/// Pipelined requests need a connection that stays open (loadgen refuses otherwise).
+fn keepalive_for_pipelining(errs: &mut Errs, s: &Scenario, field: String) {
+    if let Some(p) = &s.load.pipeline
+        && *p.get_ref() > 1
+        && !s.keepalive
+    {
+        errs.at(p.span(), field, "pipeline > 1 needs keepalive = true");
+    }
+}
+
+fn known_profiles(
+    errs: &mut Errs,
+    ps: &Spanned<Vec<String>>,
+    field: String,
+    known: &BTreeSet<&str>,
+) {
+    for p in ps.get_ref() {
+        if !known.contains(p.as_str()) {
+            errs.at(ps.span(), field.clone(), format!("unknown profile {p:?}"));
+        }
+    }
+}
