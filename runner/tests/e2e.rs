@@ -420,3 +420,78 @@ fn ctrl_c_stops_cleanly_and_resume_finishes_the_run() {
     );
     assert!(marked_processes(&marker).is_empty());
 }
+
+/// Two runs started in the same second from the same commit used to share one run id: the
+/// second reused the first's directory, skipped its "done" cells and overwrote run.json.
+#[test]
+fn two_runs_in_the_same_second_get_their_own_directories() {
+    let d = Scratch::new("same-second");
+    let a = script(&d.0, "a", "exit 3");
+    let b = script(&d.0, "b", "exit 4");
+    let m = d.0.join("m.toml");
+    std::fs::write(&m, matrix_toml(&[("a", a), ("b", b)], 1, "")).unwrap();
+    let out = d.0.join("results");
+    let start = |only: &str| {
+        Guard(
+            run_matrix(
+                &[
+                    "run",
+                    "--quiet",
+                    "--config",
+                    m.to_str().unwrap(),
+                    "--out",
+                    out.to_str().unwrap(),
+                    "--only",
+                    only,
+                    "--only",
+                    "scenario=ping",
+                ],
+                None,
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+        )
+    };
+    // Start both just after a second boundary, so they share the timestamp in the run id.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    std::thread::sleep(Duration::from_nanos(
+        1_000_000_000 - u64::from(now.subsec_nanos()) + 20_000_000,
+    ));
+    let (mut ra, mut rb) = (start("service=a"), start("service=b"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for g in [&mut ra, &mut rb] {
+        while g.0.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "matrix run did not finish");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    let mut services = Vec::new();
+    for dir in &dirs {
+        let run: RunRecord = read(&dir.join("run.json"));
+        let res: ResultsFile = read(&dir.join("results.json"));
+        assert_eq!(dir.file_name().unwrap().to_str(), Some(run.run_id.as_str()));
+        assert_eq!(res.cells.len(), 1, "{}", dir.display());
+        // Each run keeps its own command line and its own (failed) cell.
+        let svc = res.cells[0].service.clone();
+        assert!(
+            run.only.contains(&format!("service={svc}")),
+            "{:?}",
+            run.only
+        );
+        assert_eq!(res.cells[0].status, Some(CellStatus::Failed));
+        services.push(svc);
+    }
+    services.sort();
+    assert_eq!(services, ["a", "b"]);
+}
