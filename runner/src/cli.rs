@@ -88,9 +88,14 @@ pub struct CompareArgs {
     pub force: bool,
     #[arg(long, value_enum, default_value_t = Format::Terminal)]
     pub format: Format,
-    /// Exit with status 1 if any metric got significantly worse by at least PCT percent.
+    /// Exit with status 1 if any metric got significantly worse by at least PCT percent —
+    /// or if the new run cannot be judged: failed cells, cells missing from it, no cells.
     #[arg(long, value_name = "PCT")]
     pub fail_on_regression: Option<f64>,
+    /// With --fail-on-regression: pass even when the new run has failed or missing cells
+    /// (they are still listed on stderr).
+    #[arg(long, requires = "fail_on_regression")]
+    pub allow_incomplete: bool,
     /// Replace the text between the pingmatrix:compare markers of this file with the
     /// Markdown comparison.
     #[arg(long, value_name = "FILE")]

@@ -408,3 +408,75 @@ fn cli_exit_codes_formats_and_readme() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such run directory"));
 }
+
+/// Rewrites a written run's results.json through `edit` and drops its cell files, so the
+/// summaries are what compare reads.
+fn edit_results(run: &Path, edit: impl FnOnce(&mut runner::results::schema::ResultsFile)) {
+    let path = run.join("results.json");
+    let mut res: runner::results::schema::ResultsFile =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut res);
+    std::fs::write(&path, runner::export::json::to_bytes(&res)).unwrap();
+    std::fs::remove_dir_all(run.join("cells")).unwrap();
+}
+
+/// The CI gate used to exit 0 for a candidate whose cells all failed, that had no cells, or
+/// whose cells were run differently.
+#[test]
+fn the_gate_fails_a_candidate_it_cannot_judge() {
+    use runner::results::schema::CellStatus;
+    let d = scratch("gate");
+    let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+
+    let failed = write_run(&d, "failed", &MACHINE, &matrix(3, base));
+    edit_results(&failed, |r| {
+        for c in &mut r.cells {
+            c.status = Some(CellStatus::Failed);
+            c.failure = Some("startup: no 200 within 1500 ms".into());
+            c.requests_per_s = None;
+            c.latency = None;
+            c.server_cpu_us_per_request = None;
+        }
+    });
+    let out = compare_cli(&["--fail-on-regression", "5"], &old, &failed);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("6 cell(s) did not complete in the new run"));
+    let out = compare_cli(
+        &["--fail-on-regression", "5", "--allow-incomplete"],
+        &old,
+        &failed,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ignored (--allow-incomplete)"));
+
+    let empty = write_run(&d, "empty", &MACHINE, &matrix(3, base));
+    edit_results(&empty, |r| r.cells.clear());
+    let out = compare_cli(&["--fail-on-regression", "5"], &old, &empty);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no cell of the new run matches"));
+
+    let mut fewer = matrix(3, base);
+    fewer.pop();
+    let fewer = write_run(&d, "fewer", &MACHINE, &fewer);
+    let out = compare_cli(&["--fail-on-regression", "5"], &old, &fewer);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("1 cell(s) of the old run are missing"));
+
+    // Cells run differently are refused (README: exit 2), gate or not, unless forced.
+    let mut moved = matrix(3, base);
+    moved[0].0.limits.server_cpus = vec![1];
+    let moved = write_run(&d, "moved", &MACHINE, &moved);
+    for flags in [&[][..], &["--fail-on-regression", "5"][..]] {
+        let out = compare_cli(flags, &old, &moved);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("was run differently (pinning differs"));
+    }
+    let out = compare_cli(&["--force", "--fail-on-regression", "5"], &old, &moved);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // A clean candidate still passes.
+    let same = write_run(&d, "same", &MACHINE, &matrix(3, |s, c| base(s, c).seed(1)));
+    let out = compare_cli(&["--fail-on-regression", "5"], &old, &same);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -1,8 +1,9 @@
 //! `matrix compare <old> <new>`: loads two result sets, compares them, prints the comparison
 //! (or writes it into a README section) and turns regressions into the exit status.
 //!
-//! Exit status: 0 compared; 1 `--fail-on-regression` found a regression; 2 error or refusal
-//! (the binary's error path).
+//! Exit status: 0 compared; 1 `--fail-on-regression` found a regression, or the new run has
+//! failed or missing cells (unless `--allow-incomplete`); 2 error or refusal, including cells
+//! run differently on the two sides (unless `--force`).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -53,17 +54,37 @@ pub fn cmd(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{out}");
     }
+    let withheld = c.withheld();
+    if !withheld.is_empty() {
+        for cell in &withheld {
+            eprintln!(
+                "refused: {} was run differently ({}); pass --force to compare it anyway",
+                cell.id,
+                cell.not_comparable.join("; ")
+            );
+        }
+        return Ok(ExitCode::from(2));
+    }
     if let Some(pct) = args.fail_on_regression {
         let reg = c.regressions(pct);
-        if !reg.is_empty() {
-            for (cell, m) in &reg {
-                eprintln!(
-                    "regression: {} {} {:+.1} %",
-                    cell.id,
-                    m.metric.label(),
-                    m.difference.as_ref().map_or(0.0, |d| d.change_pct)
-                );
-            }
+        for (cell, m) in &reg {
+            eprintln!(
+                "regression: {} {} {:+.1} %",
+                cell.id,
+                m.metric.label(),
+                m.difference.as_ref().map_or(0.0, |d| d.change_pct)
+            );
+        }
+        let gaps = c.gaps();
+        for g in &gaps {
+            let verdict = if args.allow_incomplete {
+                "ignored (--allow-incomplete)"
+            } else {
+                "fails the gate"
+            };
+            eprintln!("incomplete: {g} — {verdict}");
+        }
+        if !reg.is_empty() || (!gaps.is_empty() && !args.allow_incomplete) {
             return Ok(ExitCode::from(1));
         }
     }

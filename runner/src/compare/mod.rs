@@ -59,6 +59,7 @@ pub fn compare(
                 suspect_new: n.suspect,
                 suspect_reasons: suspect_reasons(o, n),
                 failures: failures(o, n),
+                new_incomplete: incomplete(n),
                 not_comparable,
                 metrics: metric::ALL
                     .iter()
@@ -120,22 +121,24 @@ fn suspect_reasons(o: &CellSummary, n: &CellSummary) -> Vec<String> {
     r
 }
 
+fn incomplete(c: &CellSummary) -> bool {
+    !matches!(c.status, None | Some(CellStatus::Ok)) || c.failure.is_some()
+}
+
 /// Sides that did not complete: "old: failed (startup: …)".
 fn failures(o: &CellSummary, n: &CellSummary) -> Vec<String> {
     [("old", o), ("new", n)]
         .iter()
-        .filter_map(|(side, c)| {
-            let bad = !matches!(c.status, None | Some(CellStatus::Ok));
-            (bad || c.failure.is_some()).then(|| {
-                format!(
-                    "{side}: {:?}{}",
-                    c.status.unwrap_or(CellStatus::Failed),
-                    c.failure
-                        .as_ref()
-                        .map_or_else(String::new, |f| format!(" ({f})"))
-                )
-                .to_lowercase()
-            })
+        .filter(|(_, c)| incomplete(c))
+        .map(|(side, c)| {
+            format!(
+                "{side}: {:?}{}",
+                c.status.unwrap_or(CellStatus::Failed),
+                c.failure
+                    .as_ref()
+                    .map_or_else(String::new, |f| format!(" ({f})"))
+            )
+            .to_lowercase()
         })
         .collect()
 }

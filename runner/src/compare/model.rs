@@ -48,6 +48,9 @@ pub struct CellComparison {
     /// Why this cell's two sides were run differently (verdicts withheld unless forced).
     pub not_comparable: Vec<String>,
     pub metrics: Vec<MetricComparison>,
+    /// The new side did not complete (failed, unsupported, interrupted): the gate's concern.
+    #[serde(skip)]
+    pub new_incomplete: bool,
 }
 
 impl CellComparison {
@@ -79,6 +82,44 @@ impl Comparison {
                         .as_ref()
                         .is_some_and(|d| d.change_pct.abs() >= pct)
             })
+            .collect()
+    }
+
+    /// Why the new run cannot be judged as a whole: cells that failed or are missing in it,
+    /// no cells at all, or cells run differently (unless forced). `--fail-on-regression`
+    /// fails on these too, unless told to ignore them.
+    pub fn gaps(&self) -> Vec<String> {
+        let mut g = Vec::new();
+        if self.cells.is_empty() {
+            g.push("no cell of the new run matches a cell of the old run".to_string());
+        }
+        let failed: Vec<&str> = self
+            .cells
+            .iter()
+            .filter(|c| c.new_incomplete)
+            .map(|c| c.key.as_str())
+            .collect();
+        if !failed.is_empty() {
+            g.push(format!(
+                "{} cell(s) did not complete in the new run: {}",
+                failed.len(),
+                failed.join(", ")
+            ));
+        }
+        if !self.only_old.is_empty() {
+            g.push(format!(
+                "{} cell(s) of the old run are missing from the new run",
+                self.only_old.len()
+            ));
+        }
+        g
+    }
+
+    /// Cells whose two sides were run differently and got no verdict (not forced).
+    pub fn withheld(&self) -> Vec<&CellComparison> {
+        self.cells
+            .iter()
+            .filter(|c| !c.not_comparable.is_empty() && !self.forced)
             .collect()
     }
 
