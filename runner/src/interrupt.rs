@@ -1,4 +1,4 @@
-//! Ctrl-C / SIGTERM: the handler only sets a flag; every wait loop polls it, stops its
+//! Ctrl-C / SIGTERM / SIGHUP (a closed terminal): the handler only sets a flag; every wait loop polls it, stops its
 //! children and unwinds so finished cells are written and nothing is orphaned.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +14,7 @@ pub fn install() {
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
     }
 }
 

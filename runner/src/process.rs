@@ -163,6 +163,34 @@ impl Proc {
     }
 }
 
+/// Runs `cmd` to completion, but for at most `timeout` and never past an interrupt: in its
+/// own process group, killed with the runner. Its exit status and trimmed stdout. For the
+/// short helper commands whose answers go into run.json (`loadgen --version`, `git`, …): a
+/// helper that hangs must not hold the run.
+pub fn output_within(cmd: Command, timeout: Duration) -> Result<(ExitStatus, String), String> {
+    let what = format!("{:?}", cmd.get_program());
+    let mut p = Proc::spawn(cmd, &Confinement::default()).map_err(|e| format!("{what}: {e}"))?;
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = p.try_wait() {
+            break s;
+        }
+        if crate::interrupt::requested() {
+            p.kill();
+            return Err(format!("{what}: interrupted"));
+        }
+        if Instant::now() >= deadline {
+            p.kill();
+            return Err(format!(
+                "{what}: no answer within {} ms, killed",
+                timeout.as_millis()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    Ok((status, p.collect_stdout().trim().to_string()))
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();

@@ -495,3 +495,74 @@ fn two_runs_in_the_same_second_get_their_own_directories() {
     services.sort();
     assert_eq!(services, ["a", "b"]);
 }
+
+/// A loadgen that hangs (here: on `--version`) used to hold the runner: SIGINT and SIGTERM
+/// were ignored while it waited, and SIGKILL left the child behind.
+#[test]
+fn a_hanging_loadgen_cannot_hold_the_runner() {
+    let d = Scratch::new("hang");
+    let hang = script(&d.0, "loadgen-hangs", "exec sleep 60");
+    let m = d.0.join("m.toml");
+    let text = matrix_toml(&[("a", bin("ping-tokio-hyper"))], 1, "").replace(
+        &format!("loadgen = \"{}\"", bin("loadgen").display()),
+        &format!("loadgen = \"{}\"", hang.display()),
+    );
+    std::fs::write(&m, text).unwrap();
+    let out = d.0.join("results");
+    for (sig, code) in [
+        (libc::SIGTERM, Some(130)),
+        (libc::SIGHUP, Some(130)),
+        (libc::SIGKILL, None),
+    ] {
+        let marker = format!("{}-{}-{sig}", std::process::id(), line!());
+        let mut child = Guard(
+            run_matrix(
+                &[
+                    "run",
+                    "--quiet",
+                    "--config",
+                    m.to_str().unwrap(),
+                    "--out",
+                    out.to_str().unwrap(),
+                ],
+                Some(&marker),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+        );
+        // Wait until the hanging loadgen runs, then signal the runner.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !marked_processes(&marker)
+            .iter()
+            .any(|p| p.contains("sleep 60"))
+        {
+            assert!(Instant::now() < deadline, "the fake loadgen never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: signalling our own child.
+        unsafe {
+            libc::kill(child.0.id() as i32, sig);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "matrix ignored signal {sig}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), code, "signal {sig}");
+        std::thread::sleep(Duration::from_millis(300));
+        let left = marked_processes(&marker);
+        assert!(left.is_empty(), "signal {sig}: children survived: {left:?}");
+    }
+    // SIGTERM and SIGHUP end the run as interrupted, with its results written.
+    let finished = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("results.json").is_file())
+        .count();
+    assert_eq!(finished, 2);
+}

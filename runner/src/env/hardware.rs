@@ -12,11 +12,12 @@ fn read(path: &str) -> Option<String> {
 }
 
 fn virtualization() -> String {
-    if let Ok(o) = std::process::Command::new("systemd-detect-virt").output() {
-        let s = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        if !s.is_empty() {
-            return format!("{s} (systemd-detect-virt)");
-        }
+    // Exits 1 with "none" on bare metal: its answer counts whatever the status.
+    let cmd = std::process::Command::new("systemd-detect-virt");
+    if let Ok((_, s)) = crate::process::output_within(cmd, std::time::Duration::from_secs(5))
+        && !s.is_empty()
+    {
+        return format!("{s} (systemd-detect-virt)");
     }
     let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let hv = flags

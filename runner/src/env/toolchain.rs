@@ -2,16 +2,22 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use crate::results::schema::{Source, Toolchain};
 
-fn output(cmd: &mut Command) -> Option<String> {
-    let o = cmd.output().ok()?;
-    o.status
-        .success()
-        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+/// How long a helper command (rustc -V, git, loadgen --version) may take.
+const HELPER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Stdout of a helper that exited 0 within its time.
+pub(crate) fn output(cmd: &mut Command) -> Option<String> {
+    let cmd = std::mem::replace(cmd, Command::new(""));
+    match crate::process::output_within(cmd, HELPER_TIMEOUT) {
+        Ok((status, out)) if status.success() => Some(out),
+        _ => None,
+    }
 }
 
 pub fn toolchain() -> Toolchain {
