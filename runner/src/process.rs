@@ -163,6 +163,56 @@ impl Proc {
     }
 }
 
+/// Makes this process the reaper of its orphaned descendants: a service's child that calls
+/// setsid leaves the service's process group, but when the service dies it is re-parented
+/// here rather than to init, so [`reap_orphans`] can find it.
+pub fn become_subreaper() {
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes a plain integer.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Kills and reaps every child of this process that no `Proc` owns — orphans re-parented
+/// here after escaping their process group — until none is left. Call it when no `Proc` is
+/// alive. Returns "pid N (name)" for each.
+pub fn reap_orphans() -> Vec<String> {
+    let me = std::process::id();
+    let mut killed = Vec::new();
+    // Killing one may orphan its own children in turn: a few rounds.
+    for _ in 0..8 {
+        let orphans = children_of(me);
+        if orphans.is_empty() {
+            break;
+        }
+        for (pid, name) in orphans {
+            // SAFETY: kill/waitpid on our own child.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+                libc::waitpid(pid as i32, std::ptr::null_mut(), 0);
+            }
+            killed.push(format!("pid {pid} ({name})"));
+        }
+    }
+    killed
+}
+
+/// (pid, command name) of the processes whose parent is `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // "pid (comm) state ppid …": comm may hold spaces and parentheses.
+            let (head, rest) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_string();
+            let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == parent).then_some((pid, name))
+        })
+        .collect()
+}
+
 /// Runs `cmd` to completion, but for at most `timeout` and never past an interrupt: in its
 /// own process group, killed with the runner. Its exit status and trimmed stdout. For the
 /// short helper commands whose answers go into run.json (`loadgen --version`, `git`, …): a

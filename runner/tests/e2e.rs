@@ -566,3 +566,46 @@ fn a_hanging_loadgen_cannot_hold_the_runner() {
         .count();
     assert_eq!(finished, 2);
 }
+
+/// A service whose child calls setsid leaves the process group the runner kills; that child
+/// used to outlive the run (the cell was only marked suspect).
+#[test]
+fn a_child_that_escapes_the_process_group_does_not_outlive_the_run() {
+    let d = Scratch::new("setsid");
+    let escapes = script(
+        &d.0,
+        "escapes",
+        &format!(
+            "setsid sleep 60 </dev/null >/dev/null 2>&1 &\nexec {} \"$@\"",
+            bin("ping-tokio-hyper").display()
+        ),
+    );
+    let m = d.0.join("m.toml");
+    std::fs::write(&m, matrix_toml(&[("escapes", escapes)], 1, "")).unwrap();
+    let out = d.0.join("results");
+    let marker = format!("{}-{}", std::process::id(), line!());
+    let o = run_matrix(
+        &[
+            "run",
+            "--quiet",
+            "--config",
+            m.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--only",
+            "scenario=ping",
+        ],
+        Some(&marker),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let left = marked_processes(&marker);
+    assert!(left.is_empty(), "outlived the run: {left:?}");
+    let res: ResultsFile = read(&only_run_dir(&out).join("results.json"));
+    let reasons = res.cells[0].suspect_reasons.join("; ");
+    assert!(
+        reasons.contains("(sleep) left the service's process group"),
+        "{reasons}"
+    );
+}

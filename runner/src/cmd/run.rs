@@ -133,6 +133,7 @@ fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
 
 pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
     interrupt::install();
+    crate::process::become_subreaper();
     let (store, mut run, m, plan) = match &args.resume {
         Some(dir) => resume_run(dir)?,
         None => {

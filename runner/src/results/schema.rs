@@ -363,6 +363,10 @@ pub struct StopRecord {
     pub exit_signal: Option<i32>,
     /// The port accepted a fresh non-SO_REUSEPORT bind after the stop.
     pub port_free_after: bool,
+    /// Descendants that had left the service's process group (setsid) and were killed at
+    /// the stop: "pid 1234 (sleep)". Empty for a well-behaved service.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escaped_killed: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -123,6 +123,17 @@ fn cell_reasons(cell: &CellResult) -> Vec<String> {
     }
     for s in &cell.starts {
         if let Some(st) = &s.stop
+            && !st.escaped_killed.is_empty()
+        {
+            r.push(format!(
+                "rep {}: {} left the service's process group and outlived it (killed at the stop)",
+                s.rep,
+                st.escaped_killed.join(", ")
+            ));
+        }
+    }
+    for s in &cell.starts {
+        if let Some(st) = &s.stop
             && !st.port_free_after
         {
             r.push(format!(

@@ -21,6 +21,7 @@ pub fn stop(proc: &mut Proc, port: u16, grace: Duration) -> StopRecord {
     };
     // (Stragglers in the group were SIGKILLed by `try_wait`/`kill` before the reap.)
     let stop_ms = t0.elapsed().as_millis() as u64;
+    let escaped_killed = crate::process::reap_orphans();
     let mut free = port_is_free(port);
     let until = Instant::now() + Duration::from_secs(2);
     while !free && Instant::now() < until {
@@ -33,5 +34,6 @@ pub fn stop(proc: &mut Proc, port: u16, grace: Duration) -> StopRecord {
         exit_code: status.and_then(|s| s.code()),
         exit_signal: status.and_then(|s| s.signal()),
         port_free_after: free,
+        escaped_killed,
     }
 }
