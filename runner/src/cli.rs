@@ -62,8 +62,9 @@ pub struct RunArgs {
     /// Parent directory of the run directory (results/<run-id>/).
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
-    /// Continue an interrupted run: skip cells whose result files are complete.
-    #[arg(long, value_name = "RUN_DIR")]
+    /// Continue an interrupted run: skip cells whose result files are complete. The run's
+    /// own recorded matrix, --quick and --only apply; giving them again is an error.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "quick", "only"])]
     pub resume: Option<PathBuf>,
     /// Validate and print the plan, run nothing (same as `matrix plan`).
     #[arg(long)]

@@ -609,3 +609,23 @@ fn a_child_that_escapes_the_process_group_does_not_outlive_the_run() {
         "{reasons}"
     );
 }
+
+/// `--resume` used to ignore `--config` (and `--quick`, `--only`) silently.
+#[test]
+fn resume_refuses_a_second_matrix_selection() {
+    for extra in [
+        &["--config", "other.toml"][..],
+        &["--quick"],
+        &["--only", "a"],
+    ] {
+        let mut args = vec!["run", "--resume", "results/x"];
+        args.extend(extra);
+        let o = run_matrix(&args, None).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("cannot be used with"),
+            "{}",
+            out_text(&o)
+        );
+    }
+}

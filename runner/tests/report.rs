@@ -204,3 +204,25 @@ fn readme_reference_section_comes_from_results_json() {
     );
     assert_eq!(std::fs::read_to_string(&readme).unwrap(), "# no markers\n");
 }
+
+/// `--latency-level c9999` used to be ignored silently (the default level was drawn).
+#[test]
+fn an_unknown_latency_level_is_an_error_before_anything_is_written() {
+    let d = scratch("report-level");
+    let run = write_run(&d, "run", &MACHINE, &full_matrix());
+    let out = run_matrix([
+        OsStr::new("report"),
+        run.as_os_str(),
+        OsStr::new("--latency-level"),
+        OsStr::new("c9999"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--latency-level c9999: no cell of this run has that level (levels: c1, c16, c64, r5000"
+        ),
+        "{err}"
+    );
+    assert!(!run.join("plots").exists());
+}

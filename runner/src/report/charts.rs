@@ -43,6 +43,14 @@ fn measured(c: &CellSummary) -> bool {
 /// Every chart for the set. `latency_level`: the level label for the spectra (default: the
 /// highest level every service of the group reached).
 pub fn all(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec<Chart>> {
+    if let Some(w) = latency_level {
+        let levels = first_seen(set.results.cells.iter().map(|c| &c.level));
+        anyhow::ensure!(
+            levels.iter().any(|l| l == w),
+            "--latency-level {w}: no cell of this run has that level (levels: {})",
+            levels.join(", ")
+        );
+    }
     let mut out = Vec::new();
     let groups = data::groups(set);
     for g in &groups {
