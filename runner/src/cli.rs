@@ -11,6 +11,7 @@ use crate::plan;
 #[command(
     name = "matrix",
     version,
+    long_version = pingmatrix_stamp::STAMP,
     about = "Run the pingmatrix benchmark matrix and explain every number"
 )]
 pub struct Cli {

@@ -629,3 +629,68 @@ fn resume_refuses_a_second_matrix_selection() {
         );
     }
 }
+
+/// Provenance used to come from the matrix file's directory (a config kept elsewhere
+/// recorded another repository's commit, or none) and binaries were recorded by path only.
+#[test]
+fn run_json_records_each_binarys_hash_and_build_commit_from_the_runners_checkout() {
+    let d = Scratch::new("provenance");
+    let foreign = script(&d.0, "foreign", "exit 3");
+    let m = d.0.join("m.toml");
+    std::fs::write(
+        &m,
+        matrix_toml(
+            &[("hyper", bin("ping-tokio-hyper")), ("foreign", foreign)],
+            1,
+            "",
+        ),
+    )
+    .unwrap();
+    let out = d.0.join("results");
+    let o = run_matrix(
+        &[
+            "run",
+            "--quiet",
+            "--config",
+            m.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--only",
+            "scenario=ping",
+        ],
+        None,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let run: RunRecord = read(&only_run_dir(&out).join("run.json"));
+    let env = &run.environment;
+    let head = Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let Some(head) = head {
+        assert_eq!(env.source.git_commit.as_deref(), Some(head.as_str()));
+    }
+    let hyper = &env.binary_builds["hyper"];
+    let bytes = std::fs::read(bin("ping-tokio-hyper")).unwrap();
+    use sha2::Digest;
+    assert_eq!(
+        hyper.sha256.as_deref(),
+        Some(format!("{:x}", sha2::Sha256::digest(&bytes)).as_str())
+    );
+    assert!(hyper.build_commit.is_some(), "{hyper:?}");
+    assert!(env.binary_builds["matrix"].build_commit.is_some());
+    assert!(env.binary_builds["loadgen"].sha256.is_some());
+    let foreign = &env.binary_builds["foreign"];
+    assert_eq!(foreign.build_commit, None);
+    assert!(
+        env.provenance_warnings
+            .iter()
+            .any(|w| w.starts_with("foreign: no build stamp")),
+        "{:?}",
+        env.provenance_warnings
+    );
+}

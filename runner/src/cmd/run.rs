@@ -154,6 +154,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
     };
     let mut progress = Progress::new(plan.rep_count(), plan.estimate_s(), args.quiet);
     progress.note(&format!("run {} → {}", run.run_id, store.dir.display()));
+    for w in &run.environment.provenance_warnings {
+        progress.note(&format!("warning: {w}"));
+    }
     for group in &plan.groups {
         if !run_group(&ctx, &store, group, &mut progress)? {
             break;

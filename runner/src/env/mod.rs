@@ -15,14 +15,18 @@ pub fn collect(
     loadgen: &Path,
     binaries: BTreeMap<String, String>,
 ) -> Environment {
+    let source = toolchain::source(config_path);
+    let binary_builds = provenance::binary_builds(&binaries);
     Environment {
+        provenance_warnings: provenance::warnings(&source, &binary_builds),
+        binary_builds,
         hardware: hardware::hardware(),
         os: hardware::os(),
         cgroup: hardware::cgroup(),
         io_uring: hardware::io_uring(),
         net: hardware::net(),
         toolchain: toolchain::toolchain(),
-        source: toolchain::source(config_path),
+        source,
         provenance: provenance::provenance(),
         loadgen_version: toolchain::loadgen_version(loadgen),
         binaries,

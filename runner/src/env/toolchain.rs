@@ -42,14 +42,29 @@ fn find_up(start: &Path, name: &str) -> Option<PathBuf> {
     start.ancestors().map(|d| d.join(name)).find(|p| p.exists())
 }
 
-pub fn source(config: &Path) -> Source {
-    let dir = base_dir(config);
-    let git = |args: &[&str]| output(Command::new("git").arg("-C").arg(&dir).args(args));
+/// The commit and dirty flag of the checkout at `dir`, if it is one.
+fn checkout(dir: &Path) -> (Option<String>, Option<bool>) {
+    let git = |args: &[&str]| output(Command::new("git").arg("-C").arg(dir).args(args));
     let commit = git(&["rev-parse", "HEAD"]);
     let dirty = commit
         .as_ref()
         .and_then(|_| git(&["status", "--porcelain", "--untracked-files=no"]))
         .map(|s| !s.is_empty());
+    (commit, dirty)
+}
+
+/// Source identity. The commit is the checkout `matrix` itself lives in (the matrix file may
+/// sit in another repository), or the commit stamped into `matrix` when that is no checkout
+/// (a Nix store path). Cargo.lock is looked up from the matrix file's directory.
+pub fn source(config: &Path) -> Source {
+    let dir = base_dir(config);
+    let (commit, dirty) = match crate::binaries::exe_dir().map(|d| checkout(&d)) {
+        Some((Some(c), d)) => (Some(c), d),
+        _ => {
+            let own = pingmatrix_stamp::own();
+            ((own.commit != "unknown").then_some(own.commit), own.dirty)
+        }
+    };
     let (lock, origin) =
         match find_up(&dir, "Cargo.lock").and_then(|p| std::fs::read(&p).ok().map(|b| (p, b))) {
             Some((p, bytes)) => (
@@ -72,6 +87,9 @@ pub fn source(config: &Path) -> Source {
     }
 }
 
+/// The first line of `loadgen --version` (later lines may carry its build stamp, which is
+/// recorded with the binaries, not here: runs of two commits stay comparable).
 pub fn loadgen_version(loadgen: &Path) -> Option<String> {
     output(Command::new(loadgen).arg("--version"))
+        .and_then(|v| v.lines().next().map(str::to_string))
 }

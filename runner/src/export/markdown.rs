@@ -130,6 +130,13 @@ fn header(o: &mut String, run: &RunRecord, res: &ResultsFile) {
         },
         e.provenance.note,
     );
+    if !e.provenance_warnings.is_empty() {
+        let _ = writeln!(
+            o,
+            "**Provenance warnings** (binaries vs checkout): {}.\n",
+            e.provenance_warnings.join("; ")
+        );
+    }
 }
 
 fn how_to_read(o: &mut String, res: &ResultsFile) {

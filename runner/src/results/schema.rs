@@ -64,6 +64,25 @@ pub struct Environment {
     pub loadgen_version: Option<String>,
     /// Resolved absolute paths of every binary used.
     pub binaries: BTreeMap<String, String>,
+    /// What each of those binaries is: its bytes' sha256 and the build stamp found in them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub binary_builds: BTreeMap<String, BinaryBuild>,
+    /// Where the binaries and the checkout disagree (also printed when the run starts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance_warnings: Vec<String>,
+}
+
+/// One binary's identity, read from the file itself (nothing is run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BinaryBuild {
+    pub path: String,
+    /// None when the file could not be read.
+    pub sha256: Option<String>,
+    /// The commit in its build stamp; None when it carries no stamp (not built from this
+    /// workspace, or before stamps existed).
+    pub build_commit: Option<String>,
+    /// Whether the checkout had uncommitted changes when it was built (None: unknown).
+    pub build_dirty: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,6 +145,8 @@ pub struct Toolchain {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Source {
+    /// The checkout the running `matrix` was built in (found from its own path), else the
+    /// commit stamped into it at build time.
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
     /// sha256 of Cargo.lock at run time (found next to the matrix file or above), else the

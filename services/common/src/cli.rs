@@ -7,11 +7,16 @@ use std::fmt::Display;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 /// Arguments every ping service accepts.
 #[derive(Debug, Clone, Parser)]
-#[command(about = "HTTP/1.1 ping service (pingmatrix); prints one JSON start-up line on stdout")]
+#[command(
+    about = "HTTP/1.1 ping service (pingmatrix); prints one JSON start-up line on stdout",
+    version,
+    // The build stamp: `--version` shows it, and the runner finds it in the binary's bytes.
+    long_version = pingmatrix_stamp::STAMP
+)]
 pub struct Args {
     /// Address to listen on; port 0 picks a free port (reported in the start-up line).
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -23,9 +28,11 @@ pub struct Args {
 }
 
 impl Args {
-    /// Parses the process arguments; on error prints the message and exits with code 2.
-    pub fn from_env() -> Self {
-        Self::parse()
+    /// Parses the process arguments for `service` (its name in `--help` and `--version`); on
+    /// error prints the message and exits with code 2.
+    pub fn from_env(service: &'static str) -> Self {
+        let matches = Self::command().name(service).get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
 
     /// Worker count to use: `--workers`, else the number of CPUs we may run on.
@@ -38,8 +45,11 @@ impl Args {
 
 /// A service's `main`: parses the arguments, runs `run`, and reports its error (with its
 /// causes, `{:#}`) on stderr as `<service>: <error>`, exiting with code 1.
-pub fn run_service<E: Display>(service: &str, run: impl FnOnce(Args) -> Result<(), E>) -> ExitCode {
-    match run(Args::from_env()) {
+pub fn run_service<E: Display>(
+    service: &'static str,
+    run: impl FnOnce(Args) -> Result<(), E>,
+) -> ExitCode {
+    match run(Args::from_env(service)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{service}: {e:#}");

@@ -1,0 +1,53 @@
+//! Reads the commit and dirty flag of the checkout being built. Re-runs when HEAD, the index
+//! or any source of the workspace changes, so a binary's dirty flag is never stale. Where
+//! there is no git (a Nix build, a source tarball) `PINGMATRIX_GIT_COMMIT` may name the
+//! commit; otherwise it is "unknown".
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn git(root: &Path, args: &[&str]) -> Option<String> {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .ok()?;
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+fn main() {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join("..");
+    let commit = git(&root, &["rev-parse", "HEAD"]);
+    let dirty = commit
+        .as_ref()
+        .and_then(|_| git(&root, &["status", "--porcelain", "--untracked-files=no"]))
+        .map(|s| !s.is_empty());
+    let (commit, dirty) = match (commit, dirty) {
+        (Some(c), Some(d)) => (c, if d { "true" } else { "false" }),
+        _ => (
+            std::env::var("PINGMATRIX_GIT_COMMIT").unwrap_or_else(|_| "unknown".into()),
+            "unknown",
+        ),
+    };
+    println!("cargo:rustc-env=PINGMATRIX_STAMP_COMMIT={commit}");
+    println!("cargo:rustc-env=PINGMATRIX_STAMP_DIRTY={dirty}");
+    println!("cargo:rerun-if-env-changed=PINGMATRIX_GIT_COMMIT");
+    if let Some(git_dir) = git(&root, &["rev-parse", "--absolute-git-dir"]) {
+        for f in ["HEAD", "index", "refs", "packed-refs"] {
+            println!("cargo:rerun-if-changed={git_dir}/{f}");
+        }
+    }
+    for src in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "services",
+        "loadgen",
+        "runner",
+        "stamp/src",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(src).display());
+    }
+}
