@@ -132,7 +132,7 @@ fn steps(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Result<RepResult, Stop> {
     }
     let (mut proc, mut start) = spawn_service(&cell, binary, &confs.server, rep)?;
     let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
-    let ready = wait_ready(ctx, &mut proc, addr, &mut start)
+    let ready = wait_ready(ctx, &cell, &mut proc, addr, &mut start)
         .and_then(|()| check_service(res, &proc, addr, &cell.path));
     if let Err(stop) = ready {
         finish_start(ctx, res, &mut proc, start);
@@ -196,6 +196,7 @@ fn spawn_service(
         port,
         connect_us: None,
         first_200_us: None,
+        launch_us: None,
         idle_rss_bytes: None,
         stop: None,
     };
@@ -205,14 +206,21 @@ fn spawn_service(
 /// Start-up time: until the first 200.
 fn wait_ready(
     ctx: &Ctx,
+    cell: &CellSpec,
     proc: &mut Proc,
     addr: SocketAddr,
     start: &mut StartRecord,
 ) -> Result<(), Stop> {
     let timeout = Duration::from_millis(ctx.matrix.startup_timeout_ms);
-    let r = startup::wait_ready(proc, addr, timeout).map_err(|e| Stop::at(Stage::Startup, e))?;
+    // Probe from the generator's CPUs: the runner must not take the server's CPU while the
+    // service starts.
+    let r = limits::cpus::on_cpus(&cell.limits.loadgen_cpus, || {
+        startup::wait_ready(proc, addr, timeout)
+    })
+    .map_err(|e| Stop::at(Stage::Startup, e))?;
     start.connect_us = Some(r.connect_us);
     start.first_200_us = Some(r.first_200_us);
+    start.launch_us = r.launch_us;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex};
@@ -17,8 +18,13 @@ const TAIL_LINES: usize = 40;
 pub struct Proc {
     child: Child,
     pub pid: u32,
-    /// Just before `spawn()` (exec time for startup measurements).
+    /// Just before `spawn()`.
     pub spawned_at: Instant,
+    /// The same moment on CLOCK_MONOTONIC in ns ([`mono_ns`]).
+    pub spawned_at_ns: u64,
+    /// The child's own clock (CLOCK_MONOTONIC, ns) taken just before `execve`, after its
+    /// confinement was applied: where start-up time begins. None if it could not be read.
+    pub exec_at_ns: Option<u64>,
     pub stdout_lines: Receiver<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     readers: Vec<JoinHandle<()>>,
@@ -28,11 +34,15 @@ pub struct Proc {
 impl Proc {
     pub fn spawn(mut cmd: Command, confinement: &Confinement) -> std::io::Result<Proc> {
         confinement.install(&mut cmd);
+        let stamp = ExecStamp::install(&mut cmd)?;
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let spawned_at = Instant::now();
-        let mut child = cmd.spawn()?;
+        let spawned_at_ns = mono_ns();
+        let spawned = cmd.spawn();
+        let exec_at_ns = stamp.read();
+        let mut child = spawned?;
         let pid = child.id();
         let (tx, rx) = channel();
         let out = child.stdout.take().expect("piped stdout");
@@ -71,6 +81,8 @@ impl Proc {
             child,
             pid,
             spawned_at,
+            spawned_at_ns,
+            exec_at_ns,
             stdout_lines: rx,
             stderr_tail: tail,
             readers,
@@ -160,6 +172,62 @@ impl Proc {
             let _ = h.join();
         }
         self.stdout_lines.try_iter().collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// CLOCK_MONOTONIC in ns: the clock `Proc::exec_at_ns` is on.
+pub fn mono_ns() -> u64 {
+    // SAFETY: clock_gettime writes one timespec.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A close-on-exec pipe the child writes its clock to as the very last step before
+/// `execve`, so start-up time excludes fork, cgroup attach and everything else the runner
+/// does to launch it — and grows with nothing in the runner.
+struct ExecStamp {
+    read: std::fs::File,
+    write: std::os::fd::OwnedFd,
+}
+
+impl ExecStamp {
+    fn install(cmd: &mut Command) -> std::io::Result<ExecStamp> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two fds; both are owned right after.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fresh fds from pipe2, owned once each.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let fd = write.as_raw_fd();
+        // SAFETY: clock_gettime and write are async-signal-safe; nothing allocates. Registered
+        // after the confinement's pre_exec, so it runs last.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut ts: libc::timespec = std::mem::zeroed();
+                libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+                let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+                libc::write(fd, ns.to_ne_bytes().as_ptr().cast(), 8);
+                Ok(())
+            });
+        }
+        Ok(ExecStamp {
+            read: std::fs::File::from(read),
+            write,
+        })
+    }
+
+    /// The child's stamp, once `spawn` returned. The parent's write end closes first, so a
+    /// spawn that failed before the stamp reads end-of-file instead of blocking.
+    fn read(self) -> Option<u64> {
+        use std::io::Read;
+        let ExecStamp { mut read, write } = self;
+        drop(write);
+        let mut b = [0u8; 8];
+        read.read_exact(&mut b).ok()?;
+        Some(u64::from_ne_bytes(b))
     }
 }
 

@@ -58,6 +58,23 @@ pub fn allowed_cpus() -> Vec<u32> {
         .collect()
 }
 
+/// Runs `f` with the calling thread pinned to `cpus` (all allowed CPUs when empty), then
+/// puts the thread's previous mask back.
+pub fn on_cpus<T>(cpus: &[u32], f: impl FnOnce() -> T) -> T {
+    use nix::sched::{sched_getaffinity, sched_setaffinity};
+    use nix::unistd::Pid;
+    let me = Pid::from_raw(0);
+    let before = sched_getaffinity(me).ok();
+    if !cpus.is_empty() {
+        let _ = sched_setaffinity(me, &cpu_set(cpus));
+    }
+    let out = f();
+    if let Some(b) = before {
+        let _ = sched_setaffinity(me, &b);
+    }
+    out
+}
+
 /// The affinity mask for `sched_setaffinity`; CPUs beyond the mask's size are left out.
 pub fn cpu_set(cpus: &[u32]) -> CpuSet {
     let mut set = CpuSet::new();
@@ -90,6 +107,15 @@ mod tests {
     #[test]
     fn allowed_cpus_non_empty() {
         assert!(!allowed_cpus().is_empty());
+    }
+
+    #[test]
+    fn on_cpus_pins_only_for_the_call() {
+        let all = allowed_cpus();
+        let first = all[0];
+        let inside = on_cpus(&[first], allowed_cpus);
+        assert_eq!(inside, vec![first]);
+        assert_eq!(allowed_cpus(), all);
     }
 
     #[test]

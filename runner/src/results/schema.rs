@@ -367,8 +367,14 @@ pub struct StartRecord {
     pub port: u16,
     /// exec → TCP connect accepted.
     pub connect_us: Option<u64>,
-    /// exec → first `HTTP/1.1 200` on /ping.
+    /// exec → first `HTTP/1.1 200` on /ping. "exec" is the child's own clock read just
+    /// before `execve` (after fork and its confinement); cells recorded before that clock
+    /// existed started at the runner's `spawn` call (see `launch_us`).
     pub first_200_us: Option<u64>,
+    /// The runner's `spawn` call → the child's exec: fork plus cgroup attach and affinity,
+    /// the launch cost kept out of start-up time. None where the child's clock was not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_us: Option<u64>,
     /// VmRSS right after the first 200 and verification.
     pub idle_rss_bytes: Option<u64>,
     pub stop: Option<StopRecord>,
