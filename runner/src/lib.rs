@@ -17,6 +17,7 @@ pub mod limits;
 pub mod load;
 pub mod plan;
 pub mod process;
+pub mod profile;
 pub mod progress;
 pub mod report;
 pub mod results;
