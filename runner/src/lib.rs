@@ -29,6 +29,7 @@ pub mod limits;
 pub mod load;
 pub mod plan;
 pub mod process;
+pub mod profile;
 pub mod progress;
 pub mod readme;
 pub mod report;
