@@ -52,4 +52,5 @@ conformance! {
     tokio_hyper => "ping-tokio-hyper",
     monoio => "ping-monoio",
     may_minihttp => "ping-may-minihttp",
+    epoll => "ping-epoll",
 }
