@@ -53,4 +53,5 @@ conformance! {
     monoio => "ping-monoio",
     may_minihttp => "ping-may-minihttp",
     epoll => "ping-epoll",
+    tokio_per_core => "ping-tokio-per-core",
 }
