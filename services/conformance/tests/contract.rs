@@ -54,4 +54,5 @@ conformance! {
     may_minihttp => "ping-may-minihttp",
     epoll => "ping-epoll",
     tokio_per_core => "ping-tokio-per-core",
+    axum => "ping-axum",
 }
