@@ -55,4 +55,5 @@ conformance! {
     epoll => "ping-epoll",
     tokio_per_core => "ping-tokio-per-core",
     axum => "ping-axum",
+    actix_web => "ping-actix-web",
 }

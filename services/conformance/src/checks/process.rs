@@ -20,6 +20,8 @@ const KNOWN_DEVIATIONS: &[&str] = &[
     deviation::STATUS_LINE_HTTP10,
     deviation::HEADER_ORDER_405,
     deviation::PIPELINE_ERROR_DROPS_BATCH,
+    crate::expect::extra_deviation::HEADER_ORDER,
+    crate::expect::extra_deviation::HEAD_LIMIT_128K,
 ];
 
 pub fn startup_line(bin: &str) {
