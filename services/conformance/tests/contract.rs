@@ -56,4 +56,5 @@ conformance! {
     tokio_per_core => "ping-tokio-per-core",
     axum => "ping-axum",
     actix_web => "ping-actix-web",
+    glommio => "ping-glommio",
 }

@@ -3,7 +3,8 @@
 //!
 //! Same decisions as ping-monoio's loop: heads over 64 KiB → 431 and close, more than 64 headers
 //! → 431 and close, unparsable → 400 and close; `Content-Length` bodies are skipped, chunked
-//! request bodies are refused with 400.
+//! request bodies are refused with 400. Runtime-free, so ping-glommio and ping-compio include
+//! this file for their request handling too (they name the service by their own `SERVICE`).
 
 use ping_common::response::{Reply, Status};
 use ping_common::route::{Route, content_length, route};
@@ -19,7 +20,7 @@ pub struct Session {
     /// Close once the output is written.
     pub close_after: bool,
     /// A `/sleep` is waiting: `(said_close, keep_alive)` of that request.
-    sleeping: Option<(bool, bool)>,
+    pub sleeping: Option<(bool, bool)>,
 }
 
 /// What `process` stopped at.
@@ -32,10 +33,6 @@ pub enum Next {
 }
 
 impl Session {
-    pub fn is_sleeping(&self) -> bool {
-        self.sleeping.is_some()
-    }
-
     /// Answers every complete request at the front of `input` into `out`, in order, and removes
     /// the consumed bytes. Does nothing while a `/sleep` is pending or after a close decision.
     pub fn process(&mut self, input: &mut Vec<u8>, out: &mut Vec<u8>) -> Next {
@@ -190,7 +187,7 @@ mod tests {
             b"GET /sleep?ms=5 HTTP/1.1\r\nConnection: close\r\n\r\nGET /ping HTTP/1.1\r\n\r\n",
         );
         assert_eq!((next, out.as_str()), (Next::Sleep(5), ""));
-        assert!(s.is_sleeping());
+        assert!(s.sleeping.is_some());
         let mut input = rest;
         let mut out = Vec::new();
         assert_eq!(s.process(&mut input, &mut out), Next::Idle);

@@ -230,7 +230,7 @@ impl Conn {
                 return (Drive::Close, sleep);
             }
             // While a sleep holds later pipelined requests, buffer a bounded amount only.
-            if self.http.is_sleeping() && self.input.len() > MAX_HEAD_BYTES {
+            if self.http.sleeping.is_some() && self.input.len() > MAX_HEAD_BYTES {
                 return (Drive::Open, sleep);
             }
             if self.input.capacity() - self.input.len() < READ_CHUNK / 2 {
