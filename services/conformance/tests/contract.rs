@@ -57,4 +57,5 @@ conformance! {
     axum => "ping-axum",
     actix_web => "ping-actix-web",
     glommio => "ping-glommio",
+    compio => "ping-compio",
 }
