@@ -1,4 +1,5 @@
-//! Plain actix-web hello-world (actix-web's own minimal example shape), used by
+//! Plain actix-web hello-world (actix-web's own minimal example shape, with TCP_NODELAY as the
+//! service sets it), used by
 //! `scripts/wrapper-cost.sh` as the baseline for `ping-actix-web`.
 //! Usage: `hello <addr> <workers>`; answers `/ping` with `pong`.
 
@@ -11,6 +12,7 @@ fn main() -> std::io::Result<()> {
     actix_web::rt::System::new().block_on(
         HttpServer::new(|| App::new().route("/ping", web::get().to(|| async { "pong" })))
             .workers(workers)
+            .tcp_nodelay(true)
             .bind(addr)?
             .run(),
     )

@@ -6,10 +6,11 @@
 //! actix-rt (tokio current_thread) runtime per worker thread; one accept thread hands each new
 //! connection to a worker (no SO_REUSEPORT, no work stealing, no pinning).
 //!
-//! Two settings serve the contract: `disable_signals()` (SIGTERM keeps its default
-//! disposition: exit at once, not actix's 30 s graceful drain) and a middleware that adds the
-//! `Server` header and asks actix-http for canonical (Camel-Case) header names. What actix-http
-//! does its own way is declared (`deviations()`).
+//! Three settings serve the contract: `tcp_nodelay(true)` (as the other services set it),
+//! `disable_signals()` (SIGTERM keeps its default disposition: exit at once, not actix's 30 s
+//! graceful drain), and a middleware that adds the `Server` header and asks actix-http for
+//! canonical (Camel-Case) header names. What actix-http does its own way is declared
+//! (`deviations()`).
 
 mod app;
 
@@ -30,6 +31,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(app::app)
             .workers(workers)
+            // As every other service but may_minihttp (actix leaves the OS default).
+            .tcp_nodelay(true)
             .disable_signals()
             .bind(args.listen)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
