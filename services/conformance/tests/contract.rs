@@ -1,6 +1,7 @@
 //! Runs every contract check against every service binary.
 //!
-//! Adding a service = adding one line to the table at the bottom. Build the binaries first:
+//! Adding a service = adding one line to the table at the bottom (and its name to
+//! `IO_URING_ONLY` if it cannot run without io_uring). Build the binaries first:
 //! `cargo build --workspace --bins`.
 
 /// Expands to one test module per service, one `#[test]` per check.
@@ -38,15 +39,22 @@ macro_rules! conformance {
     };
     (@service $module:ident, $bin:literal, [$($check:ident = $group:ident),* $(,)?]) => {
         mod $module {
+            use super::IO_URING_ONLY;
             $(
                 #[test]
                 fn $check() {
+                    if conformance::io_uring::skip($bin, IO_URING_ONLY.contains(&$bin)) {
+                        return;
+                    }
                     conformance::checks::$group::$check($bin);
                 }
             )*
         }
     };
 }
+
+/// Services with no epoll fallback: skipped (with a message) where io_uring cannot be set up.
+const IO_URING_ONLY: &[&str] = &["ping-glommio", "ping-compio"];
 
 conformance! {
     tokio_hyper => "ping-tokio-hyper",
