@@ -8,7 +8,10 @@
 #   PAIRS=3 DURATION_S=2 scripts/wrapper-cost.sh   # quick smoke
 #
 # Env: PAIRS (5), DURATION_S (10), WARMUP_S (1), CONNECTIONS (64), SERVER_CPU (0), WRK_CPU (1),
-#      RUNTIMES ("tokio-hyper monoio may-minihttp"), CARGO_TARGET_DIR (target).
+#      RUNTIMES (every service: "tokio-hyper tokio-per-core axum actix-web monoio glommio compio
+#      may-minihttp epoll"), CARGO_TARGET_DIR (target).
+# A runtime here is a service crate's directory name: its binary is ping-<name>, its baseline
+# the example hello-<name>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +21,7 @@ WARMUP_S=${WARMUP_S:-1}
 CONNECTIONS=${CONNECTIONS:-64}
 SERVER_CPU=${SERVER_CPU:-0}
 WRK_CPU=${WRK_CPU:-1}
-RUNTIMES=${RUNTIMES:-"tokio-hyper monoio may-minihttp"}
+RUNTIMES=${RUNTIMES:-"tokio-hyper tokio-per-core axum actix-web monoio glommio compio may-minihttp epoll"}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 REL="$TARGET_DIR/release"
 
@@ -82,7 +85,7 @@ run_one() {
   fi
   local report
   report=$(taskset -c "$WRK_CPU" wrk -t1 -c"$CONNECTIONS" -d"${DURATION_S}s" "$url")
-  if [[ $variant == service && $rt == monoio ]]; then
+  if [[ $variant == service && $rt =~ ^(monoio|glommio|compio)$ ]]; then
     grep -o '"io_driver":"[^"]*"' "$out" >&2 || true
   fi
   cleanup

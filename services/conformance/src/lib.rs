@@ -9,4 +9,5 @@ pub mod binary;
 pub mod checks;
 pub mod client;
 pub mod expect;
+pub mod io_uring;
 pub mod service;

@@ -1,6 +1,7 @@
 //! Runs every contract check against every service binary.
 //!
-//! Adding a service = adding one line to the table at the bottom. Build the binaries first:
+//! Adding a service = adding one line to the table at the bottom (and its name to
+//! `IO_URING_ONLY` if it cannot run without io_uring). Build the binaries first:
 //! `cargo build --workspace --bins`.
 
 /// Expands to one test module per service, one `#[test]` per check.
@@ -38,9 +39,13 @@ macro_rules! conformance {
     };
     (@service $module:ident, $bin:literal, [$($check:ident = $group:ident),* $(,)?]) => {
         mod $module {
+            use super::IO_URING_ONLY;
             $(
                 #[test]
                 fn $check() {
+                    if conformance::io_uring::skip($bin, IO_URING_ONLY.contains(&$bin)) {
+                        return;
+                    }
                     conformance::checks::$group::$check($bin);
                 }
             )*
@@ -48,8 +53,17 @@ macro_rules! conformance {
     };
 }
 
+/// Services with no epoll fallback: skipped (with a message) where io_uring cannot be set up.
+const IO_URING_ONLY: &[&str] = &["ping-glommio", "ping-compio"];
+
 conformance! {
     tokio_hyper => "ping-tokio-hyper",
     monoio => "ping-monoio",
     may_minihttp => "ping-may-minihttp",
+    epoll => "ping-epoll",
+    tokio_per_core => "ping-tokio-per-core",
+    axum => "ping-axum",
+    actix_web => "ping-actix-web",
+    glommio => "ping-glommio",
+    compio => "ping-compio",
 }

@@ -1,6 +1,7 @@
 //! The request handler: shared routing, an asynchronous sleep, canonical headers in order.
+//! ping-tokio-per-core includes this file too (same handler, other scheduler model); it names
+//! the service by the including crate's `SERVICE`.
 
-use std::cell::RefCell;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use ping_common::response::{Body, Reply};
 use ping_common::route::{Route, route};
 
 use crate::SERVICE;
+use crate::hyper_stack::date_value;
 
 pub async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
@@ -47,22 +49,4 @@ fn to_response(reply: Reply) -> Response<Full<Bytes>> {
     *rsp.status_mut() = status;
     *rsp.headers_mut() = headers;
     rsp
-}
-
-thread_local! {
-    static DATE: RefCell<Option<HeaderValue>> = const { RefCell::new(None) };
-}
-
-/// The `Date` value as a `HeaderValue`, rebuilt only when the cached date's bytes change (a
-/// clone is a reference-count bump), so we do no more work than hyper's own cached date.
-fn date_value() -> HeaderValue {
-    ping_common::date::with_date(|now| {
-        DATE.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.as_ref().is_none_or(|v| v.as_bytes() != now.as_slice()) {
-                *c = HeaderValue::from_bytes(now).ok();
-            }
-            c.clone().unwrap_or_else(|| HeaderValue::from_static(""))
-        })
-    })
 }

@@ -4,16 +4,16 @@
 //! hyper's `http1::Builder`. The handler lives in `handler.rs`.
 
 mod handler;
+mod hyper_stack;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use ping_common::cli::Args;
-use ping_common::startup::{Deviation, Model, StartupLine, deviation};
+use ping_common::startup::{Model, StartupLine};
 
 const SERVICE: &str = "ping-tokio-hyper";
 
@@ -51,37 +51,13 @@ async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
         server_header: SERVICE.into(),
         pinned: false,
         allowed_cpus: ping_common::cpus::allowed_cpus(),
-        deviations: vec![
-            Deviation::new(
-                deviation::LIBRARY_ERROR_RESPONSES,
-                "hyper handles unparsable and oversized heads itself: it closes the connection \
-                 (as observed), and where it does answer, its 400/431 has no Server header",
-            ),
-            Deviation::new(
-                deviation::STATUS_LINE_HTTP10,
-                "hyper answers HTTP/1.0 requests with an HTTP/1.0 status line",
-            ),
-            Deviation::new(
-                deviation::PIPELINE_ERROR_DROPS_BATCH,
-                "with pipeline_flush, a malformed request closes the connection before the \
-                 buffered responses to earlier requests of the same batch are written",
-            ),
-        ],
+        deviations: hyper_stack::deviations(),
         io_uring_fds: None,
     }
     .print()
     .context("cannot write the start-up line")?;
 
-    let mut http = http1::Builder::new();
-    http.keep_alive(true)
-        // Batch the responses to pipelined requests into one write, as TechEmpower's entry does.
-        .pipeline_flush(true)
-        // Canonical header-name case (`Content-Length`, not hyper's default lower case).
-        .title_case_headers(true)
-        // Request-head limit. hyper checks it only after a read leaves the head incomplete, so
-        // a head may reach up to twice this before it is refused (431): half the contract's
-        // 64 KiB keeps every head over 64 KiB refused.
-        .max_buf_size(ping_common::MAX_HEAD_BYTES / 2);
+    let http = hyper_stack::builder();
 
     loop {
         let stream = match listener.accept().await {

@@ -1,0 +1,100 @@
+//! `ping-actix-web`: the ping contract (services/README.md) on actix-web 4.
+//!
+//! Idiomatic shape (actix-web's own examples): an `App` factory with one `web::resource` per
+//! route, handlers with extractors, `web::Json` for `/json`, a default service for 404, run by
+//! `HttpServer::new(..).workers(n).bind(addr)?.run()`. actix-web runs one single-threaded
+//! actix-rt (tokio current_thread) runtime per worker thread; one accept thread hands each new
+//! connection to a worker (no SO_REUSEPORT, no work stealing, no pinning).
+//!
+//! Three settings serve the contract: `tcp_nodelay(true)` (as the other services set it),
+//! `disable_signals()` (SIGTERM keeps its default disposition: exit at once, not actix's 30 s
+//! graceful drain), and a middleware that adds the `Server` header and asks actix-http for
+//! canonical (Camel-Case) header names. What actix-http does its own way is declared
+//! (`deviations()`).
+
+mod app;
+
+use std::process::ExitCode;
+
+use actix_web::HttpServer;
+use ping_common::cli::Args;
+use ping_common::startup::{Deviation, Model, StartupLine, deviation};
+
+const SERVICE: &str = "ping-actix-web";
+
+fn main() -> ExitCode {
+    ping_common::cli::run_service(SERVICE, run)
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let workers = args.workers();
+    actix_web::rt::System::new().block_on(async move {
+        let server = HttpServer::new(app::app)
+            .workers(workers)
+            // As every other service but may_minihttp (actix leaves the OS default).
+            .tcp_nodelay(true)
+            .disable_signals()
+            .bind(args.listen)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+        let listen = *server
+            .addrs()
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("no bound address"))?;
+        StartupLine {
+            service: SERVICE.into(),
+            runtime: "actix-rt".into(),
+            runtime_version: env!("PING_ACTIX_RT_VERSION").into(),
+            http: format!(
+                "actix-web {} (App) on actix-http {}, tokio {}",
+                env!("PING_ACTIX_WEB_VERSION"),
+                env!("PING_ACTIX_HTTP_VERSION"),
+                env!("PING_TOKIO_VERSION")
+            ),
+            // One single-threaded runtime per worker, connections handed out by an accept
+            // thread, never moved: no work stealing.
+            model: Model::ThreadPerCore,
+            workers,
+            io_driver: "epoll".into(),
+            pid: std::process::id(),
+            listen,
+            server_header: SERVICE.into(),
+            pinned: false,
+            allowed_cpus: ping_common::cpus::allowed_cpus(),
+            deviations: deviations(),
+            io_uring_fds: None,
+        }
+        .print()?;
+        server.run().await?;
+        anyhow::bail!("the server stopped")
+    })
+}
+
+fn deviations() -> Vec<Deviation> {
+    vec![
+        Deviation::new(
+            app::HEADER_ORDER,
+            "actix-http writes Content-Length (and Connection) right after the status line, \
+             the response's headers in hash-map order, and its own Date last",
+        ),
+        Deviation::new(
+            deviation::STATUS_LINE_HTTP10,
+            "actix-http answers HTTP/1.0 requests with an HTTP/1.0 status line",
+        ),
+        Deviation::new(
+            app::HEAD_LIMIT_128K,
+            "actix-http buffers a request head up to 128 KiB (its hard-coded MAX_BUFFER_SIZE): a \
+             complete head under that is served, a larger one gets actix's 431",
+        ),
+        Deviation::new(
+            deviation::PIPELINE_ERROR_DROPS_BATCH,
+            "a malformed request after valid ones in the same read gets actix's 400 and a \
+             close; the responses to the earlier requests are dropped (as observed; whether it \
+             happens depends on how the batch is read)",
+        ),
+        Deviation::new(
+            deviation::LIBRARY_ERROR_RESPONSES,
+            "actix-http answers unparsable and oversized heads itself (400/431 without a \
+             Server header) or closes the connection",
+        ),
+    ]
+}

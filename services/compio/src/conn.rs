@@ -1,0 +1,59 @@
+//! One connection: read (owned buffer, appended), answer every complete request (ping-epoll's
+//! `http::Session`), write all answers with one `write_all`; a `/sleep` first writes what is
+//! ready, then waits on compio's timer.
+
+use std::time::Duration;
+
+use compio::BufResult;
+use compio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use compio::net::TcpStream;
+
+use crate::http::{Next, Session};
+
+const READ_CHUNK: usize = 8 * 1024;
+
+pub async fn serve(mut stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut http = Session::default();
+    loop {
+        while let Next::Sleep(ms) = http.process(&mut input, &mut out) {
+            if !out.is_empty() {
+                match write(&mut stream, out).await {
+                    Some(o) => out = o,
+                    None => return,
+                }
+            }
+            compio::time::sleep(Duration::from_millis(ms)).await;
+            http.wake(&mut out);
+        }
+        if !out.is_empty() {
+            match write(&mut stream, out).await {
+                Some(o) => out = o,
+                None => return,
+            }
+        }
+        if http.close_after {
+            let _ = stream.shutdown().await;
+            return;
+        }
+        if input.capacity() - input.len() < READ_CHUNK / 2 {
+            input.reserve(READ_CHUNK);
+        }
+        // `append` reads into the spare capacity after the buffered bytes.
+        let BufResult(res, buf) = stream.append(input).await;
+        input = buf;
+        match res {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Writes and clears `out`; `None` if the peer is gone.
+async fn write(stream: &mut TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
+    let BufResult(res, mut out) = stream.write_all(out).await;
+    out.clear();
+    res.ok().map(|()| out)
+}

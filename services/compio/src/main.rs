@@ -1,0 +1,155 @@
+//! `ping-compio`: the ping contract (services/README.md) on compio, thread-per-core.
+//!
+//! Idiomatic compio shape: one OS thread per worker, each with its own compio `Runtime`
+//! (pinned to one allowed CPU with compio's own `thread_affinity`) and its own listener, a
+//! socket2 socket with SO_REUSEPORT handed to `TcpListener::from_std` (compio's `bind` does
+//! not set it); the kernel spreads connections, nothing is stolen. Built with the `io-uring`
+//! driver only, so the driver is io_uring or the runtime fails to start; the driver each
+//! runtime reports is checked anyway, and the ring fds are counted. HTTP is ping-epoll's
+//! httparse request loop (`http.rs`, included, not copied) driven by `conn.rs`.
+
+mod conn;
+#[path = "../../epoll/src/http.rs"]
+mod http;
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::mpsc::{self, Sender};
+use std::time::Duration;
+
+use compio::driver::DriverType;
+use compio::net::TcpListener;
+use ping_common::cli::Args;
+use ping_common::startup::{Model, StartupLine};
+use socket2::{Domain, Socket, Type};
+
+const SERVICE: &str = "ping-compio";
+/// Backlog of each per-worker listener (as monoio's and glommio's).
+const BACKLOG: i32 = 1024;
+
+fn main() -> ExitCode {
+    ping_common::cli::run_service(SERVICE, run)
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let workers = args.workers();
+    let allowed = ping_common::cpus::allowed_cpus();
+    // SO_REUSEPORT would let us share a port a stale server still holds: probe it first.
+    let listen = ping_common::listen::probe_listen(args.listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    // Pin worker i to the i-th allowed CPU; with more workers than CPUs pinning would stack
+    // threads on the same CPUs, so leave placement to the kernel then.
+    let pin = workers <= allowed.len();
+
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let mut threads = Vec::with_capacity(workers);
+    for i in 0..workers {
+        let cpu = if pin { allowed.get(i).copied() } else { None };
+        let ready = ready_tx.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("compio-{i}"))
+                .spawn(move || worker(listen, cpu, ready))?,
+        );
+    }
+    drop(ready_tx);
+    let mut uring = 0;
+    for _ in 0..workers {
+        match ready_rx.recv() {
+            Ok(Ok(DriverType::IoUring)) => uring += 1,
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => anyhow::bail!("worker failed to start: {e}"),
+            Err(_) => anyhow::bail!("a worker exited during start-up"),
+        }
+    }
+    let io_uring_fds = count_io_uring_fds();
+    let confirmed = io_uring_fds.is_none_or(|n| n >= uring);
+    let io_driver = match (uring, confirmed) {
+        (0, _) => "epoll".to_owned(),
+        (n, true) if n == workers => "io_uring".to_owned(),
+        _ => format!(
+            "mixed(io_uring={uring},other={},io_uring_fds={io_uring_fds:?})",
+            workers - uring
+        ),
+    };
+    StartupLine {
+        service: SERVICE.into(),
+        runtime: "compio".into(),
+        runtime_version: env!("PING_COMPIO_VERSION").into(),
+        http: format!(
+            "httparse {} (hand-written loop)",
+            env!("PING_HTTPARSE_VERSION")
+        ),
+        model: Model::ThreadPerCore,
+        workers,
+        io_driver,
+        pid: std::process::id(),
+        listen,
+        server_header: SERVICE.into(),
+        pinned: pin,
+        allowed_cpus: allowed,
+        deviations: Vec::new(),
+        io_uring_fds,
+    }
+    .print()?;
+
+    for t in threads {
+        let _ = t.join();
+    }
+    anyhow::bail!("all workers exited")
+}
+
+/// One worker thread: build a runtime, bind, report its driver, accept forever.
+fn worker(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<DriverType, String>>) {
+    let mut builder = compio::runtime::RuntimeBuilder::new();
+    if let Some(cpu) = cpu {
+        builder.thread_affinity(HashSet::from([cpu]));
+    }
+    let rt = match builder.build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(format!("cannot build the compio runtime: {e}")));
+            return;
+        }
+    };
+    let driver = rt.driver_type();
+    rt.block_on(async move {
+        let listener = match reuseport_listener(listen) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
+                return;
+            }
+        };
+        let _ = ready.send(Ok(driver));
+        drop(ready);
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => compio::runtime::spawn(conn::serve(stream)).detach(),
+                // Out of fds or a connection reset while queued: back off instead of spinning.
+                Err(_) => compio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    });
+}
+
+fn reuseport_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), None)?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    TcpListener::from_std(socket.into())
+}
+
+/// `anon_inode:[io_uring]` fds of this process: an io_uring runtime holds one per worker.
+fn count_io_uring_fds() -> Option<usize> {
+    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
+    Some(
+        dir.filter_map(Result::ok)
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .filter(|target| target.as_os_str() == "anon_inode:[io_uring]")
+            .count(),
+    )
+}
