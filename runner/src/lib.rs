@@ -10,7 +10,8 @@
 //!   stats, loading a result set, grouping, units;
 //! - `export` (results.json, results.md), `report` (charts, README headline) and `compare`
 //!   (two runs) — each reads `results` and none imports another;
-//! - beside them: `env` (the run's environment record), `process`, `binaries`, `interrupt`,
+//! - beside them: `floor` (the harness's own floors, measured as a run starts), `env` (the
+//!   run's environment record), `process`, `binaries`, `interrupt`,
 //!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments).
 //!
 //! Lower layers never import upper ones: `results`, `env`, `limits` and `process` import
@@ -24,6 +25,7 @@ pub mod compare;
 pub mod config;
 pub mod env;
 pub mod export;
+pub mod floor;
 pub mod interrupt;
 pub mod limits;
 pub mod load;

@@ -251,6 +251,18 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
     assert!(
         !run.environment.hardware.cpu_model.is_empty() || run.environment.hardware.logical_cpus > 0
     );
+    // The runner's start-up floor, measured before the matrix, and the services' starts timed
+    // from their own exec.
+    let floor = &run.floors.as_ref().expect("floors").startup;
+    let f = floor
+        .first_200_us
+        .as_ref()
+        .expect("start-up floor measured");
+    assert_eq!(f.n, runner::floor::STARTUP_SAMPLES);
+    assert!(f.median > 0.0 && f.median < 1_000_000.0, "{f:?}");
+    assert!(floor.launch_us.is_some());
+    let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
+    assert!(md.contains("Start-up floor of this runner"), "{md}");
     let results: ResultsFile = read(&run_dir.join("results.json"));
     // 2 scenarios × 2 profiles × 3 services.
     assert_eq!(results.cells.len(), 12);
@@ -260,6 +272,11 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
     assert_eq!(ok.status, CellStatus::Ok, "{:?}", ok.failure);
     assert_eq!(ok.reps.len(), 2);
     assert!(ok.reps.iter().all(|r| r.report.requests_per_s > 0.0));
+    assert!(
+        ok.starts.iter().all(|s| s.launch_us.is_some()),
+        "{:?}",
+        ok.starts
+    );
     assert!(
         ok.verification.iter().all(|v| v.passed),
         "{:?}",

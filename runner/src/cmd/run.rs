@@ -13,12 +13,13 @@ use crate::cell::{self, Ctx};
 use crate::cli::RunArgs;
 use crate::config::{self, Matrix};
 use crate::export;
+use crate::floor;
 use crate::interrupt;
 use crate::plan::{self, Options, Plan};
 use crate::progress::Progress;
 use crate::results::group::runtimes_by_service;
 use crate::results::schema::{
-    CellResult, CellSpec, CellStatus, Drift, RunRecord, RunStatus, SCHEMA_VERSION,
+    CellResult, CellSpec, CellStatus, Drift, Floors, RunRecord, RunStatus, SCHEMA_VERSION,
 };
 use crate::results::stats::pct_change;
 use crate::results::store::Store;
@@ -109,6 +110,9 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
         plan: plan.cells().cloned().collect(),
         estimated_duration_s: plan.estimate_s(),
         environment: env,
+        floors: Some(Floors {
+            startup: floor::startup(exe_dir().as_deref(), plan.cells().next().map(|c| &c.limits)),
+        }),
     };
     store.write_run(&run)?;
     // The matrix file once more as a plain file, for `diff` and re-runs.

@@ -93,6 +93,7 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
     how_to_read(&mut o, res);
     load_tables(&mut o, res);
     startup_and_memory(&mut o, res, runtimes);
+    startup_floor(&mut o, run);
     drift(&mut o, res);
     suspects(&mut o, res);
     let _ = writeln!(
@@ -239,6 +240,36 @@ fn startup_and_memory(o: &mut String, res: &ResultsFile, runtimes: &BTreeMap<Str
         );
     }
     let _ = writeln!(o);
+}
+
+/// The runner's own floor under the services' start-up figures, when it was measured.
+fn startup_floor(o: &mut String, run: &RunRecord) {
+    let Some(f) = run.floors.as_ref().map(|f| &f.startup) else {
+        return;
+    };
+    match (&f.first_200_us, &f.unavailable) {
+        (Some(s), _) => {
+            let _ = writeln!(
+                o,
+                "Start-up floor of this runner on this machine: `{}` (binds, answers one /ping, exits) started {} times the services' way: exec → first 200 median {} ({}–{}). No service can start faster than this here; the figures above include it. Exec is the child's own clock just before `execve`; fork and confinement ({}) are outside it.\n",
+                f.binary,
+                s.n,
+                micros_cell(s.median),
+                micros_cell(s.min),
+                micros_cell(s.max),
+                f.launch_us
+                    .as_ref()
+                    .map_or("not measured".into(), |l| format!(
+                        "median {}",
+                        micros_cell(l.median)
+                    )),
+            );
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(o, "Start-up floor not measured: {why}.\n");
+        }
+        (None, None) => {}
+    }
 }
 
 fn drift(o: &mut String, res: &ResultsFile) {

@@ -40,6 +40,28 @@ pub struct RunRecord {
     pub plan: Vec<CellSpec>,
     pub estimated_duration_s: f64,
     pub environment: Environment,
+    /// The harness's floors, measured when the run started (absent in older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floors: Option<Floors>,
+}
+
+/// What the harness itself costs on this machine, measured at the start of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Floors {
+    pub startup: StartupFloor,
+}
+
+/// `pingmatrix-responder` (bind, answer one /ping, exit) started through the services' own
+/// path: the least start-up time this runner can report here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartupFloor {
+    pub binary: String,
+    /// exec → first 200, over the samples.
+    pub first_200_us: Option<Stat>,
+    /// spawn call → exec (fork, confinement), over the samples.
+    pub launch_us: Option<Stat>,
+    /// Why it was not measured.
+    pub unavailable: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
