@@ -3,10 +3,11 @@
 //! This is the one definition of a load; the runner builds a `LoadSpec` per cell and the
 //! report echoes it back verbatim, so every number carries the exact load that produced it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How requests are offered to the server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LoadModel {
     /// Fixed connections, each sending its next request (or pipelined batch) only after the
@@ -26,7 +27,7 @@ pub enum LoadModel {
 }
 
 /// A complete, serializable description of one load run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSpec {
     /// `http://host:port/path?query` (loopback only in this project's tests).
