@@ -4,10 +4,10 @@
 
 pub mod cli;
 pub mod http;
+pub mod recorder;
 pub mod report;
 mod run;
 pub mod spec;
-pub mod stats;
 mod sys;
 pub mod text;
 mod worker;

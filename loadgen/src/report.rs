@@ -58,7 +58,7 @@ pub struct Report {
     /// One entry per second of the measured window.
     pub timeline: Vec<Interval>,
     pub generator: Generator,
-    pub verdict: Verdict,
+    pub verdict: Saturation,
     /// Merged latency histogram (same values as `latency_us`), HDR V2 + deflate, base64,
     /// values in µs — re-mergeable across runs.
     pub latency_hdr_v2_b64: String,
@@ -191,7 +191,8 @@ pub struct Generator {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Verdict {
+/// The self-check: whether the generator itself may have limited the run (JSON: `verdict`).
+pub struct Saturation {
     /// The generator may have been the bottleneck; numbers are a lower bound on the server.
     pub saturated: bool,
     pub reasons: Vec<String>,

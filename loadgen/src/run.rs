@@ -10,14 +10,14 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
 use crate::http::request::RequestBytes;
 use crate::http::target;
+use crate::recorder::new_hist;
 use crate::report::{
-    ConnectionCounts, Counts, Generator, Interval, Percentiles, Report, SCHEMA_VERSION, Verdict,
+    ConnectionCounts, Counts, Generator, Interval, Percentiles, Report, SCHEMA_VERSION, Saturation,
 };
 use crate::spec::{LoadModel, LoadSpec};
-use crate::stats::new_hist;
 use crate::sys::{clock, proc};
 use crate::worker::plan::{OpenPlan, Plan, Share, split_even};
-use crate::worker::{Outcome, StartLine, Worker};
+use crate::worker::{StartLine, Worker, WorkerTally};
 
 /// A worker thread at or above this CPU share may have limited the run.
 const BUSY_LIMIT: f64 = 0.90;
@@ -88,16 +88,16 @@ pub fn run(spec: &LoadSpec) -> Result<Report> {
             .context("spawning a worker thread")?;
         handles.push(h);
     }
-    let mut outcomes = Vec::new();
+    let mut tallies = Vec::new();
     for h in handles {
         let o = h
             .join()
             .map_err(|_| anyhow!("a worker thread panicked"))?
             .context("setting up a worker's event loop")?;
-        outcomes.push(o);
+        tallies.push(o);
     }
     let t0 = *start.t0_ns.get().context("workers never started")?;
-    Ok(build(spec, t0 + warmup_ns, started_unix_ms, outcomes))
+    Ok(build(spec, t0 + warmup_ns, started_unix_ms, tallies))
 }
 
 fn percentiles(h: &Histogram<u64>) -> Percentiles {
@@ -138,13 +138,9 @@ fn add_counts(a: &mut Counts, b: &Counts) {
     e.body_mismatch += f.body_mismatch;
 }
 
-fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcome>) -> Report {
+fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerTally>) -> Report {
     let open = matches!(spec.model, LoadModel::Open { .. });
-    let finished = outcomes
-        .iter()
-        .map(|o| o.finished_ns)
-        .max()
-        .unwrap_or(ws_ns);
+    let finished = tallies.iter().map(|o| o.finished_ns).max().unwrap_or(ws_ns);
     let window_ns = finished.saturating_sub(ws_ns);
     let window_s = window_ns as f64 / 1e9;
     let (mut latency, mut service, mut lag) = (new_hist(3), new_hist(3), new_hist(3));
@@ -158,7 +154,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
     let mut busy = Vec::new();
     let mut spin = Vec::new();
     let mut problems = Vec::new();
-    for o in &outcomes {
+    for o in &tallies {
         let r = &o.rec;
         // Same bounds everywhere, so `add` cannot fail.
         latency.add(&r.latency).expect("same histogram bounds");
@@ -330,7 +326,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
             String::new()
         }
     };
-    let threads = outcomes.len() as u32;
+    let threads = tallies.len() as u32;
     Report {
         schema_version: SCHEMA_VERSION,
         loadgen_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -368,7 +364,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, outcomes: Vec<Outcom
             per_thread_spin_wait: spin,
             allowed_cpus: proc::allowed_cpus(),
         },
-        verdict: Verdict {
+        verdict: Saturation {
             saturated: !reasons.is_empty(),
             reasons,
         },

@@ -3,7 +3,7 @@
 
 use super::Worker;
 use super::conn::State;
-use crate::stats::ErrorKind;
+use crate::recorder::ErrorKind;
 use crate::sys::clock::now_ns;
 use crate::sys::socket;
 

@@ -17,8 +17,8 @@ mod wire;
 use std::io;
 use std::sync::{Arc, Barrier, OnceLock};
 
+use crate::recorder::Recorder;
 use crate::report::ConnectionCounts;
-use crate::stats::Recorder;
 use crate::sys::clock::now_ns;
 use crate::sys::epoll::{EV_ERR_HUP, EV_IN, EV_OUT, Epoll, Event};
 use crate::sys::{proc, socket};
@@ -30,8 +30,8 @@ const SPIN_NS: u64 = 20_000;
 /// How long the pre-connect phase may take before the clock starts anyway.
 const PRECONNECT_MAX_NS: u64 = 2_000_000_000;
 
-/// Everything a worker hands back after its run.
-pub struct Outcome {
+/// What one worker thread measured and counted, handed back after its run.
+pub struct WorkerTally {
     pub rec: Recorder,
     pub connections: ConnectionCounts,
     pub cpu_user_us: u64,
@@ -126,7 +126,7 @@ impl Worker {
         })
     }
 
-    pub fn run(mut self, start: &StartLine) -> Outcome {
+    pub fn run(mut self, start: &StartLine) -> WorkerTally {
         proc::tight_timer_slack();
         // Pre-connect so the first measured requests do not pay for handshakes.
         let now = now_ns();
@@ -159,7 +159,7 @@ impl Worker {
         self.main_loop()
     }
 
-    fn main_loop(mut self) -> Outcome {
+    fn main_loop(mut self) -> WorkerTally {
         let mut cpu_at_ws = None;
         let scan_every_ns = (self.plan.timeout_ns / 10).clamp(1_000_000, 100_000_000);
         let mut next_scan_ns = self.t0_ns + scan_every_ns;
@@ -221,7 +221,7 @@ impl Worker {
         let (u1, s1) = proc::thread_cpu_us();
         let (u0, s0) = cpu_at_ws.unwrap_or((u1, s1));
         self.close_all(finished_ns);
-        Outcome {
+        WorkerTally {
             rec: self.rec,
             connections: self.cc,
             cpu_user_us: u1 - u0,

@@ -6,7 +6,7 @@ use std::io;
 use super::Worker;
 use super::conn::State;
 use crate::http::response::{Response, Step};
-use crate::stats::ErrorKind;
+use crate::recorder::ErrorKind;
 use crate::sys::clock::now_ns;
 use crate::sys::socket;
 
