@@ -2,8 +2,10 @@
 //!
 //! `run(&LoadSpec) -> Result<Report>` is the whole API; the binary only parses flags and prints.
 
+mod check;
 pub mod cli;
 pub mod http;
+mod merge;
 pub mod recorder;
 pub mod report;
 mod run;
