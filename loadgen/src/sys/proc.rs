@@ -13,19 +13,17 @@ pub fn thread_cpu_us() -> (u64, u64) {
     (us(ru.ru_utime), us(ru.ru_stime))
 }
 
-/// CPUs this process may run on (e.g. the set given by `taskset`).
+/// CPUs this process may run on (e.g. the set given by `taskset`); empty if unknown.
 pub fn allowed_cpus() -> Vec<u32> {
-    // SAFETY: all-zero cpu_set_t is an empty set; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .map(|c| c as u32)
-            .collect()
-    }
+    use nix::sched::{CpuSet, sched_getaffinity};
+    use nix::unistd::Pid;
+    let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
+        return Vec::new();
+    };
+    (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .map(|c| c as u32)
+        .collect()
 }
 
 /// Raise the soft `RLIMIT_NOFILE` to the hard limit; returns the new soft limit.
@@ -51,4 +49,20 @@ pub fn raise_nofile() -> std::io::Result<u64> {
 pub fn tight_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_cpus_include_the_current_one() {
+        let cpus = allowed_cpus();
+        // SAFETY: plain syscall without arguments.
+        let now = unsafe { libc::sched_getcpu() };
+        assert!(
+            now >= 0 && cpus.contains(&(now as u32)),
+            "{now} not in {cpus:?}"
+        );
+    }
 }
