@@ -42,7 +42,10 @@ pub fn saturation(
         && window_s > 0.0
     {
         let achieved = m.counts.sent as f64 / window_s;
-        if achieved < RATE_SHORTFALL * rate_per_s {
+        // A server that answers nothing holds every connection until its timeout, so the
+        // schedule stalls on the server, not on the generator (`problems` says so).
+        let server_silent = m.counts.sent > 0 && m.responses() == 0;
+        if achieved < RATE_SHORTFALL * rate_per_s && !server_silent {
             let why = if m.counts.queued > 0 {
                 format!(
                     "; {} requests waited for a free connection: raise connections or lower the rate",
@@ -79,8 +82,21 @@ pub fn problems(spec: &LoadSpec, m: &Merged) -> Vec<String> {
     if m.connections.established == 0 && !problems.iter().any(|p| p.contains("refused")) {
         problems.push("no connection could be established".into());
     }
+    if c.sent > 0 && m.responses() == 0 {
+        problems.push(format!(
+            "no response to any of {} requests: the server, not the generator, limited this run",
+            c.sent
+        ));
+    }
     if c.timeouts > 0 {
         problems.push(format!("{} requests timed out", c.timeouts));
+    }
+    let unrequested = m.connections.protocol_violations;
+    if unrequested > 0 {
+        problems.push(format!(
+            "the server sent responses nobody asked for on {unrequested} connections \
+             (protocol violations; each such connection was closed, none counted as ok)"
+        ));
     }
     let errors = c.errors.total();
     if errors > 0 {

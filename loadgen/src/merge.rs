@@ -24,9 +24,9 @@ pub struct Merged {
     pub timeline: Vec<Interval>,
     pub cpu_user_us: u64,
     pub cpu_sys_us: u64,
-    /// Per thread: CPU time / window (0..1).
+    /// Per thread: CPU time / the thread's measured span (0..1).
     pub busy: Vec<f64>,
-    /// Per thread: spin-wait time / window (0..1).
+    /// Per thread: spin-wait time / the thread's measured span (0..1).
     pub spin: Vec<f64>,
     /// Why threads stopped early, each reason once.
     pub gave_up: Vec<String>,
@@ -120,17 +120,11 @@ impl Merged {
             s.errors += iv.errors;
             add(&mut s.hist, &iv.hist);
         }
-        self.cpu_user_us += t.cpu_user_us;
-        self.cpu_sys_us += t.cpu_sys_us;
-        let share = |us: u64| {
-            if self.window_ns > 0 {
-                us as f64 * 1e3 / self.window_ns as f64
-            } else {
-                0.0
-            }
-        };
-        self.busy.push(share(t.cpu_user_us + t.cpu_sys_us));
-        self.spin.push(share(t.spin_wait_us));
+        self.cpu_user_us += t.cpu.user_us;
+        self.cpu_sys_us += t.cpu.sys_us;
+        // Each thread's share of its own measured span (the window, up to its stop).
+        self.busy.push(t.cpu.busy());
+        self.spin.push(t.cpu.share(t.spin_wait_ns));
         if let Some(why) = &t.gave_up
             && !self.gave_up.contains(why)
         {

@@ -170,14 +170,16 @@ pub struct Interval {
 #[serde(deny_unknown_fields)]
 pub struct Generator {
     pub threads: u32,
-    /// Sum over worker threads of getrusage(RUSAGE_THREAD) across the measured window.
+    /// Sum over worker threads of their CPU time across the measured window (exact thread
+    /// CPU clock, split into user and system time in getrusage's proportions).
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
     /// (cpu_user_s + cpu_sys_s) * 1e6 / responses completed in the window.
     pub cpu_us_per_request: f64,
-    /// Busiest thread's CPU time / window length (0..1), spin-waits included.
+    /// Busiest thread's CPU time / its measured span (the window, up to the thread's stop;
+    /// 0..1), spin-waits included. CPU time from `CLOCK_THREAD_CPUTIME_ID`.
     pub busiest_thread_busy: f64,
-    /// Each worker thread's CPU time / window length (0..1).
+    /// Each worker thread's CPU time / its measured span (0..1).
     #[serde(default)]
     pub per_thread_busy: Vec<f64>,
     /// Each worker thread's share of the window spent spin-waiting for a send due within

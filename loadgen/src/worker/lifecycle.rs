@@ -170,17 +170,9 @@ impl Worker {
             c.reset_socket();
         }
         self.rec.counts.in_flight_at_end = in_flight;
-        if let Some(o) = self.plan.open {
+        if self.plan.open.is_some() {
             // Everything due before the end but never sent is backlog, not silently lost.
-            let horizon = now.min(self.end_ns);
-            while self.next_due_j < self.j_end
-                && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) < horizon
-            {
-                self.next_due_j += 1;
-            }
-            self.rec.counts.backlog_at_end = (self.next_send_j..self.next_due_j)
-                .filter(|&j| self.k_of(j) >= o.k_window)
-                .count() as u64;
+            self.count_backlog(now);
         }
     }
 }

@@ -21,7 +21,8 @@ use crate::recorder::Recorder;
 use crate::report::ConnectionCounts;
 use crate::sys::clock::now_ns;
 use crate::sys::epoll::{EV_ERR_HUP, EV_IN, EV_OUT, Epoll, Event};
-use crate::sys::{proc, socket};
+use crate::sys::proc::{self, CpuMark, CpuSpan};
+use crate::sys::socket;
 use conn::{Conn, State};
 use plan::{Plan, Share};
 
@@ -34,11 +35,11 @@ const PRECONNECT_MAX_NS: u64 = 2_000_000_000;
 pub struct WorkerTally {
     pub rec: Recorder,
     pub connections: ConnectionCounts,
-    pub cpu_user_us: u64,
-    pub cpu_sys_us: u64,
+    /// The thread's CPU over the measured window (from its start to the thread's stop).
+    pub cpu: CpuSpan,
     /// Time inside the measured window spent polling with nothing to do while waiting for a
     /// send due in under `SPIN_NS`: CPU used by choice (for timing precision), not load.
-    pub spin_wait_us: u64,
+    pub spin_wait_ns: u64,
     /// Monotonic time the worker stopped.
     pub finished_ns: u64,
     /// Why the worker stopped early, if it did.
@@ -178,7 +179,7 @@ impl Worker {
         loop {
             let now = now_ns();
             if cpu_at_ws.is_none() && now >= self.ws_ns {
-                cpu_at_ws = Some(proc::thread_cpu_us());
+                cpu_at_ws = Some(CpuMark::start());
             }
             if now >= self.end_ns || self.stop {
                 break;
@@ -218,28 +219,28 @@ impl Worker {
             }
         }
         let finished_ns = now_ns().min(self.end_ns);
-        let (u1, s1) = proc::thread_cpu_us();
-        let (u0, s0) = cpu_at_ws.unwrap_or((u1, s1));
+        let cpu = cpu_at_ws.map_or(CpuSpan::default(), |a| CpuMark::end().since(a));
         self.close_all(finished_ns);
         WorkerTally {
             rec: self.rec,
             connections: self.cc,
-            cpu_user_us: u1 - u0,
-            cpu_sys_us: s1 - s0,
-            spin_wait_us: spin_wait_ns / 1_000,
+            cpu,
+            spin_wait_ns,
             finished_ns,
             gave_up,
             unsolicited: self.unsolicited,
         }
     }
 
-    /// Requests-only runs end when everything is issued and answered.
+    /// Requests-only runs end when everything is issued and answered (open loop: and the
+    /// schedule is over).
     fn finished(&self, now: u64) -> bool {
         if self.in_flight_total > 0 || now < self.ws_ns {
             return false;
         }
         match self.plan.open {
-            Some(_) => self.next_send_j >= self.j_end,
+            // The window spans the whole schedule, however early the last send completes.
+            Some(o) => self.next_send_j >= self.j_end && now >= o.end_ns(self.t0_ns),
             None => self.budget == Some(0),
         }
     }
@@ -302,7 +303,7 @@ impl Worker {
             self.flush(ci);
         }
         if ev.bits & (EV_IN | EV_ERR_HUP) != 0 && self.conns[ci].state == State::Open {
-            self.read_ready(ci);
+            self.read_ready(ci, ev.bits & EV_ERR_HUP != 0);
         }
     }
 }

@@ -24,10 +24,13 @@ impl Worker {
     pub(super) fn dispatch_open(&mut self) -> u64 {
         let o = self.plan.open.expect("open loop");
         let now = now_ns();
-        while self.next_due_j < self.j_end
-            && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) <= now
-        {
-            self.next_due_j += 1;
+        let (index, threads) = (self.share.index, self.plan.threads);
+        let due = o.due_slots(self.t0_ns, now, index, threads).min(self.j_end);
+        self.next_due_j = self.next_due_j.max(due);
+        if self.next_send_j < self.queued_upto {
+            // Still backlogged from the last pass: everything due meanwhile waited for a
+            // connection too (nobody woke for it), so it is queued, not generator lateness.
+            self.queued_upto = self.next_due_j;
         }
         while self.next_send_j < self.next_due_j {
             let Some(ci) = self.free.pop() else { break };
@@ -67,7 +70,22 @@ impl Worker {
         if self.next_due_j < self.j_end {
             o.intended_ns(self.t0_ns, self.k_of(self.next_due_j))
         } else {
-            u64::MAX
+            // All sent: wake when the schedule (and so the window) ends.
+            o.end_ns(self.t0_ns)
         }
+    }
+
+    /// Open loop: due at the window's end but never sent (the window boundary aside).
+    pub(super) fn count_backlog(&mut self, now: u64) {
+        let o = self.plan.open.expect("open loop");
+        let (index, threads) = (self.share.index, self.plan.threads);
+        // Due strictly before the end counts; a request due at the end is the next window's.
+        let horizon = now.min(self.end_ns).saturating_sub(1);
+        let due = o
+            .due_slots(self.t0_ns, horizon, index, threads)
+            .min(self.j_end);
+        self.next_due_j = self.next_due_j.max(due);
+        let first = self.next_send_j.max(o.first_window_slot(index, threads));
+        self.rec.counts.backlog_at_end = self.next_due_j.saturating_sub(first);
     }
 }
