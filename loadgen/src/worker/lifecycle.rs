@@ -7,6 +7,9 @@ use crate::recorder::ErrorKind;
 use crate::sys::clock::now_ns;
 use crate::sys::socket;
 
+/// Connects started per loop pass; the loop handles I/O and checks the clock in between.
+const CONNECTS_PER_PASS: u32 = 256;
+
 impl Worker {
     /// Open a socket for slot `ci`. `with_batch`: closed loop issues a batch now, written as
     /// soon as the connection is up (so its latency includes the handshake).
@@ -106,11 +109,16 @@ impl Worker {
         self.close_open(ci, now);
     }
 
-    /// Reconnect slots whose back-off expired; returns the next retry time.
+    /// Reconnect slots whose back-off expired, at most `CONNECTS_PER_PASS` per call (so a
+    /// pass over thousands of slots cannot overrun the window); returns the next retry time.
     pub(super) fn reconnect_due(&mut self, now: u64) -> u64 {
         let mut next = u64::MAX;
+        let mut started = 0;
         let mut i = 0;
         while i < self.down.len() {
+            if started == CONNECTS_PER_PASS {
+                return now;
+            }
             let ci = self.down[i];
             match self.conns[ci].state {
                 State::Down { retry_at_ns } if retry_at_ns <= now => {
@@ -121,6 +129,7 @@ impl Worker {
                         continue;
                     }
                     self.start_connect(ci, now, closed);
+                    started += 1;
                 }
                 State::Down { retry_at_ns } => {
                     next = next.min(retry_at_ns);

@@ -129,12 +129,17 @@ impl Worker {
 
     pub fn run(mut self, start: &StartLine) -> WorkerTally {
         proc::tight_timer_slack();
-        // Pre-connect so the first measured requests do not pay for handshakes.
+        // Pre-connect so the first measured requests do not pay for handshakes, within a
+        // bounded time: slots not even started by then connect from the main loop.
         let now = now_ns();
+        let pre_deadline = now + self.plan.timeout_ns.min(PRECONNECT_MAX_NS);
         for ci in 0..self.conns.len() {
+            if now_ns() >= pre_deadline {
+                self.down.push(ci);
+                continue;
+            }
             self.start_connect(ci, now, false);
         }
-        let pre_deadline = now + self.plan.timeout_ns.min(PRECONNECT_MAX_NS);
         while self.connecting_count > 0 {
             let now = now_ns();
             if now >= pre_deadline {
