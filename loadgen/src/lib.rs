@@ -4,6 +4,7 @@
 
 mod check;
 pub mod cli;
+pub mod floor;
 pub mod http;
 mod merge;
 pub mod recorder;

@@ -108,6 +108,13 @@ impl CpuSpan {
     }
 }
 
+/// The CPU the calling thread runs on right now (`None` if unknown).
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: no arguments.
+    let c = unsafe { libc::sched_getcpu() };
+    u32::try_from(c).ok()
+}
+
 /// CPUs this process may run on (e.g. the set given by `taskset`); empty if unknown.
 pub fn allowed_cpus() -> Vec<u32> {
     use nix::sched::{CpuSet, sched_getaffinity};
