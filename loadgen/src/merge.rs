@@ -24,6 +24,8 @@ pub struct Merged {
     pub timeline: Vec<Interval>,
     pub cpu_user_us: u64,
     pub cpu_sys_us: u64,
+    /// Sleeps that ended in a wake-up, all threads.
+    pub wakeups: u64,
     /// Per thread: CPU time / the thread's measured span (0..1).
     pub busy: Vec<f64>,
     /// Per thread: spin-wait time / the thread's measured span (0..1).
@@ -52,6 +54,7 @@ impl Merged {
             timeline: Vec::new(),
             cpu_user_us: 0,
             cpu_sys_us: 0,
+            wakeups: 0,
             busy: Vec::new(),
             spin: Vec::new(),
             gave_up: Vec::new(),
@@ -122,6 +125,7 @@ impl Merged {
         }
         self.cpu_user_us += t.cpu.user_us;
         self.cpu_sys_us += t.cpu.sys_us;
+        self.wakeups += t.wakeups;
         // Each thread's share of its own measured span (the window, up to its stop).
         self.busy.push(t.cpu.busy());
         self.spin.push(t.cpu.share(t.spin_wait_ns));

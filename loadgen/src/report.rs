@@ -187,6 +187,10 @@ pub struct Generator {
     /// so the saturation verdict does not count it.
     #[serde(default)]
     pub per_thread_spin_wait: Vec<f64>,
+    /// Times the worker threads slept and woke inside the window, per request sent: what a
+    /// request costs in wake-ups (open loop: below 1 when sends due together share one).
+    #[serde(default)]
+    pub wakeups_per_request: f64,
     /// CPUs the generator was allowed to run on (affinity mask).
     pub allowed_cpus: Vec<u32>,
 }

@@ -149,6 +149,11 @@ fn generator(m: &Merged) -> Generator {
         busiest_thread_busy: m.busy.iter().copied().fold(0.0, f64::max),
         per_thread_busy: m.busy.clone(),
         per_thread_spin_wait: m.spin.clone(),
+        wakeups_per_request: if m.counts.sent > 0 {
+            m.wakeups as f64 / m.counts.sent as f64
+        } else {
+            0.0
+        },
         allowed_cpus: proc::allowed_cpus(),
     }
 }

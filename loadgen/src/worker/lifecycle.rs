@@ -21,6 +21,9 @@ impl Worker {
         c.connect_started_ns = now;
         match socket::connect(&self.plan.addr) {
             Ok(socket::Connect::Started(fd)) => {
+                if self.harvest && socket::enable_rx_timestamps(fd).is_err() {
+                    self.harvest = false;
+                }
                 c.fd = fd;
                 c.state = State::Connecting;
                 self.connecting_count += 1;

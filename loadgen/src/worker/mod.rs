@@ -26,8 +26,12 @@ use crate::sys::socket;
 use conn::{Conn, State};
 use plan::{Plan, Share};
 
-/// Below this, waiting is done by polling rather than sleeping (sleep/wake jitter is larger).
-const SPIN_NS: u64 = 20_000;
+/// Below this, waiting is done by spinning rather than sleeping: a sleep this short
+/// overshoots by more (timer wake-up lateness is ~15-30 µs on a VM; see `loadgen --floor`)
+/// and costs a wake-up.
+const SPIN_NS: u64 = 10_000;
+/// Longest sleep while harvesting, so connects, timeouts and the end are noticed promptly.
+const HARVEST_MAX_NS: u64 = 10_000_000;
 /// How long the pre-connect phase may take before the clock starts anyway.
 const PRECONNECT_MAX_NS: u64 = 2_000_000_000;
 
@@ -40,6 +44,8 @@ pub struct WorkerTally {
     /// Time inside the measured window spent polling with nothing to do while waiting for a
     /// send due in under `SPIN_NS`: CPU used by choice (for timing precision), not load.
     pub spin_wait_ns: u64,
+    /// Times the thread slept and woke inside the measured window.
+    pub wakeups: u64,
     /// Monotonic time the worker stopped.
     pub finished_ns: u64,
     /// Why the worker stopped early, if it did.
@@ -81,6 +87,14 @@ pub struct Worker {
     started: bool,
     unsolicited: u64,
     last_up_ns: u64,
+    /// Open loop: responses are collected at send wake-ups with kernel receive stamps
+    /// (off when the sockets cannot stamp).
+    harvest: bool,
+    /// Open loop: due requests are waiting for a free connection.
+    backlogged: bool,
+    /// An empty epoll set to sleep on without waking for I/O.
+    sleeper: Epoll,
+    wakeups: u64,
 }
 
 impl Worker {
@@ -122,6 +136,10 @@ impl Worker {
             started: false,
             unsolicited: 0,
             last_up_ns: 0,
+            harvest: plan.open.is_some(),
+            backlogged: false,
+            sleeper: Epoll::new(1)?,
+            wakeups: 0,
             plan,
             share,
         })
@@ -210,17 +228,10 @@ impl Worker {
             if self.plan.warmup_ns > 0 && cpu_at_ws.is_none() {
                 deadline = deadline.min(self.ws_ns);
             }
-            let now = now_ns();
-            let wait = deadline.saturating_sub(now);
-            let spinning = wait > 0 && wait < SPIN_NS;
-            let wait = if spinning { 0 } else { wait };
-            match self.poll(wait) {
-                Ok(0) if spinning && cpu_at_ws.is_some() => spin_wait_ns += now_ns() - now,
-                Ok(_) => {}
-                Err(e) => {
-                    gave_up = Some(format!("epoll failed: {e}"));
-                    break;
-                }
+            let in_window = cpu_at_ws.is_some();
+            if let Err(e) = self.wait(deadline, in_window, &mut spin_wait_ns) {
+                gave_up = Some(format!("epoll failed: {e}"));
+                break;
             }
         }
         let finished_ns = now_ns().min(self.end_ns);
@@ -231,10 +242,50 @@ impl Worker {
             connections: self.cc,
             cpu,
             spin_wait_ns,
+            wakeups: self.wakeups,
             finished_ns,
             gave_up,
             unsolicited: self.unsolicited,
         }
+    }
+
+    /// Wait until `deadline` or I/O, whichever the mode calls for, and handle what arrived.
+    ///
+    /// Open loop with no request waiting for a connection ("harvesting"): sleep on an empty
+    /// epoll set until the next send is due, then collect every response that arrived
+    /// meanwhile, each stamped with its kernel receive time. One wake-up per send (or per
+    /// group of sends due within `COALESCE_NS`) instead of one per send plus one per
+    /// response. A wait shorter than `SPIN_NS` spins on the clock: a sleep would overshoot
+    /// it by more than the spin costs. Otherwise (closed loop, or requests queued for a
+    /// connection, which a response must free at once): wait for I/O or the deadline.
+    fn wait(&mut self, deadline: u64, in_window: bool, spin_wait_ns: &mut u64) -> io::Result<()> {
+        let now = now_ns();
+        let wait = deadline.saturating_sub(now);
+        if self.harvest && !self.backlogged {
+            if wait > 0 && wait < SPIN_NS {
+                while now_ns() < deadline {
+                    std::hint::spin_loop();
+                }
+                if in_window {
+                    *spin_wait_ns += now_ns() - now;
+                }
+            } else if wait > 0 {
+                let mut none = Vec::new();
+                self.sleeper.wait(wait.min(HARVEST_MAX_NS), &mut none)?;
+                self.wakeups += u64::from(in_window);
+            }
+            self.poll(0)?;
+            return Ok(());
+        }
+        let spinning = wait > 0 && wait < SPIN_NS;
+        let n = self.poll(if spinning { 0 } else { wait })?;
+        if spinning && n == 0 && in_window {
+            *spin_wait_ns += now_ns() - now;
+        }
+        if !spinning && wait > 0 && in_window {
+            self.wakeups += 1;
+        }
+        Ok(())
     }
 
     /// Requests-only runs end when everything is issued and answered (open loop: and the

@@ -5,6 +5,10 @@ use super::Worker;
 use super::conn::State;
 use crate::sys::clock::now_ns;
 
+/// Sends due within this much of each other share one wake-up (the earlier ones go up to
+/// this late; their send lag records it).
+const COALESCE_NS: u64 = 20_000;
+
 impl Worker {
     #[inline]
     pub(super) fn k_of(&self, j: u64) -> u64 {
@@ -61,14 +65,23 @@ impl Worker {
             }
             self.flush(ci);
         }
-        if self.next_send_j < self.next_due_j {
+        self.backlogged = self.next_send_j < self.next_due_j;
+        if self.backlogged {
             // Still waiting for a connection: these requests queue (latency keeps counting
             // from their intended time); no need to wake for new due times meanwhile.
             self.queued_upto = self.next_due_j;
             return u64::MAX;
         }
         if self.next_due_j < self.j_end {
-            o.intended_ns(self.t0_ns, self.k_of(self.next_due_j))
+            // Wake once for every send due within COALESCE_NS of the next one.
+            let first = o.intended_ns(self.t0_ns, self.k_of(self.next_due_j));
+            let mut j = self.next_due_j;
+            while j + 1 < self.j_end
+                && o.intended_ns(self.t0_ns, self.k_of(j + 1)) <= first + COALESCE_NS
+            {
+                j += 1;
+            }
+            o.intended_ns(self.t0_ns, self.k_of(j))
         } else {
             // All sent: wake when the schedule (and so the window) ends.
             o.end_ns(self.t0_ns)

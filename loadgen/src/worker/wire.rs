@@ -7,7 +7,7 @@ use super::Worker;
 use super::conn::State;
 use crate::http::response::{Response, Step};
 use crate::recorder::ErrorKind;
-use crate::sys::clock::now_ns;
+use crate::sys::clock::{now_ns, real_to_mono};
 use crate::sys::socket;
 
 impl Worker {
@@ -35,6 +35,7 @@ impl Worker {
     /// FIN/HUP, so a short read does not mean drained — read on until EOF is seen (a body
     /// delimited by the close completes only then).
     pub(super) fn read_ready(&mut self, ci: usize, peer_closed: bool) {
+        let harvest = self.harvest;
         loop {
             let c = &mut self.conns[ci];
             if c.rend == c.rbuf.len() {
@@ -47,15 +48,27 @@ impl Worker {
                 }
             }
             let space = c.rbuf.len() - c.rend;
-            match socket::read(c.fd, &mut c.rbuf[c.rend..]) {
-                Ok(0) => {
+            let got = if harvest {
+                socket::read_stamped(c.fd, &mut c.rbuf[c.rend..])
+            } else {
+                socket::read(c.fd, &mut c.rbuf[c.rend..]).map(|n| (n, None))
+            };
+            match got {
+                Ok((0, _)) => {
                     self.on_eof(ci, now_ns());
                     return;
                 }
-                Ok(n) => {
+                Ok((n, stamp)) => {
                     // One timestamp per read: every response completed by these bytes
-                    // arrived together.
-                    let now = now_ns();
+                    // arrived together. Harvesting reads long after arrival, so it takes
+                    // the kernel's receive time; without one it must stop harvesting.
+                    let now = match stamp {
+                        Some(real) => real_to_mono(real),
+                        None => {
+                            self.harvest = false;
+                            now_ns()
+                        }
+                    };
                     if now >= self.end_ns {
                         // Past the window: leave these as in flight at the end.
                         self.stop = true;
