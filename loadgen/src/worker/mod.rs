@@ -205,6 +205,11 @@ impl Worker {
                 cpu_at_ws = Some(CpuMark::start());
             }
             if now >= self.end_ns || self.stop {
+                if self.harvest && !self.stop {
+                    // Collect what arrived before the end but was not yet harvested (its
+                    // kernel stamp decides whether it counts).
+                    let _ = self.poll(0);
+                }
                 break;
             }
             if now >= next_scan_ns {
