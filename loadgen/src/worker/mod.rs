@@ -146,7 +146,7 @@ impl Worker {
     }
 
     pub fn run(mut self, start: &StartLine) -> WorkerTally {
-        proc::tight_timer_slack();
+        proc::sender_timer_slack();
         // Pre-connect so the first measured requests do not pay for handshakes, within a
         // bounded time: slots not even started by then connect from the main loop.
         let now = now_ns();
