@@ -1,7 +1,7 @@
 //! `loadgen --floor`: the machine's floor, measured in seconds so a runner can record it at
 //! the start of every run. (a) Timer wake-up lateness on the calling thread's CPU: sleep to
 //! absolute deadlines at a given rate exactly as the open-loop sender does (`epoll_pwait2`,
-//! the sender's 20 µs timer slack) and record how late each wake-up was, as cyclictest does. (b) The round
+//! the sender's timer slack at that rate) and record how late each wake-up was, as cyclictest does. (b) The round
 //! trip of a trivial loopback TCP echo served by a thread of this process. An open-loop
 //! cell's send lag cannot be better than (a); its latency cannot be better than (b).
 
@@ -128,7 +128,6 @@ fn ns_hist() -> hdrhistogram::Histogram<u64> {
 
 /// Measure the floor on the calling thread (and one echo thread).
 pub fn measure(spec: &FloorSpec) -> Floor {
-    crate::sys::proc::sender_timer_slack();
     let cpu = crate::sys::proc::current_cpu();
     let timer = spec
         .rates_per_s

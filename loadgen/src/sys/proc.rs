@@ -168,25 +168,21 @@ pub fn raise_nofile() -> std::io::Result<u64> {
     }
 }
 
-/// Timer slack of sending threads: the kernel may fire their timers up to this late, to
-/// serve them with another timer's interrupt. The default (50 µs) would dominate send lag;
-/// 1 ns made every send its own interrupt and wake-up. Measured against ping-may-minihttp
-/// on one core (scripts/loadgen-vs-wrk2.sh): 20 µs halves wake-ups at 20,000 req/s (CPU per
-/// request 29 → 19 µs) for a send-lag p50 of ~40 µs instead of ~22 µs.
-pub const SENDER_TIMER_SLACK_NS: u64 = 20_000;
+/// Timer slack for a thread that sleeps to deadlines `period_ns` apart: the kernel may fire
+/// its timers up to this late, to serve them with another interrupt. The default (50 µs)
+/// would dominate send lag. Below 100 µs between sends, 20 µs of slack halves wake-ups
+/// (the late wake-up finds the next send due too); above, it only adds lag, so 1 ns.
+/// Measured against ping-may-minihttp on one core (scripts/loadgen-vs-wrk2.sh): at 20,000
+/// req/s CPU per request 29 → 19 µs for a send-lag p50 of ~40 µs instead of ~22 µs; at
+/// 5,000 req/s no CPU gain and send-lag p50 ~27 → ~48 µs.
+pub fn sender_timer_slack_ns(period_ns: f64) -> u64 {
+    if period_ns < 100_000.0 { 20_000 } else { 1 }
+}
 
-/// Set the calling thread's timer slack to `SENDER_TIMER_SLACK_NS`.
-pub fn sender_timer_slack() {
+/// Set the calling thread's timer slack (ns).
+pub fn set_timer_slack(slack_ns: u64) {
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_TIMERSLACK,
-            SENDER_TIMER_SLACK_NS as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    };
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack_ns as libc::c_ulong, 0, 0, 0) };
 }
 
 #[cfg(test)]
@@ -209,6 +205,13 @@ mod tests {
             "{spin:?} {sleep:?}"
         );
         assert_eq!(spin.user_us + spin.sys_us, spin.cpu_ns / 1000);
+    }
+
+    #[test]
+    fn timer_slack_only_where_sends_are_close() {
+        assert_eq!(sender_timer_slack_ns(50_000.0), 20_000); // 20,000/s
+        assert_eq!(sender_timer_slack_ns(200_000.0), 1); // 5,000/s
+        assert_eq!(sender_timer_slack_ns(f64::INFINITY), 1); // closed loop
     }
 
     #[test]

@@ -146,7 +146,12 @@ impl Worker {
     }
 
     pub fn run(mut self, start: &StartLine) -> WorkerTally {
-        proc::sender_timer_slack();
+        // Open loop: slack suited to this thread's send spacing; otherwise timers are only for
+        // timeouts and reconnects, which want no slack either.
+        let period_ns = self.plan.open.map_or(f64::INFINITY, |o| {
+            o.ns_per_request * self.plan.threads as f64
+        });
+        proc::set_timer_slack(proc::sender_timer_slack_ns(period_ns));
         // Pre-connect so the first measured requests do not pay for handshakes, within a
         // bounded time: slots not even started by then connect from the main loop.
         let now = now_ns();
