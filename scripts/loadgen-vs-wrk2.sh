@@ -129,7 +129,9 @@ echo "| rate/s | tool | CPU µs/request | latency p50 µs | latency p99 µs | se
 echo "|---|---|---|---|---|---|---|"
 for rate in ${rates//,/ }; do
   for tool in loadgen wrk2; do
-    echo "| $rate | $tool | $(col "$tool" "$rate" 4) | $(col "$tool" "$rate" 5) | $(col "$tool" "$rate" 6) | $(col "$tool" "$rate" 7) | $(col "$tool" "$rate" 8) |"
+    lag=- wake=-
+    [[ $tool == loadgen ]] && lag=$(col "$tool" "$rate" 7) wake=$(col "$tool" "$rate" 8)
+    echo "| $rate | $tool | $(col "$tool" "$rate" 4) | $(col "$tool" "$rate" 5) | $(col "$tool" "$rate" 6) | $lag | $wake |"
   done
   cpu_ratio=$(awk -v a="$(col loadgen "$rate" 4)" -v b="$(col wrk2 "$rate" 4)" 'BEGIN {printf "%.2f", a / b}')
   gap=$(awk -v a="$(col loadgen "$rate" 5)" -v b="$c1_p50" 'BEGIN {printf "%+.0f", a - b}')
