@@ -5,7 +5,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use loadgen::http::response::{ResponseParser, Step};
-use loadgen::stats::Recorder;
+use loadgen::recorder::Recorder;
 
 const PING: &[u8] = b"HTTP/1.1 200 Ok\r\nServer: M\r\nDate: Mon, 30 Nov 2026 12:00:00 GMT\r\nContent-Length: 4\r\nContent-Type: text/plain\r\n\r\npong";
 

@@ -19,7 +19,7 @@ connection was ever established, 2 bad arguments."
 )]
 pub struct Args {
     /// Target, e.g. http://127.0.0.1:8080/ping
-    #[arg(required_unless_present = "spec")]
+    #[arg(required_unless_present_any = ["spec", "floor"])]
     pub url: Option<String>,
     /// Connections (closed loop: all busy; open loop: upper bound)
     #[arg(short, long, default_value_t = 64)]
@@ -66,6 +66,19 @@ pub struct Args {
         "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers"
     ])]
     pub spec: Option<String>,
+    /// Measure the machine's floor instead of loading a server: timer wake-up lateness on
+    /// this thread's CPU at --floor-rates, and a loopback TCP echo round trip
+    #[arg(long, conflicts_with_all = [
+        "url", "spec", "connections", "threads", "duration", "requests", "rate", "pipeline",
+        "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers"
+    ])]
+    pub floor: bool,
+    /// Timer wake-up rates for --floor, per second, comma-separated [default: 1000,5000,20000]
+    #[arg(long, value_delimiter = ',')]
+    pub floor_rates: Option<Vec<f64>>,
+    /// Length of each --floor measurement (one per rate, plus the echo) [default: 500ms]
+    #[arg(long, value_parser = parse_duration_ms)]
+    pub floor_duration: Option<u64>,
 }
 
 /// `500ms`, `10s`, `2m`, `1.5s` or plain seconds → milliseconds.
@@ -93,8 +106,21 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
 }
 
 impl Args {
+    /// The floor measurement these flags ask for (`--floor`). Not yet validated.
+    pub fn to_floor_spec(&self) -> crate::floor::FloorSpec {
+        crate::floor::FloorSpec {
+            rates_per_s: (self.floor_rates.clone())
+                .unwrap_or_else(|| vec![1000.0, 5000.0, 20_000.0]),
+            duration_ms: self.floor_duration.unwrap_or(500),
+        }
+    }
+
     /// The spec these flags describe (or the one `--spec` points at). Not yet validated.
     pub fn to_spec(&self) -> Result<LoadSpec> {
+        // (clap's `requires` cannot see whether a bool flag was given, so checked here.)
+        if self.floor_rates.is_some() || self.floor_duration.is_some() {
+            bail!("--floor-rates and --floor-duration apply to --floor only");
+        }
         if let Some(path) = &self.spec {
             let text = if path == "-" {
                 let mut s = String::new();

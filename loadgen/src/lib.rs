@@ -2,12 +2,15 @@
 //!
 //! `run(&LoadSpec) -> Result<Report>` is the whole API; the binary only parses flags and prints.
 
+mod check;
 pub mod cli;
+pub mod floor;
 pub mod http;
+mod merge;
+pub mod recorder;
 pub mod report;
 mod run;
 pub mod spec;
-pub mod stats;
 mod sys;
 pub mod text;
 mod worker;

@@ -8,6 +8,9 @@ use loadgen::cli::Args;
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.floor {
+        return floor(&args);
+    }
     let spec = match args.to_spec() {
         Ok(s) => s,
         Err(e) => {
@@ -49,6 +52,30 @@ fn main() -> ExitCode {
     }
     if report.connections.established == 0 {
         return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--floor`: measure, then print JSON (`--json -`), or text plus an optional JSON file.
+fn floor(args: &Args) -> ExitCode {
+    let spec = args.to_floor_spec();
+    if let Err(e) = spec.validate() {
+        eprintln!("loadgen: {e}");
+        return ExitCode::from(2);
+    }
+    let floor = loadgen::floor::measure(&spec);
+    let json = serde_json::to_string_pretty(&floor).expect("a Floor always serializes");
+    match args.json.as_deref() {
+        Some("-") => println!("{json}"),
+        other => {
+            print!("{}", loadgen::floor::summary(&floor));
+            if let Some(path) = other
+                && let Err(e) = std::fs::write(path, json + "\n")
+            {
+                eprintln!("loadgen: cannot write {path}: {e}");
+                return ExitCode::from(1);
+            }
+        }
     }
     ExitCode::SUCCESS
 }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::LoadSpec;
@@ -10,7 +11,17 @@ use crate::spec::LoadSpec;
 /// Bumped on any incompatible change to `Report`'s serialized form.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The JSON Schema of `Report`, generated from these types (the committed
+/// `loadgen/schema.json` must equal it; `tests/schema.rs` says how to regenerate).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Report);
+    serde_json::to_string_pretty(&schema).expect("a schema always serializes") + "\n"
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+/// One load run: the spec as run, latency percentiles (µs), exact counts, a per-second
+/// timeline, the generator's own CPU cost and a saturation verdict. Units are in field names.
 pub struct Report {
     pub schema_version: u32,
     pub loadgen_version: String,
@@ -47,7 +58,7 @@ pub struct Report {
     /// One entry per second of the measured window.
     pub timeline: Vec<Interval>,
     pub generator: Generator,
-    pub verdict: Verdict,
+    pub verdict: Saturation,
     /// Merged latency histogram (same values as `latency_us`), HDR V2 + deflate, base64,
     /// values in µs — re-mergeable across runs.
     pub latency_hdr_v2_b64: String,
@@ -57,8 +68,11 @@ pub struct Report {
     pub problems: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+/// A distribution, in the unit named by the field that holds it (µs everywhere here).
 pub struct Percentiles {
+    /// Values recorded.
     pub samples: u64,
     pub mean: f64,
     pub stdev: f64,
@@ -73,7 +87,8 @@ pub struct Percentiles {
 }
 
 /// `sent == ok + non_2xx + errors.total() + timeouts + in_flight_at_end` always holds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Counts {
     pub sent: u64,
     pub ok: u64,
@@ -88,7 +103,8 @@ pub struct Counts {
     pub backlog_at_end: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ErrorCounts {
     /// Closed loop: requests issued on a (re)connection that then failed to open. (The open
     /// loop only sends on open connections; its failed connects are in
@@ -120,7 +136,8 @@ impl ErrorCounts {
 }
 
 /// Over the whole run, warm-up included (connections are opened before the window).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ConnectionCounts {
     /// Connect attempts.
     pub requested: u64,
@@ -135,7 +152,9 @@ pub struct ConnectionCounts {
     pub protocol_violations: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+/// One second of the measured window (the last one may be shorter).
 pub struct Interval {
     /// Seconds since the start of the measured window (interval start).
     pub t_s: u32,
@@ -147,17 +166,20 @@ pub struct Interval {
 }
 
 /// The generator's own cost, so a reader can tell whether it, not the server, was the limit.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Generator {
     pub threads: u32,
-    /// Sum over worker threads of getrusage(RUSAGE_THREAD) across the measured window.
+    /// Sum over worker threads of their CPU time across the measured window (exact thread
+    /// CPU clock, split into user and system time in getrusage's proportions).
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
     /// (cpu_user_s + cpu_sys_s) * 1e6 / responses completed in the window.
     pub cpu_us_per_request: f64,
-    /// Busiest thread's CPU time / window length (0..1), spin-waits included.
+    /// Busiest thread's CPU time / its measured span (the window, up to the thread's stop;
+    /// 0..1), spin-waits included. CPU time from `CLOCK_THREAD_CPUTIME_ID`.
     pub busiest_thread_busy: f64,
-    /// Each worker thread's CPU time / window length (0..1).
+    /// Each worker thread's CPU time / its measured span (0..1).
     #[serde(default)]
     pub per_thread_busy: Vec<f64>,
     /// Each worker thread's share of the window spent spin-waiting for a send due within
@@ -165,12 +187,18 @@ pub struct Generator {
     /// so the saturation verdict does not count it.
     #[serde(default)]
     pub per_thread_spin_wait: Vec<f64>,
+    /// Times the worker threads slept and woke inside the window, per request sent: what a
+    /// request costs in wake-ups (open loop: below 1 when sends due together share one).
+    #[serde(default)]
+    pub wakeups_per_request: f64,
     /// CPUs the generator was allowed to run on (affinity mask).
     pub allowed_cpus: Vec<u32>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+/// The self-check: whether the generator itself may have limited the run (JSON: `verdict`).
+pub struct Saturation {
     /// The generator may have been the bottleneck; numbers are a lower bound on the server.
     pub saturated: bool,
     pub reasons: Vec<String>,

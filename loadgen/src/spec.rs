@@ -3,10 +3,11 @@
 //! This is the one definition of a load; the runner builds a `LoadSpec` per cell and the
 //! report echoes it back verbatim, so every number carries the exact load that produced it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How requests are offered to the server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LoadModel {
     /// Fixed connections, each sending its next request (or pipelined batch) only after the
@@ -26,7 +27,7 @@ pub enum LoadModel {
 }
 
 /// A complete, serializable description of one load run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSpec {
     /// `http://host:port/path?query` (loopback only in this project's tests).
@@ -55,6 +56,39 @@ pub struct LoadSpec {
     pub headers: Vec<(String, String)>,
 }
 
+/// Longest measured window or warm-up accepted (24 h): longer is not a benchmark run, and
+/// nanosecond arithmetic on it stays far from overflow.
+pub const MAX_DURATION_MS: u64 = 24 * 3_600_000;
+/// Longest timeout (1 h): the latency histograms end there.
+pub const MAX_TIMEOUT_MS: u64 = crate::recorder::HIST_MAX_US / 1_000;
+/// Open-loop rate one thread can be asked for. One send costs a syscall (~1 µs or more), so
+/// a thread cannot send faster; a higher target would only measure the generator.
+pub const MAX_RATE_PER_THREAD: f64 = 1_000_000.0;
+/// Slowest open-loop rate (one request per 1000 s).
+pub const MIN_RATE_PER_S: f64 = 0.001;
+pub const MAX_THREADS: u32 = 1024;
+/// File descriptors kept free for everything that is not a connection (stdio, epoll, ...).
+pub const FD_RESERVE: u64 = 64;
+
+/// What this host allows, for the checks a spec cannot make on its own. `None`: unknown
+/// (then not checked).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HostLimits {
+    /// Hard `RLIMIT_NOFILE` (loadgen raises its soft limit to it).
+    pub open_files: Option<u64>,
+    /// Size of the ephemeral port range: client connections to one address and port.
+    pub ephemeral_ports: Option<u64>,
+}
+
+impl HostLimits {
+    pub fn read() -> Self {
+        Self {
+            open_files: crate::sys::proc::nofile_hard_limit(),
+            ephemeral_ports: crate::sys::proc::ephemeral_ports(),
+        }
+    }
+}
+
 /// Why a spec cannot be run. Every variant is a user error (the binary exits 2).
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SpecError {
@@ -74,6 +108,28 @@ pub enum SpecError {
     PipelineWithoutKeepalive,
     #[error("rate must be a positive, finite number of requests per second (got {0})")]
     Rate(f64),
+    #[error(
+        "rate {rate} req/s is more than {threads} thread(s) can send (at most {max} req/s per \
+         thread); lower --rate or add --threads"
+    )]
+    RateTooHigh { rate: f64, threads: u32, max: f64 },
+    #[error("rate {0} req/s is below the minimum of {MIN_RATE_PER_S} req/s")]
+    RateTooLow(f64),
+    #[error("threads must be at most {MAX_THREADS} (got {0})")]
+    TooManyThreads(u32),
+    #[error("{connections} connections exceed this host's {what} ({limit}{hint})")]
+    TooManyConnections {
+        connections: u32,
+        what: &'static str,
+        limit: u64,
+        hint: &'static str,
+    },
+    #[error("{what} of {ms} ms is longer than the maximum of {max_ms} ms")]
+    TooLong {
+        what: &'static str,
+        ms: u64,
+        max_ms: u64,
+    },
     #[error("give a duration and/or a request count")]
     NoBound,
     #[error("duration must be positive")]
@@ -88,9 +144,51 @@ pub enum SpecError {
     Header(String),
 }
 
+impl HostLimits {
+    /// Every connection needs a file descriptor and, to one target, its own local port.
+    fn check(&self, connections: u32) -> Result<(), SpecError> {
+        let too_many = |what, limit, hint| SpecError::TooManyConnections {
+            connections,
+            what,
+            limit,
+            hint,
+        };
+        if let Some(n) = self.open_files
+            && connections as u64 + FD_RESERVE > n
+        {
+            let usable = n.saturating_sub(FD_RESERVE);
+            return Err(too_many(
+                "open-file limit",
+                n,
+                if usable > 0 {
+                    " less 64 kept for other files; raise `ulimit -n` or use fewer connections"
+                } else {
+                    "; raise `ulimit -n`"
+                },
+            ));
+        }
+        if let Some(n) = self.ephemeral_ports
+            && connections as u64 > n
+        {
+            return Err(too_many(
+                "ephemeral port range",
+                n,
+                " ports in net.ipv4.ip_local_port_range",
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl LoadSpec {
-    /// Check everything that can be checked without touching the network.
+    /// Check everything that can be checked without touching the network, including this
+    /// host's fd limit and ephemeral port range.
     pub fn validate(&self) -> Result<(), SpecError> {
+        self.validate_for(&HostLimits::read())
+    }
+
+    /// `validate` against given host limits.
+    pub fn validate_for(&self, host: &HostLimits) -> Result<(), SpecError> {
         crate::http::target::split(&self.url)?;
         let connections = match self.model {
             LoadModel::Closed {
@@ -112,6 +210,17 @@ impl LoadSpec {
                 if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
                     return Err(SpecError::Rate(rate_per_s));
                 }
+                if rate_per_s < MIN_RATE_PER_S {
+                    return Err(SpecError::RateTooLow(rate_per_s));
+                }
+                let max = MAX_RATE_PER_THREAD * self.threads.max(1) as f64;
+                if rate_per_s > max {
+                    return Err(SpecError::RateTooHigh {
+                        rate: rate_per_s,
+                        threads: self.threads,
+                        max: MAX_RATE_PER_THREAD,
+                    });
+                }
                 connections
             }
         };
@@ -120,6 +229,9 @@ impl LoadSpec {
         }
         if self.threads == 0 {
             return Err(SpecError::NoThreads);
+        }
+        if self.threads > MAX_THREADS {
+            return Err(SpecError::TooManyThreads(self.threads));
         }
         if self.threads > connections {
             return Err(SpecError::ThreadsExceedConnections {
@@ -136,6 +248,16 @@ impl LoadSpec {
         if self.timeout_ms == 0 {
             return Err(SpecError::ZeroTimeout);
         }
+        for (what, ms, max_ms) in [
+            ("duration", self.duration_ms.unwrap_or(0), MAX_DURATION_MS),
+            ("warm-up", self.warmup_ms, MAX_DURATION_MS),
+            ("timeout", self.timeout_ms, MAX_TIMEOUT_MS),
+        ] {
+            if ms > max_ms {
+                return Err(SpecError::TooLong { what, ms, max_ms });
+            }
+        }
+        host.check(connections)?;
         if !(100..=599).contains(&self.expect_status) {
             return Err(SpecError::Status(self.expect_status));
         }
@@ -165,5 +287,96 @@ impl LoadSpec {
             LoadModel::Closed { pipeline, .. } => pipeline.max(1),
             LoadModel::Open { .. } => 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(model: LoadModel) -> LoadSpec {
+        LoadSpec {
+            url: "http://127.0.0.1:1/".into(),
+            model,
+            threads: 1,
+            keepalive: true,
+            duration_ms: Some(1000),
+            requests: None,
+            warmup_ms: 0,
+            timeout_ms: 2000,
+            expect_status: 200,
+            expect_body_bytes: None,
+            headers: Vec::new(),
+        }
+    }
+
+    const HOST: HostLimits = HostLimits {
+        open_files: Some(1024),
+        ephemeral_ports: Some(500),
+    };
+
+    #[test]
+    fn connections_must_fit_the_fd_limit_and_the_port_range() {
+        let closed = |connections| {
+            spec(LoadModel::Closed {
+                connections,
+                pipeline: 1,
+            })
+        };
+        assert!(closed(500).validate_for(&HOST).is_ok());
+        let e = closed(501).validate_for(&HOST).unwrap_err();
+        assert!(e.to_string().contains("ephemeral port range"), "{e}");
+        let host = HostLimits {
+            open_files: Some(200),
+            ..HOST
+        };
+        assert!(closed(136).validate_for(&host).is_ok());
+        let e = closed(137).validate_for(&host).unwrap_err();
+        assert!(e.to_string().contains("ulimit -n"), "{e}");
+        let unknown = HostLimits {
+            open_files: None,
+            ephemeral_ports: None,
+        };
+        assert!(closed(100_000).validate_for(&unknown).is_ok());
+    }
+
+    #[test]
+    fn durations_rates_and_timeouts_are_bounded() {
+        let open = |rate_per_s| {
+            spec(LoadModel::Open {
+                rate_per_s,
+                connections: 8,
+            })
+        };
+        assert!(open(1e6).validate_for(&HOST).is_ok());
+        assert!(matches!(
+            open(1e10).validate_for(&HOST),
+            Err(SpecError::RateTooHigh { .. })
+        ));
+        assert!(matches!(
+            open(1e-4).validate_for(&HOST),
+            Err(SpecError::RateTooLow(_))
+        ));
+        let mut s = open(10.0);
+        s.duration_ms = Some(9_223_372_036_854_775_000);
+        assert!(matches!(
+            s.validate_for(&HOST),
+            Err(SpecError::TooLong {
+                what: "duration",
+                ..
+            })
+        ));
+        let mut s = open(10.0);
+        s.warmup_ms = MAX_DURATION_MS + 1;
+        assert!(s.validate_for(&HOST).is_err());
+        let mut s = open(10.0);
+        s.timeout_ms = MAX_TIMEOUT_MS + 1;
+        assert!(matches!(
+            s.validate_for(&HOST),
+            Err(SpecError::TooLong {
+                what: "timeout",
+                ..
+            })
+        ));
     }
 }

@@ -132,11 +132,12 @@ pub fn summary(r: &Report) -> String {
     let g = &r.generator;
     let _ = writeln!(
         o,
-        "Generator: {} thread(s), cpu {:.2}s user + {:.2}s sys, {:.2} µs/request, busiest thread {:.0} %{}",
+        "Generator: {} thread(s), cpu {:.2}s user + {:.2}s sys, {:.2} µs/request, {:.2} wake-ups/request, busiest thread {:.0} %{}",
         g.threads,
         g.cpu_user_s,
         g.cpu_sys_s,
         g.cpu_us_per_request,
+        g.wakeups_per_request,
         g.busiest_thread_busy * 100.0,
         match g.per_thread_spin_wait.iter().copied().fold(0.0, f64::max) {
             s if s >= 0.005 => format!(" (up to {:.0} % spin-waiting for due sends)", s * 100.0),

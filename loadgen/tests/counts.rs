@@ -143,8 +143,9 @@ fn open_loop_with_a_request_count_sends_exactly_that_many() {
 #[test]
 fn open_loop_spin_waits_are_measured_and_kept_out_of_the_verdict() {
     let srv = TestServer::start(Mode::Ok);
-    // 50 µs apart: every gap ends in a spin-wait shorter than 20 µs.
-    let mut spec = open(srv.url(), 20_000.0, 2);
+    // 30 µs apart: sends pair up (within 50 µs), and the next pair is due ~30 µs after the
+    // second send, so a wake-up ~20 µs late leaves under 10 µs: a spin-wait.
+    let mut spec = open(srv.url(), 33_000.0, 2);
     spec.duration_ms = Some(300);
     spec.warmup_ms = 50;
     // A thread starved of CPU (parallel tests on a 2-core CI box) is late for every send and so
@@ -168,7 +169,7 @@ fn open_loop_spin_waits_are_measured_and_kept_out_of_the_verdict() {
             return;
         }
     }
-    panic!("no spin-wait measured at 20k req/s in 5 runs: {spun:?}");
+    panic!("no spin-wait measured at 33k req/s in 5 runs: {spun:?}");
 }
 
 #[test]
@@ -181,4 +182,46 @@ fn bodies_larger_than_the_read_buffer_are_skipped_correctly() {
     assert_adds_up(&r);
     assert_eq!(r.counts.ok, 100, "{:?}", r.counts);
     assert!(r.bytes_read >= 100 * 100_000);
+}
+
+#[test]
+fn open_loop_window_is_the_duration_not_the_last_send() {
+    let srv = TestServer::start(Mode::Ok);
+    // Sends at 0, 0.5 s and 1.0 s; the window still runs to 1.5 s.
+    let mut spec = open(srv.url(), 2.0, 2);
+    spec.duration_ms = Some(1500);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert!((r.window_s - 1.5).abs() < 0.05, "window {}", r.window_s);
+    assert!((r.requests_per_s - 2.0).abs() < 0.1, "{}", r.requests_per_s);
+    // One request in 500 ms is 2 req/s, however fast the answer came.
+    let mut spec = open(srv.url(), 0.001, 1);
+    spec.duration_ms = Some(500);
+    let r = loadgen::run(&spec).unwrap();
+    assert!((r.window_s - 0.5).abs() < 0.05, "window {}", r.window_s);
+    assert!(r.requests_per_s <= 2.0 + 1e-9, "{}", r.requests_per_s);
+}
+
+#[test]
+fn open_loop_request_count_window_spans_the_schedule() {
+    let srv = TestServer::start(Mode::Ok);
+    // 3 requests at 4/s are due at 0, 0.25 and 0.5 s: the schedule spans 0.75 s.
+    let mut spec = open(srv.url(), 4.0, 1);
+    spec.requests = Some(3);
+    let r = loadgen::run(&spec).unwrap();
+    assert_eq!(r.counts.ok, 3);
+    assert!((r.requests_per_s - 4.0).abs() < 0.2, "{}", r.requests_per_s);
+}
+
+#[test]
+fn busy_shares_never_exceed_one() {
+    let srv = TestServer::start(Mode::Ok);
+    for n in [1, 3, 10, 100] {
+        let mut spec = closed(srv.url(), 1, 1);
+        spec.requests = Some(n);
+        let r = loadgen::run(&spec).unwrap();
+        let g = &r.generator;
+        assert!(g.busiest_thread_busy <= 1.0, "n={n}: {g:?}");
+        assert!(g.per_thread_busy.iter().all(|b| *b <= 1.0), "n={n}: {g:?}");
+    }
 }

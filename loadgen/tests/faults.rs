@@ -178,3 +178,22 @@ fn open_loop_survives_the_server_dying_and_counts_the_backlog() {
         r.counts
     );
 }
+
+#[test]
+fn many_connections_to_a_server_that_never_accepts_end_within_the_grace() {
+    // A listener nobody accepts from: its backlog fills, later SYNs are dropped.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/ping", listener.local_addr().unwrap());
+    let mut spec = closed(url, 1000, 1);
+    spec.duration_ms = Some(300);
+    spec.timeout_ms = 300;
+    let t = Instant::now();
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    // Pre-connect is bounded by the timeout, the window by the duration; 1 s for the rest.
+    assert!(
+        t.elapsed() < Duration::from_millis(300 + 300 + 1000),
+        "{:?}",
+        t.elapsed()
+    );
+}

@@ -1,116 +1,43 @@
-//! The JSON report validates against `loadgen/schema.json`, and the validator used here does
-//! reject broken reports (so this test can fail). The validator is a small structural
-//! checker for the keywords the schema uses: type, const, enum, minimum, required,
-//! properties, additionalProperties, items, oneOf and local `$ref`.
+//! `loadgen/schema.json` is generated from the report types (`loadgen::report::json_schema`),
+//! and real reports from real runs deserialize into those types and serialize back to the
+//! same JSON (so no field is lost, renamed or unknown).
+//!
+//! Regenerate the committed schema after changing a report type:
+//! `LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test schema`
 
 mod common;
 
 use std::process::Command;
 
 use common::{Mode, TestServer};
+use loadgen::Report;
 use serde_json::{Value, json};
 
-fn schema() -> Value {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema.json"))
-        .expect("loadgen/schema.json exists");
-    serde_json::from_str(&text).expect("schema.json is JSON")
+const SCHEMA_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schema.json");
+
+#[test]
+fn committed_schema_is_the_generated_one() {
+    let generated = loadgen::report::json_schema();
+    if std::env::var_os("LOADGEN_WRITE_SCHEMA").is_some() {
+        std::fs::write(SCHEMA_PATH, &generated).expect("write loadgen/schema.json");
+    }
+    let committed = std::fs::read_to_string(SCHEMA_PATH).expect("loadgen/schema.json exists");
+    assert!(
+        committed == generated,
+        "loadgen/schema.json differs from the report types; regenerate it with \
+         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test schema"
+    );
 }
 
-fn type_ok(t: &str, v: &Value) -> bool {
-    match t {
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "boolean" => v.is_boolean(),
-        "null" => v.is_null(),
-        "number" => v.is_number(),
-        "integer" => v.is_u64() || v.is_i64(),
-        other => panic!("schema uses unknown type {other}"),
+#[test]
+fn schema_describes_every_report_field() {
+    let schema: Value = serde_json::from_str(&loadgen::report::json_schema()).unwrap();
+    let report = real_report(&["-c", "1", "-n", "20"]);
+    let props = schema["properties"].as_object().expect("report properties");
+    for key in report.as_object().unwrap().keys() {
+        assert!(props.contains_key(key), "schema lacks `{key}`");
     }
-}
-
-/// Validate `v` at `path` against `s`; push every violation into `errs`.
-fn check(root: &Value, s: &Value, v: &Value, path: &str, errs: &mut Vec<String>) {
-    if let Some(r) = s.get("$ref").and_then(Value::as_str) {
-        let name = r.strip_prefix("#/$defs/").expect("only local $defs refs");
-        let target = &root["$defs"][name];
-        assert!(!target.is_null(), "dangling $ref {r}");
-        check(root, target, v, path, errs);
-    }
-    if let Some(t) = s.get("type") {
-        let ok = match t {
-            Value::String(t) => type_ok(t, v),
-            Value::Array(ts) => ts.iter().any(|t| type_ok(t.as_str().unwrap(), v)),
-            _ => panic!("bad type keyword"),
-        };
-        if !ok {
-            errs.push(format!("{path}: expected type {t}, got {v}"));
-            return;
-        }
-    }
-    if let Some(c) = s.get("const")
-        && c != v
-    {
-        errs.push(format!("{path}: expected {c}, got {v}"));
-    }
-    if let Some(min) = s.get("minimum").and_then(Value::as_f64)
-        && let Some(x) = v.as_f64()
-        && x < min
-    {
-        errs.push(format!("{path}: {x} < minimum {min}"));
-    }
-    if let Some(alts) = s.get("oneOf").and_then(Value::as_array) {
-        let passing = alts
-            .iter()
-            .filter(|a| {
-                let mut e = Vec::new();
-                check(root, a, v, path, &mut e);
-                e.is_empty()
-            })
-            .count();
-        if passing != 1 {
-            errs.push(format!(
-                "{path}: matches {passing} of the oneOf alternatives"
-            ));
-        }
-    }
-    if let Some(obj) = v.as_object() {
-        for req in s
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let key = req.as_str().unwrap();
-            if !obj.contains_key(key) {
-                errs.push(format!("{path}: missing required `{key}`"));
-            }
-        }
-        let props = s.get("properties").and_then(Value::as_object);
-        for (k, val) in obj {
-            let sub = format!("{path}.{k}");
-            match props.and_then(|p| p.get(k)) {
-                Some(ps) => check(root, ps, val, &sub, errs),
-                None => match s.get("additionalProperties") {
-                    Some(Value::Bool(false)) => errs.push(format!("{sub}: not in the schema")),
-                    Some(extra @ Value::Object(_)) => check(root, extra, val, &sub, errs),
-                    _ => {}
-                },
-            }
-        }
-    }
-    if let (Some(items), Some(arr)) = (s.get("items"), v.as_array()) {
-        for (i, x) in arr.iter().enumerate() {
-            check(root, items, x, &format!("{path}[{i}]"), errs);
-        }
-    }
-}
-
-fn validate(v: &Value) -> Vec<String> {
-    let root = schema();
-    let mut errs = Vec::new();
-    check(&root, &root, v, "$", &mut errs);
-    errs
+    assert_eq!(schema["additionalProperties"], json!(false));
 }
 
 fn real_report(args: &[&str]) -> Value {
@@ -131,24 +58,22 @@ fn real_report(args: &[&str]) -> Value {
 }
 
 #[test]
-fn closed_and_open_loop_reports_validate() {
+fn closed_and_open_loop_reports_round_trip_through_the_types() {
     for args in [
         &["-c", "2", "-n", "300", "--pipeline", "4"][..],
         &["-c", "2", "-R", "400", "-d", "300ms", "--warmup", "100ms"][..],
     ] {
         let v = real_report(args);
-        let errs = validate(&v);
-        assert!(errs.is_empty(), "{args:?}: {errs:#?}");
-        // And it round-trips into the Rust type the runner uses.
-        let r: loadgen::Report = serde_json::from_value(v).unwrap();
+        let r: Report = serde_json::from_value(v.clone()).expect("a real report deserializes");
         assert!(r.counts.ok > 0);
+        assert_eq!(serde_json::to_value(&r).unwrap(), v, "{args:?}: round trip");
     }
 }
 
 #[test]
-fn validator_rejects_broken_reports() {
+fn the_types_reject_broken_reports() {
     let good = real_report(&["-c", "1", "-n", "20"]);
-    assert!(validate(&good).is_empty());
+    assert!(serde_json::from_value::<Report>(good.clone()).is_ok());
     let mut missing = good.clone();
     missing.as_object_mut().unwrap().remove("counts");
     let mut wrong_type = good.clone();
@@ -166,7 +91,10 @@ fn validator_rejects_broken_reports() {
         ("bad_model", bad_model),
         ("negative", negative),
     ] {
-        assert!(!validate(&v).is_empty(), "{name} should fail validation");
+        assert!(
+            serde_json::from_value::<Report>(v).is_err(),
+            "{name} should not deserialize"
+        );
     }
 }
 

@@ -13,6 +13,26 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Nanoseconds on `CLOCK_REALTIME` (the clock of kernel receive timestamps).
+#[inline]
+pub fn real_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A kernel receive timestamp (`CLOCK_REALTIME`) on the monotonic clock, never later than
+/// now. Both clocks are read now, so a step of the wall clock costs at most this one sample.
+#[inline]
+pub fn real_to_mono(real_stamp_ns: u64) -> u64 {
+    let (mono, real) = (now_ns(), real_ns());
+    mono.saturating_sub(real.saturating_sub(real_stamp_ns))
+}
+
 /// Wall clock in Unix milliseconds, for the human-readable start stamp only.
 pub fn unix_ms() -> u64 {
     std::time::SystemTime::now()

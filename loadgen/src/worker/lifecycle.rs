@@ -3,9 +3,12 @@
 
 use super::Worker;
 use super::conn::State;
-use crate::stats::ErrorKind;
+use crate::recorder::ErrorKind;
 use crate::sys::clock::now_ns;
 use crate::sys::socket;
+
+/// Connects started per loop pass; the loop handles I/O and checks the clock in between.
+const CONNECTS_PER_PASS: u32 = 256;
 
 impl Worker {
     /// Open a socket for slot `ci`. `with_batch`: closed loop issues a batch now, written as
@@ -18,6 +21,9 @@ impl Worker {
         c.connect_started_ns = now;
         match socket::connect(&self.plan.addr) {
             Ok(socket::Connect::Started(fd)) => {
+                if self.harvest && socket::enable_rx_timestamps(fd).is_err() {
+                    self.harvest = false;
+                }
                 c.fd = fd;
                 c.state = State::Connecting;
                 self.connecting_count += 1;
@@ -106,11 +112,16 @@ impl Worker {
         self.close_open(ci, now);
     }
 
-    /// Reconnect slots whose back-off expired; returns the next retry time.
+    /// Reconnect slots whose back-off expired, at most `CONNECTS_PER_PASS` per call (so a
+    /// pass over thousands of slots cannot overrun the window); returns the next retry time.
     pub(super) fn reconnect_due(&mut self, now: u64) -> u64 {
         let mut next = u64::MAX;
+        let mut started = 0;
         let mut i = 0;
         while i < self.down.len() {
+            if started == CONNECTS_PER_PASS {
+                return now;
+            }
             let ci = self.down[i];
             match self.conns[ci].state {
                 State::Down { retry_at_ns } if retry_at_ns <= now => {
@@ -121,6 +132,7 @@ impl Worker {
                         continue;
                     }
                     self.start_connect(ci, now, closed);
+                    started += 1;
                 }
                 State::Down { retry_at_ns } => {
                     next = next.min(retry_at_ns);
@@ -170,17 +182,9 @@ impl Worker {
             c.reset_socket();
         }
         self.rec.counts.in_flight_at_end = in_flight;
-        if let Some(o) = self.plan.open {
+        if self.plan.open.is_some() {
             // Everything due before the end but never sent is backlog, not silently lost.
-            let horizon = now.min(self.end_ns);
-            while self.next_due_j < self.j_end
-                && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) < horizon
-            {
-                self.next_due_j += 1;
-            }
-            self.rec.counts.backlog_at_end = (self.next_send_j..self.next_due_j)
-                .filter(|&j| self.k_of(j) >= o.k_window)
-                .count() as u64;
+            self.count_backlog(now);
         }
     }
 }

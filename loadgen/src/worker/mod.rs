@@ -17,28 +17,35 @@ mod wire;
 use std::io;
 use std::sync::{Arc, Barrier, OnceLock};
 
+use crate::recorder::Recorder;
 use crate::report::ConnectionCounts;
-use crate::stats::Recorder;
 use crate::sys::clock::now_ns;
 use crate::sys::epoll::{EV_ERR_HUP, EV_IN, EV_OUT, Epoll, Event};
-use crate::sys::{proc, socket};
+use crate::sys::proc::{self, CpuMark, CpuSpan};
+use crate::sys::socket;
 use conn::{Conn, State};
 use plan::{Plan, Share};
 
-/// Below this, waiting is done by polling rather than sleeping (sleep/wake jitter is larger).
-const SPIN_NS: u64 = 20_000;
+/// Below this, waiting is done by spinning rather than sleeping: a sleep this short
+/// overshoots by more (timer wake-up lateness is ~15-30 µs on a VM; see `loadgen --floor`)
+/// and costs a wake-up.
+const SPIN_NS: u64 = 10_000;
+/// Longest sleep while harvesting, so connects, timeouts and the end are noticed promptly.
+const HARVEST_MAX_NS: u64 = 10_000_000;
 /// How long the pre-connect phase may take before the clock starts anyway.
 const PRECONNECT_MAX_NS: u64 = 2_000_000_000;
 
-/// Everything a worker hands back after its run.
-pub struct Outcome {
+/// What one worker thread measured and counted, handed back after its run.
+pub struct WorkerTally {
     pub rec: Recorder,
     pub connections: ConnectionCounts,
-    pub cpu_user_us: u64,
-    pub cpu_sys_us: u64,
+    /// The thread's CPU over the measured window (from its start to the thread's stop).
+    pub cpu: CpuSpan,
     /// Time inside the measured window spent polling with nothing to do while waiting for a
     /// send due in under `SPIN_NS`: CPU used by choice (for timing precision), not load.
-    pub spin_wait_us: u64,
+    pub spin_wait_ns: u64,
+    /// Times the thread slept and woke inside the measured window.
+    pub wakeups: u64,
     /// Monotonic time the worker stopped.
     pub finished_ns: u64,
     /// Why the worker stopped early, if it did.
@@ -80,6 +87,14 @@ pub struct Worker {
     started: bool,
     unsolicited: u64,
     last_up_ns: u64,
+    /// Open loop: responses are collected at send wake-ups with kernel receive stamps
+    /// (off when the sockets cannot stamp).
+    harvest: bool,
+    /// Open loop: due requests are waiting for a free connection.
+    backlogged: bool,
+    /// An empty epoll set to sleep on without waking for I/O.
+    sleeper: Epoll,
+    wakeups: u64,
 }
 
 impl Worker {
@@ -121,19 +136,33 @@ impl Worker {
             started: false,
             unsolicited: 0,
             last_up_ns: 0,
+            harvest: plan.open.is_some(),
+            backlogged: false,
+            sleeper: Epoll::new(1)?,
+            wakeups: 0,
             plan,
             share,
         })
     }
 
-    pub fn run(mut self, start: &StartLine) -> Outcome {
-        proc::tight_timer_slack();
-        // Pre-connect so the first measured requests do not pay for handshakes.
+    pub fn run(mut self, start: &StartLine) -> WorkerTally {
+        // Open loop: slack suited to this thread's send spacing; otherwise timers are only for
+        // timeouts and reconnects, which want no slack either.
+        let period_ns = self.plan.open.map_or(f64::INFINITY, |o| {
+            o.ns_per_request * self.plan.threads as f64
+        });
+        proc::set_timer_slack(proc::sender_timer_slack_ns(period_ns));
+        // Pre-connect so the first measured requests do not pay for handshakes, within a
+        // bounded time: slots not even started by then connect from the main loop.
         let now = now_ns();
+        let pre_deadline = now + self.plan.timeout_ns.min(PRECONNECT_MAX_NS);
         for ci in 0..self.conns.len() {
+            if now_ns() >= pre_deadline {
+                self.down.push(ci);
+                continue;
+            }
             self.start_connect(ci, now, false);
         }
-        let pre_deadline = now + self.plan.timeout_ns.min(PRECONNECT_MAX_NS);
         while self.connecting_count > 0 {
             let now = now_ns();
             if now >= pre_deadline {
@@ -159,7 +188,7 @@ impl Worker {
         self.main_loop()
     }
 
-    fn main_loop(mut self) -> Outcome {
+    fn main_loop(mut self) -> WorkerTally {
         let mut cpu_at_ws = None;
         let scan_every_ns = (self.plan.timeout_ns / 10).clamp(1_000_000, 100_000_000);
         let mut next_scan_ns = self.t0_ns + scan_every_ns;
@@ -178,9 +207,14 @@ impl Worker {
         loop {
             let now = now_ns();
             if cpu_at_ws.is_none() && now >= self.ws_ns {
-                cpu_at_ws = Some(proc::thread_cpu_us());
+                cpu_at_ws = Some(CpuMark::start());
             }
             if now >= self.end_ns || self.stop {
+                if self.harvest && !self.stop {
+                    // Collect what arrived before the end but was not yet harvested (its
+                    // kernel stamp decides whether it counts).
+                    let _ = self.poll(0);
+                }
                 break;
             }
             if now >= next_scan_ns {
@@ -204,42 +238,75 @@ impl Worker {
             if self.plan.warmup_ns > 0 && cpu_at_ws.is_none() {
                 deadline = deadline.min(self.ws_ns);
             }
-            let now = now_ns();
-            let wait = deadline.saturating_sub(now);
-            let spinning = wait > 0 && wait < SPIN_NS;
-            let wait = if spinning { 0 } else { wait };
-            match self.poll(wait) {
-                Ok(0) if spinning && cpu_at_ws.is_some() => spin_wait_ns += now_ns() - now,
-                Ok(_) => {}
-                Err(e) => {
-                    gave_up = Some(format!("epoll failed: {e}"));
-                    break;
-                }
+            let in_window = cpu_at_ws.is_some();
+            if let Err(e) = self.wait(deadline, in_window, &mut spin_wait_ns) {
+                gave_up = Some(format!("epoll failed: {e}"));
+                break;
             }
         }
         let finished_ns = now_ns().min(self.end_ns);
-        let (u1, s1) = proc::thread_cpu_us();
-        let (u0, s0) = cpu_at_ws.unwrap_or((u1, s1));
+        let cpu = cpu_at_ws.map_or(CpuSpan::default(), |a| CpuMark::end().since(a));
         self.close_all(finished_ns);
-        Outcome {
+        WorkerTally {
             rec: self.rec,
             connections: self.cc,
-            cpu_user_us: u1 - u0,
-            cpu_sys_us: s1 - s0,
-            spin_wait_us: spin_wait_ns / 1_000,
+            cpu,
+            spin_wait_ns,
+            wakeups: self.wakeups,
             finished_ns,
             gave_up,
             unsolicited: self.unsolicited,
         }
     }
 
-    /// Requests-only runs end when everything is issued and answered.
+    /// Wait until `deadline` or I/O, whichever the mode calls for, and handle what arrived.
+    ///
+    /// Open loop with no request waiting for a connection ("harvesting"): sleep on an empty
+    /// epoll set until the next send is due, then collect every response that arrived
+    /// meanwhile, each stamped with its kernel receive time. One wake-up per send (or per
+    /// group of sends due within `COALESCE_NS`) instead of one per send plus one per
+    /// response. A wait shorter than `SPIN_NS` spins on the clock: a sleep would overshoot
+    /// it by more than the spin costs. Otherwise (closed loop, or requests queued for a
+    /// connection, which a response must free at once): wait for I/O or the deadline.
+    fn wait(&mut self, deadline: u64, in_window: bool, spin_wait_ns: &mut u64) -> io::Result<()> {
+        let now = now_ns();
+        let wait = deadline.saturating_sub(now);
+        if self.harvest && !self.backlogged {
+            if wait > 0 && wait < SPIN_NS {
+                while now_ns() < deadline {
+                    std::hint::spin_loop();
+                }
+                if in_window {
+                    *spin_wait_ns += now_ns() - now;
+                }
+            } else if wait > 0 {
+                let mut none = Vec::new();
+                self.sleeper.wait(wait.min(HARVEST_MAX_NS), &mut none)?;
+                self.wakeups += u64::from(in_window);
+            }
+            self.poll(0)?;
+            return Ok(());
+        }
+        let spinning = wait > 0 && wait < SPIN_NS;
+        let n = self.poll(if spinning { 0 } else { wait })?;
+        if spinning && n == 0 && in_window {
+            *spin_wait_ns += now_ns() - now;
+        }
+        if !spinning && wait > 0 && in_window {
+            self.wakeups += 1;
+        }
+        Ok(())
+    }
+
+    /// Requests-only runs end when everything is issued and answered (open loop: and the
+    /// schedule is over).
     fn finished(&self, now: u64) -> bool {
         if self.in_flight_total > 0 || now < self.ws_ns {
             return false;
         }
         match self.plan.open {
-            Some(_) => self.next_send_j >= self.j_end,
+            // The window spans the whole schedule, however early the last send completes.
+            Some(o) => self.next_send_j >= self.j_end && now >= o.end_ns(self.t0_ns),
             None => self.budget == Some(0),
         }
     }
@@ -302,7 +369,7 @@ impl Worker {
             self.flush(ci);
         }
         if ev.bits & (EV_IN | EV_ERR_HUP) != 0 && self.conns[ci].state == State::Open {
-            self.read_ready(ci);
+            self.read_ready(ci, ev.bits & EV_ERR_HUP != 0);
         }
     }
 }

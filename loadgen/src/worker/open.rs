@@ -5,6 +5,10 @@ use super::Worker;
 use super::conn::State;
 use crate::sys::clock::now_ns;
 
+/// Sends due within this much of each other share one wake-up (the earlier ones go up to
+/// this late; their send lag records it).
+const COALESCE_NS: u64 = 20_000;
+
 impl Worker {
     #[inline]
     pub(super) fn k_of(&self, j: u64) -> u64 {
@@ -24,10 +28,13 @@ impl Worker {
     pub(super) fn dispatch_open(&mut self) -> u64 {
         let o = self.plan.open.expect("open loop");
         let now = now_ns();
-        while self.next_due_j < self.j_end
-            && o.intended_ns(self.t0_ns, self.k_of(self.next_due_j)) <= now
-        {
-            self.next_due_j += 1;
+        let (index, threads) = (self.share.index, self.plan.threads);
+        let due = o.due_slots(self.t0_ns, now, index, threads).min(self.j_end);
+        self.next_due_j = self.next_due_j.max(due);
+        if self.next_send_j < self.queued_upto {
+            // Still backlogged from the last pass: everything due meanwhile waited for a
+            // connection too (nobody woke for it), so it is queued, not generator lateness.
+            self.queued_upto = self.next_due_j;
         }
         while self.next_send_j < self.next_due_j {
             let Some(ci) = self.free.pop() else { break };
@@ -58,16 +65,40 @@ impl Worker {
             }
             self.flush(ci);
         }
-        if self.next_send_j < self.next_due_j {
+        self.backlogged = self.next_send_j < self.next_due_j;
+        if self.backlogged {
             // Still waiting for a connection: these requests queue (latency keeps counting
             // from their intended time); no need to wake for new due times meanwhile.
             self.queued_upto = self.next_due_j;
             return u64::MAX;
         }
         if self.next_due_j < self.j_end {
-            o.intended_ns(self.t0_ns, self.k_of(self.next_due_j))
+            // Wake once for every send due within COALESCE_NS of the next one.
+            let first = o.intended_ns(self.t0_ns, self.k_of(self.next_due_j));
+            let mut j = self.next_due_j;
+            while j + 1 < self.j_end
+                && o.intended_ns(self.t0_ns, self.k_of(j + 1)) <= first + COALESCE_NS
+            {
+                j += 1;
+            }
+            o.intended_ns(self.t0_ns, self.k_of(j))
         } else {
-            u64::MAX
+            // All sent: wake when the schedule (and so the window) ends.
+            o.end_ns(self.t0_ns)
         }
+    }
+
+    /// Open loop: due at the window's end but never sent (the window boundary aside).
+    pub(super) fn count_backlog(&mut self, now: u64) {
+        let o = self.plan.open.expect("open loop");
+        let (index, threads) = (self.share.index, self.plan.threads);
+        // Due strictly before the end counts; a request due at the end is the next window's.
+        let horizon = now.min(self.end_ns).saturating_sub(1);
+        let due = o
+            .due_slots(self.t0_ns, horizon, index, threads)
+            .min(self.j_end);
+        self.next_due_j = self.next_due_j.max(due);
+        let first = self.next_send_j.max(o.first_window_slot(index, threads));
+        self.rec.counts.backlog_at_end = self.next_due_j.saturating_sub(first);
     }
 }

@@ -53,7 +53,39 @@ impl OpenPlan {
 
     #[inline]
     pub fn intended_ns(&self, t0_ns: u64, k: u64) -> u64 {
-        t0_ns + (k as f64 * self.ns_per_request) as u64
+        t0_ns.saturating_add((k as f64 * self.ns_per_request) as u64)
+    }
+
+    /// When the schedule ends: the intended time of `k_end` (`u64::MAX` if unbounded). An
+    /// open-loop window never closes before it, so its rate is measured over the schedule.
+    pub fn end_ns(&self, t0_ns: u64) -> u64 {
+        self.intended_ns(t0_ns, self.k_end)
+    }
+
+    /// How many of thread `index`'s slots (`k = index + j * threads`, `k < k_end`) are due
+    /// at `now_ns`, in O(1) whatever the rate (a loop over due slots cannot keep up with an
+    /// absurd rate, and must not have to).
+    pub fn due_slots(&self, t0_ns: u64, now_ns: u64, index: u32, threads: u32) -> u64 {
+        if now_ns < t0_ns || self.k_end == 0 {
+            return 0;
+        }
+        // Largest k with intended(k) <= now, from the float estimate corrected exactly.
+        let mut k = (((now_ns - t0_ns) as f64 / self.ns_per_request) as u64).min(self.k_end - 1);
+        while k + 1 < self.k_end && self.intended_ns(t0_ns, k + 1) <= now_ns {
+            k += 1;
+        }
+        while k > 0 && self.intended_ns(t0_ns, k) > now_ns {
+            k -= 1;
+        }
+        let (i, t) = (index as u64, threads as u64);
+        if k < i { 0 } else { (k - i) / t + 1 }
+    }
+
+    /// First slot of thread `index` inside the measured window.
+    pub fn first_window_slot(&self, index: u32, threads: u32) -> u64 {
+        self.k_window
+            .saturating_sub(index as u64)
+            .div_ceil(threads as u64)
     }
 }
 
@@ -89,5 +121,35 @@ mod tests {
         let p = OpenPlan::new(1000.0, 0, Some(1_000_000_000), Some(10));
         assert_eq!((p.k_window, p.k_end), (0, 10));
         assert_eq!(p.intended_ns(5, 3), 3_000_005);
+    }
+
+    #[test]
+    fn due_slots_match_counting_one_by_one() {
+        for (rate, threads) in [(1000.0, 1), (3.0, 2), (7777.7, 3), (0.5, 1)] {
+            let p = OpenPlan::new(rate, 0, Some(2_000_000_000), None);
+            for index in 0..threads {
+                for now in (0..2_100_000_000u64).step_by(9_999_991) {
+                    let brute = (0..p.k_end)
+                        .filter(|k| k % threads as u64 == index as u64)
+                        .filter(|&k| p.intended_ns(1000, k) <= now)
+                        .count() as u64;
+                    assert_eq!(
+                        p.due_slots(1000, now, index, threads),
+                        brute,
+                        "{rate} {now}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn first_window_slot_is_the_first_own_k_at_or_after_the_window() {
+        let p = OpenPlan::new(1000.0, 10_000_000, None, None);
+        assert_eq!(p.k_window, 10);
+        // Thread 1 of 3 owns k = 1, 4, 7, 10, ...: slot 3 is k = 10.
+        assert_eq!(p.first_window_slot(1, 3), 3);
+        assert_eq!(p.first_window_slot(2, 3), 3); // k = 11
+        assert_eq!(p.first_window_slot(0, 3), 4); // k = 12
     }
 }

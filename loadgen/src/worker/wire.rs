@@ -6,8 +6,8 @@ use std::io;
 use super::Worker;
 use super::conn::State;
 use crate::http::response::{Response, Step};
-use crate::stats::ErrorKind;
-use crate::sys::clock::now_ns;
+use crate::recorder::ErrorKind;
+use crate::sys::clock::{now_ns, real_to_mono};
 use crate::sys::socket;
 
 impl Worker {
@@ -31,7 +31,11 @@ impl Worker {
         }
     }
 
-    pub(super) fn read_ready(&mut self, ci: usize) {
+    /// Read and frame everything available. `peer_closed`: the event reported the peer's
+    /// FIN/HUP, so a short read does not mean drained — read on until EOF is seen (a body
+    /// delimited by the close completes only then).
+    pub(super) fn read_ready(&mut self, ci: usize, peer_closed: bool) {
+        let harvest = self.harvest;
         loop {
             let c = &mut self.conns[ci];
             if c.rend == c.rbuf.len() {
@@ -44,15 +48,27 @@ impl Worker {
                 }
             }
             let space = c.rbuf.len() - c.rend;
-            match socket::read(c.fd, &mut c.rbuf[c.rend..]) {
-                Ok(0) => {
+            let got = if harvest {
+                socket::read_stamped(c.fd, &mut c.rbuf[c.rend..])
+            } else {
+                socket::read(c.fd, &mut c.rbuf[c.rend..]).map(|n| (n, None))
+            };
+            match got {
+                Ok((0, _)) => {
                     self.on_eof(ci, now_ns());
                     return;
                 }
-                Ok(n) => {
+                Ok((n, stamp)) => {
                     // One timestamp per read: every response completed by these bytes
-                    // arrived together.
-                    let now = now_ns();
+                    // arrived together. Harvesting reads long after arrival, so it takes
+                    // the kernel's receive time; without one it must stop harvesting.
+                    let now = match stamp {
+                        Some(real) => real_to_mono(real),
+                        None => {
+                            self.harvest = false;
+                            now_ns()
+                        }
+                    };
                     if now >= self.end_ns {
                         // Past the window: leave these as in flight at the end.
                         self.stop = true;
@@ -62,7 +78,7 @@ impl Worker {
                     if c.counted {
                         self.rec.bytes_read += n as u64;
                     }
-                    if !self.parse(ci, now) || n < space {
+                    if !self.parse(ci, now) || (n < space && !peer_closed) {
                         return;
                     }
                 }
@@ -77,11 +93,16 @@ impl Worker {
     }
 
     /// Parse every complete response in the buffer. Returns false if the connection closed.
+    /// The next request goes out only once the buffer is drained: bytes that arrived
+    /// together with the last answer can be no answer to a request sent after them.
     pub(super) fn parse(&mut self, ci: usize, now: u64) -> bool {
         loop {
             let c = &mut self.conns[ci];
             if c.rstart == c.rend {
                 c.compact();
+                if c.in_flight == 0 {
+                    return self.next_request(ci, now);
+                }
                 return true;
             }
             if c.in_flight == 0 {
@@ -148,15 +169,21 @@ impl Worker {
             self.close_open(ci, now);
             return false;
         }
+        true
+    }
+
+    /// An open connection with nothing in flight: the closed loop issues its next batch,
+    /// the open loop offers it to the dispatcher. Returns false if it is no longer open.
+    fn next_request(&mut self, ci: usize, now: u64) -> bool {
+        if self.conns[ci].state != State::Open {
+            return false;
+        }
         if self.plan.open.is_some() {
             self.mark_free(ci);
         } else {
             self.issue_closed(ci, now);
-            if self.conns[ci].state != State::Open {
-                return false;
-            }
         }
-        true
+        self.conns[ci].state == State::Open
     }
 }
 

@@ -28,6 +28,11 @@ pub enum Mode {
     Big(usize),
     /// The whole server freezes once for `ms` when request number `after` arrives.
     StallOnce { after: u64, ms: u64 },
+    /// Hostile: answers every request twice (one write), so half the responses are unrequested.
+    Twice,
+    /// Answers 200 without Content-Length or chunking and closes: the body ends at EOF
+    /// (legal HTTP/1.1).
+    UntilClose,
 }
 
 struct Shared {
@@ -164,6 +169,14 @@ fn serve(mut stream: TcpStream, s: &Shared) {
                     out.extend_from_slice(format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n").as_bytes());
                     out.resize(out.len() + n, b'x');
                 }
+                Mode::Twice => out.extend_from_slice(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npongHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong",
+                ),
+                Mode::UntilClose => {
+                    out.extend_from_slice(b"HTTP/1.1 200 OK\r\n\r\npong");
+                    close = true;
+                    break;
+                }
                 Mode::CloseEach => {
                     out.extend_from_slice(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 4\r\n\r\npong");
                     close = true;
@@ -176,6 +189,9 @@ fn serve(mut stream: TcpStream, s: &Shared) {
             return;
         }
         if close {
+            // The accept thread holds a clone of this socket: shut it down, or dropping
+            // ours would not send the FIN.
+            let _ = stream.shutdown(Shutdown::Both);
             return;
         }
     }

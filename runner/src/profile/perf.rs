@@ -479,8 +479,25 @@ mod tests {
             title: "busy child".into(),
             ..Options::default()
         };
+        // Under load the child may not run at once: wait until it has spun for a while, so
+        // the window holds samples.
+        let ticks = |pid: u32| -> u64 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            f.get(11).and_then(|u| u.parse().ok()).unwrap_or(0)
+                + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while ticks(child.id()) < 5 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let recording = perf.start(child.id(), &options, &dir, "busy").unwrap();
-        std::thread::sleep(Duration::from_millis(800));
+        // A window of the child's CPU time, not of wall time: ~0.4 s of spinning (40 ticks).
+        let from = ticks(child.id());
+        while ticks(child.id()) < from + 40 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let profile = recording.stop();
         let _ = child.kill();
         let _ = child.wait();
@@ -502,7 +519,7 @@ mod tests {
             record.perf_data.is_none(),
             "perf.data is removed by default"
         );
-        // ~160 samples expected at 199 Hz for 0.8 s; leave room for a busy machine.
+        // ~80 samples expected at 199 Hz for 0.4 s of CPU; leave room for a busy machine.
         let samples = record.samples.expect("perf reports the samples it wrote");
         assert!(samples >= 20, "{samples} samples");
         // Unwound through the spin loop into the test harness: user frames of a Rust binary.

@@ -157,7 +157,7 @@ mod tests {
     use super::*;
     use crate::results::schema::{CellSpec, ProfileLimits, RepResult, ServerUsage};
     use loadgen::Report;
-    use loadgen::report::{Counts, Generator, Percentiles, Verdict};
+    use loadgen::report::{Counts, Generator, Percentiles, Saturation};
 
     fn spec(load: LoadModel) -> CellSpec {
         CellSpec {
@@ -213,7 +213,7 @@ mod tests {
             bytes_written: 0,
             timeline: vec![],
             generator: Generator::default(),
-            verdict: Verdict::default(),
+            verdict: Saturation::default(),
             latency_hdr_v2_b64: String::new(),
             problems: vec![],
         }
@@ -277,7 +277,7 @@ mod tests {
     #[test]
     fn saturation_errors_and_missing_reps_are_flagged() {
         let mut c = cell_with(CLOSED4, &[(40_000.0, 100.0), (40_000.0, 100.0)]);
-        c.reps[0].report.verdict = Verdict {
+        c.reps[0].report.verdict = Saturation {
             saturated: true,
             reasons: vec!["busy".into()],
         };

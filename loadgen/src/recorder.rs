@@ -1,5 +1,5 @@
-//! Per-thread measurement: HdrHistograms, counters and the per-second timeline. Owned by
-//! one worker thread (no atomics, no channels per request) and merged after join.
+//! The per-thread HDR recorder: HdrHistograms, counters and the per-second timeline. Owned
+//! by one worker thread (no atomics, no channels per request) and merged after join.
 
 use hdrhistogram::Histogram;
 

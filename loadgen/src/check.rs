@@ -1,0 +1,119 @@
+//! The report's judgements: whether the generator may have limited the run (`Saturation`)
+//! and what else a reader must know about it (`problems`). Thresholds live here only.
+
+use crate::merge::Merged;
+use crate::report::{Percentiles, Saturation};
+use crate::spec::{LoadModel, LoadSpec};
+
+/// A worker thread at or above this CPU share may have limited the run.
+const BUSY_LIMIT: f64 = 0.90;
+/// Schedule left unsent at the window's end that still counts as the boundary (1 ms).
+const BACKLOG_BOUNDARY_S: f64 = 0.001;
+/// Open loop: sending less than this share of the target rate means the schedule slipped.
+const RATE_SHORTFALL: f64 = 0.95;
+/// Open loop: send-lag p99 above max(this, 10 % of latency p99) distorts latency.
+const SEND_LAG_P99_LIMIT_US: u64 = 200;
+
+/// Was the generator possibly the bottleneck? `schedule_lag` is `None` for the closed loop.
+pub fn saturation(
+    spec: &LoadSpec,
+    m: &Merged,
+    latency: &Percentiles,
+    schedule_lag: Option<&Percentiles>,
+) -> Saturation {
+    let mut reasons = Vec::new();
+    // Spin-waiting for a send due within microseconds is CPU spent by choice: a thread
+    // that spins most of the time still has headroom (its schedule lag says how much).
+    let busiest_working = m
+        .busy
+        .iter()
+        .zip(&m.spin)
+        .map(|(b, s)| (b - s).max(0.0))
+        .fold(0.0, f64::max);
+    if busiest_working >= BUSY_LIMIT {
+        reasons.push(format!(
+            "a generator thread was {:.0} % busy, spin-waits excluded (limit {:.0} %)",
+            busiest_working * 100.0,
+            BUSY_LIMIT * 100.0
+        ));
+    }
+    let window_s = m.window_s();
+    if let LoadModel::Open { rate_per_s, .. } = spec.model
+        && window_s > 0.0
+    {
+        let achieved = m.counts.sent as f64 / window_s;
+        // A server that answers nothing holds every connection until its timeout, so the
+        // schedule stalls on the server, not on the generator (`problems` says so).
+        let server_silent = m.counts.sent > 0 && m.responses() == 0;
+        if achieved < RATE_SHORTFALL * rate_per_s && !server_silent {
+            let why = if m.counts.queued > 0 {
+                format!(
+                    "; {} requests waited for a free connection: raise connections or lower the rate",
+                    m.counts.queued
+                )
+            } else {
+                String::new()
+            };
+            reasons.push(format!(
+                "open loop sent {achieved:.0} req/s, below {:.0} % of the {rate_per_s:.0} req/s target{why}",
+                RATE_SHORTFALL * 100.0
+            ));
+        }
+    }
+    if let Some(l) = schedule_lag {
+        let limit = SEND_LAG_P99_LIMIT_US.max(latency.p99 / 10);
+        if l.p99 > limit {
+            reasons.push(format!(
+                "send-lag p99 of requests with a free connection is {} µs, above {limit} µs",
+                l.p99
+            ));
+        }
+    }
+    Saturation {
+        saturated: !reasons.is_empty(),
+        reasons,
+    }
+}
+
+/// Things a reader must know that are not generator saturation.
+pub fn problems(spec: &LoadSpec, m: &Merged) -> Vec<String> {
+    let mut problems = m.gave_up.clone();
+    let c = &m.counts;
+    if m.connections.established == 0 && !problems.iter().any(|p| p.contains("refused")) {
+        problems.push("no connection could be established".into());
+    }
+    if c.sent > 0 && m.responses() == 0 {
+        problems.push(format!(
+            "no response to any of {} requests: the server, not the generator, limited this run",
+            c.sent
+        ));
+    }
+    if c.timeouts > 0 {
+        problems.push(format!("{} requests timed out", c.timeouts));
+    }
+    let unrequested = m.connections.protocol_violations;
+    if unrequested > 0 {
+        problems.push(format!(
+            "the server sent responses nobody asked for on {unrequested} connections \
+             (protocol violations; each such connection was closed, none counted as ok)"
+        ));
+    }
+    let errors = c.errors.total();
+    if errors > 0 {
+        problems.push(format!("{errors} requests ended in errors"));
+    }
+    // A loop that wakes to send cannot stop closer to the window's end than one wake-up, so
+    // up to 1 ms of schedule left unsent is the window boundary, not a shortfall. The count
+    // stays in `counts.backlog_at_end` either way.
+    let boundary = match spec.model {
+        LoadModel::Open { rate_per_s, .. } => (rate_per_s * BACKLOG_BOUNDARY_S).ceil() as u64,
+        LoadModel::Closed { .. } => 0,
+    };
+    if c.backlog_at_end > boundary {
+        problems.push(format!(
+            "{} scheduled requests were never sent",
+            c.backlog_at_end
+        ));
+    }
+    problems
+}

@@ -1,0 +1,77 @@
+//! Hostile and unusual servers: unrequested responses, bodies ended by the server closing,
+//! a server that never answers. Each case once fooled loadgen (issue 12).
+
+mod common;
+
+use common::{Mode, TestServer, assert_adds_up, closed, open};
+
+/// Problems that name unrequested responses.
+fn flags_unrequested(problems: &[String]) -> bool {
+    problems.iter().any(|p| p.contains("nobody asked for"))
+}
+
+#[test]
+fn duplicate_responses_are_protocol_violations_in_the_closed_loop() {
+    let srv = TestServer::start(Mode::Twice);
+    let mut spec = closed(srv.url(), 2, 1);
+    spec.requests = Some(200);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert!(r.connections.protocol_violations > 0, "{:?}", r.connections);
+    // Every ok is the answer to a request the server actually saw, and every answer came
+    // with an unrequested twin: one violation (and reconnect) per ok, give or take.
+    assert!(
+        r.counts.ok <= srv.requests(),
+        "{:?} vs {}",
+        r.counts,
+        srv.requests()
+    );
+    assert!(
+        r.connections.protocol_violations * 2 >= r.counts.ok,
+        "{:?} {:?}",
+        r.connections,
+        r.counts
+    );
+    assert!(flags_unrequested(&r.problems), "{:?}", r.problems);
+}
+
+#[test]
+fn duplicate_responses_are_flagged_in_the_open_loop() {
+    let srv = TestServer::start(Mode::Twice);
+    let mut spec = open(srv.url(), 200.0, 4);
+    spec.duration_ms = Some(500);
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert!(r.connections.protocol_violations > 0, "{:?}", r.connections);
+    assert!(r.counts.ok <= srv.requests());
+    assert!(flags_unrequested(&r.problems), "{:?}", r.problems);
+}
+
+#[test]
+fn a_body_ended_by_the_server_closing_completes_at_eof() {
+    let srv = TestServer::start(Mode::UntilClose);
+    let mut spec = closed(srv.url(), 2, 1);
+    spec.requests = Some(20);
+    spec.timeout_ms = 500;
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert_eq!(r.counts.ok, 20, "{:?}", r.counts);
+    assert_eq!(r.counts.timeouts, 0);
+    assert_eq!(r.status_counts.get(&200), Some(&20));
+}
+
+#[test]
+fn silent_server_is_blamed_not_the_generator() {
+    let srv = TestServer::start(Mode::Silent);
+    let mut spec = open(srv.url(), 200.0, 2);
+    spec.duration_ms = Some(600);
+    spec.timeout_ms = 200;
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    assert!(!r.verdict.saturated, "{:?}", r.verdict);
+    assert!(
+        r.problems.iter().any(|p| p.contains("no response")),
+        "{:?}",
+        r.problems
+    );
+}
