@@ -25,6 +25,8 @@ pub struct Ctx<'a> {
     pub run_id: &'a str,
     /// Scratch directory for generator spec files.
     pub tmp_dir: &'a Path,
+    /// The machine's timer floor measured as the run started, if it could be.
+    pub machine_floor: Option<&'a loadgen::floor::Floor>,
 }
 
 /// A step that ended the repetition: where, why, and the service's stderr tail if it ran.
@@ -297,8 +299,15 @@ fn measure(
     let r = &run.report;
     let responses = (r.requests_per_s * r.window_s).round() as u64;
     let server = sample::usage_in_window(&samples, r.started_unix_ms * 1000, r.window_s, responses);
+    let floor_check = match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
+        (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
+            crate::floor::check(f, *rate_per_s, lag.p99)
+        }
+        _ => None,
+    };
     Ok(RepResult {
         rep,
+        floor_check,
         started_unix_ms: r.started_unix_ms,
         server,
         cgroup: delta(&before, &after),

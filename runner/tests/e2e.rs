@@ -261,8 +261,23 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
     assert_eq!(f.n, runner::floor::STARTUP_SAMPLES);
     assert!(f.median > 0.0 && f.median < 1_000_000.0, "{f:?}");
     assert!(floor.launch_us.is_some());
+    // The machine's timer floor at the run's open-loop rate (300/s), on the generator's CPU.
+    let machine = run
+        .floors
+        .as_ref()
+        .unwrap()
+        .machine
+        .as_ref()
+        .expect("machine floor");
+    let report = machine
+        .report
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:?}", machine.unavailable));
+    assert_eq!(report.timer[0].rate_per_s, 300.0);
+    assert!(report.timer[0].lateness.is_some());
     let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
     assert!(md.contains("Start-up floor of this runner"), "{md}");
+    assert!(md.contains("Machine floor (`loadgen --floor`"), "{md}");
     let results: ResultsFile = read(&run_dir.join("results.json"));
     // 2 scenarios × 2 profiles × 3 services.
     assert_eq!(results.cells.len(), 12);

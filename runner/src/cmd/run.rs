@@ -112,6 +112,10 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
         environment: env,
         floors: Some(Floors {
             startup: floor::startup(exe_dir().as_deref(), plan.cells().next().map(|c| &c.limits)),
+            machine: Some(floor::machine(
+                &m.loadgen,
+                &plan.cells().collect::<Vec<_>>(),
+            )),
         }),
     };
     store.write_run(&run)?;
@@ -155,6 +159,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
         matrix: &m,
         run_id: &run.run_id,
         tmp_dir: &tmp,
+        machine_floor: run
+            .floors
+            .as_ref()
+            .and_then(|f| f.machine.as_ref())
+            .and_then(|m| m.report.as_ref()),
     };
     let mut progress = Progress::new(plan.rep_count(), plan.estimate_s(), args.quiet);
     progress.note(&format!("run {} → {}", run.run_id, store.dir.display()));

@@ -94,6 +94,7 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
     load_tables(&mut o, res);
     startup_and_memory(&mut o, res, runtimes);
     startup_floor(&mut o, run);
+    machine_floor(&mut o, run);
     drift(&mut o, res);
     suspects(&mut o, res);
     let _ = writeln!(
@@ -270,6 +271,49 @@ fn startup_floor(o: &mut String, run: &RunRecord) {
         }
         (None, None) => {}
     }
+}
+
+/// The machine's timer and loopback floor, and how open-loop cells were judged against it.
+fn machine_floor(o: &mut String, run: &RunRecord) {
+    let Some(m) = run.floors.as_ref().and_then(|f| f.machine.as_ref()) else {
+        return;
+    };
+    let Some(f) = &m.report else {
+        if let Some(why) = &m.unavailable {
+            let _ = writeln!(o, "Machine floor not measured: {why}.\n");
+        }
+        return;
+    };
+    let timers: Vec<String> = f
+        .timer
+        .iter()
+        .filter_map(|t| {
+            let l = t.lateness.as_ref()?;
+            Some(format!(
+                "{:.0}/s p50 {:.0} µs, p99 {:.0} µs",
+                t.rate_per_s, l.p50_us, l.p99_us
+            ))
+        })
+        .collect();
+    let echo = f
+        .loopback_echo
+        .round_trip
+        .as_ref()
+        .map_or("not measured".into(), |r| {
+            format!("p50 {:.0} µs, p99 {:.0} µs", r.p50_us, r.p99_us)
+        });
+    let _ = writeln!(
+        o,
+        "Machine floor (`loadgen --floor` on the generator's CPU {}): a sleeping thread wakes late by {}; loopback TCP echo round trip {echo}. An open-loop repetition whose send-lag p99 is within {}× that lateness + {:.0} µs is marked \"at the machine's floor\" (the machine's, not the generator's) instead of † generator saturated; above it, † stands.\n",
+        f.cpu.map_or("?".into(), |c| c.to_string()),
+        if timers.is_empty() {
+            "(not measured)".into()
+        } else {
+            timers.join("; ")
+        },
+        crate::results::schema::AT_FLOOR_FACTOR,
+        crate::results::schema::AT_FLOOR_SLACK_US,
+    );
 }
 
 fn drift(o: &mut String, res: &ResultsFile) {

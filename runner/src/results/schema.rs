@@ -49,6 +49,8 @@ pub struct RunRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Floors {
     pub startup: StartupFloor,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineFloor>,
 }
 
 /// `pingmatrix-responder` (bind, answer one /ping, exit) started through the services' own
@@ -60,6 +62,15 @@ pub struct StartupFloor {
     pub first_200_us: Option<Stat>,
     /// spawn call → exec (fork, confinement), over the samples.
     pub launch_us: Option<Stat>,
+    /// Why it was not measured.
+    pub unavailable: Option<String>,
+}
+
+/// `loadgen --floor` on the generator's CPU: timer wake-up lateness at the run's open-loop
+/// rates and a loopback echo round trip.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineFloor {
+    pub report: Option<loadgen::floor::Floor>,
     /// Why it was not measured.
     pub unavailable: Option<String>,
 }
@@ -429,7 +440,51 @@ pub struct RepResult {
     pub cgroup: Option<CgroupCounters>,
     /// Generator exit code (0 = completed).
     pub loadgen_exit_code: Option<i32>,
+    /// Open loop: this repetition's send lag set against the machine's timer floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_check: Option<FloorCheck>,
 }
+
+/// An open-loop repetition's send lag next to the machine's timer wake-up lateness measured
+/// at the start of the run at the nearest rate: when the lag is no worse than the machine's
+/// own floor, a "send-lag" saturation verdict is the machine, not the generator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloorCheck {
+    pub send_lag_p99_us: u64,
+    /// Timer wake-up lateness p99 of the machine at `floor_rate_per_s`.
+    pub floor_p99_us: f64,
+    pub floor_rate_per_s: f64,
+    /// send-lag p99 ≤ AT_FLOOR_FACTOR × floor p99 + AT_FLOOR_SLACK_US.
+    pub at_floor: bool,
+}
+
+impl RepResult {
+    /// Saturation reasons that stand once the machine's floor is accounted for: a send-lag
+    /// reason is dropped when the lag is at the machine's floor.
+    pub fn generator_limits(&self) -> Vec<&str> {
+        let at_floor = self.floor_check.as_ref().is_some_and(|f| f.at_floor);
+        self.report
+            .verdict
+            .reasons
+            .iter()
+            .map(String::as_str)
+            .filter(|r| !(at_floor && r.starts_with(SEND_LAG_REASON)))
+            .collect()
+    }
+
+    /// The generator may have limited this repetition (after the floor check).
+    pub fn generator_saturated(&self) -> bool {
+        self.report.verdict.saturated && !self.generator_limits().is_empty()
+    }
+}
+
+/// A send lag this close to the machine's own timer lateness is the machine's: factor …
+pub const AT_FLOOR_FACTOR: f64 = 1.5;
+/// … plus this many µs (scheduling noise between the floor probe and the run).
+pub const AT_FLOOR_SLACK_US: f64 = 50.0;
+
+/// How loadgen's send-lag saturation reason begins (loadgen/src/check.rs).
+pub const SEND_LAG_REASON: &str = "send-lag p99";
 
 /// The server's resource use inside the measured window (sampled from /proc).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -28,10 +28,16 @@ fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
     let mut r = Vec::new();
     let rep_no = rep.rep;
     let rp = &rep.report;
-    if rp.verdict.saturated {
+    if rep.generator_saturated() {
         r.push(format!(
             "rep {rep_no}: generator saturated ({})",
-            rp.verdict.reasons.join("; ")
+            rep.generator_limits().join("; ")
+        ));
+    }
+    if let Some(f) = rep.floor_check.as_ref().filter(|f| f.at_floor) {
+        r.push(format!(
+            "rep {rep_no}: at the machine's floor: send-lag p99 {} µs against timer wake-up p99 {:.0} µs at {:.0}/s on this machine (the machine's lateness, not the generator's)",
+            f.send_lag_p99_us, f.floor_p99_us, f.floor_rate_per_s
         ));
     }
     for p in &rp.problems {
@@ -233,6 +239,7 @@ mod tests {
                 server: ServerUsage::default(),
                 cgroup: None,
                 loadgen_exit_code: Some(0),
+                floor_check: None,
             })
             .collect();
         c
@@ -286,6 +293,49 @@ mod tests {
         assert!(r.contains("rep 1: generator saturated (busy)"), "{r}");
         assert!(r.contains("rep 2: 0 errors, 3 timeouts"), "{r}");
         assert!(r.contains("only 2 of 3 repetitions"), "{r}");
+    }
+
+    #[test]
+    fn send_lag_at_the_machines_floor_is_not_generator_saturation() {
+        let open = LoadModel::Open {
+            rate_per_s: 5_000.0,
+            connections: 8,
+        };
+        let mut c = cell_with(open, &[(5_000.0, 100.0), (5_000.0, 100.0)]);
+        let lag = "send-lag p99 of requests with a free connection is 2900 µs, above 200 µs";
+        for rep in &mut c.reps {
+            rep.report.verdict = Saturation {
+                saturated: true,
+                reasons: vec![lag.into()],
+            };
+            rep.floor_check = Some(crate::results::schema::FloorCheck {
+                send_lag_p99_us: 2900,
+                floor_p99_us: 2000.0,
+                floor_rate_per_s: 5000.0,
+                at_floor: true,
+            });
+        }
+        // Rep 2 was also busy: that reason stands.
+        c.reps[1]
+            .report
+            .verdict
+            .reasons
+            .push("a generator thread was 95 % busy".into());
+        let r = suspect_reasons(&c).join("; ");
+        assert!(!r.contains("rep 1: generator saturated"), "{r}");
+        assert!(
+            r.contains("rep 1: at the machine's floor: send-lag p99 2900 µs against timer wake-up p99 2000 µs at 5000/s"),
+            "{r}"
+        );
+        assert!(
+            r.contains("rep 2: generator saturated (a generator thread was 95 % busy)"),
+            "{r}"
+        );
+        assert!(!c.reps[0].generator_saturated());
+        assert!(c.reps[1].generator_saturated());
+        // Above the floor it stays the generator's.
+        c.reps[0].floor_check.as_mut().unwrap().at_floor = false;
+        assert!(c.reps[0].generator_saturated());
     }
 
     #[test]
