@@ -94,8 +94,8 @@ fn results_json_is_rebuilt_from_the_cell_files() {
 }
 
 /// A scratch copy of the repo's results/ and README.md, so `matrix report` can rewrite them.
-fn scratch() -> PathBuf {
-    let d = fixtures::scratch("regenerate");
+fn scratch(name: &str) -> PathBuf {
+    let d = fixtures::scratch(&format!("regenerate-{name}"));
     let status = Command::new("cp")
         .arg("-r")
         .arg(repo().join("results"))
@@ -107,11 +107,29 @@ fn scratch() -> PathBuf {
     d
 }
 
+/// Every committed matrix run (a directory under results/ with a run.json).
+fn committed_runs() -> Vec<String> {
+    let mut runs: Vec<String> = std::fs::read_dir(repo().join("results"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("run.json").is_file())
+        .map(|e| format!("results/{}", e.file_name().to_string_lossy()))
+        .collect();
+    runs.sort();
+    runs
+}
+
+/// The text between `a` and the next `b` after it.
+fn between<'t>(text: &'t str, a: &str, b: &str) -> Option<&'t str> {
+    let from = text.find(a)? + a.len();
+    Some(&text[from..from + text[from..].find(b)?])
+}
+
 #[test]
-fn report_rewrites_results_md_plots_and_readme_unchanged() {
-    let d = scratch();
-    for run in [NEW, OLD] {
-        let stdout = matrix(d.as_path(), &["report", run, "--readme", "README.md"]);
+fn report_rewrites_results_md_and_plots_unchanged() {
+    let d = scratch("report");
+    for run in committed_runs() {
+        let stdout = matrix(d.as_path(), &["report", &run]);
         let text = String::from_utf8(stdout).unwrap();
         let mut files = 0;
         for line in text.lines() {
@@ -128,13 +146,43 @@ fn report_rewrites_results_md_plots_and_readme_unchanged() {
         }
         assert!(files >= 5, "{run}: only {files} files written:\n{text}");
     }
-    // The reference section was written last from OLD, as the committed README was.
+}
+
+/// README's generated sections come back unchanged from the runs they name.
+#[test]
+fn readme_sections_regenerate_unchanged() {
+    let d = scratch("readme");
+    let readme = String::from_utf8(read(&repo().join("README.md"))).unwrap();
+    let reference = between(
+        &readme,
+        "<!-- pingmatrix:reference:begin -->",
+        "<!-- pingmatrix:reference:end -->",
+    )
+    .and_then(|s| between(s, "Run `", "`"))
+    .expect("README's reference section names its run");
+    matrix(
+        d.as_path(),
+        &[
+            "report",
+            &format!("results/{reference}"),
+            "--readme",
+            "README.md",
+        ],
+    );
+    let compare = between(
+        &readme,
+        "<!-- pingmatrix:compare:begin -->",
+        "<!-- pingmatrix:compare:end -->",
+    )
+    .expect("README has a compare section");
+    let old = between(compare, "old run ", " ").expect("compare section names the old run");
+    let new = between(compare, "new run ", " ").expect("compare section names the new run");
     matrix(
         d.as_path(),
         &[
             "compare",
-            OLD,
-            NEW,
+            &format!("results/{old}"),
+            &format!("results/{new}"),
             "--format",
             "markdown",
             "--readme",

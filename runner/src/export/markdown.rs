@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::results::group::{self, Group};
+use crate::results::group::{self, CEILING, Group};
 use crate::results::schema::{CellStatus, CellSummary, ResultsFile, RunRecord};
 use crate::results::units::{mib_cell, micros_cell, rate_cell};
 
@@ -31,7 +31,15 @@ fn bad_status(c: &CellSummary) -> Option<&'static str> {
     }
 }
 
-fn closed_cell(c: &CellSummary) -> String {
+/// " (1.12× epoll)": CPU per request against the no-runtime ceiling, when the run has it.
+fn ceiling(g: &Group, c: &CellSummary) -> String {
+    match g.ceiling_ratio(c) {
+        Some(r) if c.service != CEILING => format!(" ({r:.2}× epoll)"),
+        _ => String::new(),
+    }
+}
+
+fn closed_cell(g: &Group, c: &CellSummary) -> String {
     if let Some(s) = bad_status(c) {
         return s.into();
     }
@@ -46,18 +54,18 @@ fn closed_cell(c: &CellSummary) -> String {
         let _ = write!(s, " · p99 {}", micros_cell(l.p99_us as f64));
     }
     if let Some(cpu) = &c.server_cpu_us_per_request {
-        let _ = write!(s, " · {:.1} µs/req", cpu.median);
+        let _ = write!(s, " · {:.1} µs/req{}", cpu.median, ceiling(g, c));
     }
     s + &marks(c)
 }
 
-fn open_cell(c: &CellSummary) -> String {
+fn open_cell(g: &Group, c: &CellSummary) -> String {
     if let Some(s) = bad_status(c) {
         return s.into();
     }
     let mut s = String::new();
     if let Some(cpu) = &c.server_cpu_us_per_request {
-        let _ = write!(s, "{:.1} µs/req", cpu.median);
+        let _ = write!(s, "{:.1} µs/req{}", cpu.median, ceiling(g, c));
     }
     if let Some(l) = &c.latency {
         let _ = write!(
@@ -70,7 +78,7 @@ fn open_cell(c: &CellSummary) -> String {
     s + &marks(c)
 }
 
-fn table(out: &mut String, g: &Group, f: fn(&CellSummary) -> String) {
+fn table(out: &mut String, g: &Group, f: fn(&Group, &CellSummary) -> String) {
     let levels = g.levels();
     let _ = writeln!(out, "### {} · profile {}\n", g.scenario, g.profile);
     let _ = writeln!(out, "| service | {} |", levels.join(" | "));
@@ -78,7 +86,7 @@ fn table(out: &mut String, g: &Group, f: fn(&CellSummary) -> String) {
     for s in g.services() {
         let row: Vec<String> = levels
             .iter()
-            .map(|l| g.cell(&s, l).map_or_else(|| "–".into(), f))
+            .map(|l| g.cell(&s, l).map_or_else(|| "–".into(), |c| f(g, c)))
             .collect();
         let _ = writeln!(out, "| {s} | {} |", row.join(" | "));
     }
@@ -157,6 +165,12 @@ fn how_to_read(o: &mut String, res: &ResultsFile) {
         o,
         "- Closed-loop cells: median req/s over repetitions, ± half-width of the 95 % Student-t CI, p99 latency (median over repetitions), server CPU µs/request."
     );
+    if res.cells.iter().any(|c| c.service == CEILING) {
+        let _ = writeln!(
+            o,
+            "- (N× epoll): server CPU per request as a multiple of `{CEILING}`'s at the same load — the service with no runtime (one edge-triggered epoll loop per core), this machine's per-core ceiling."
+        );
+    }
     let _ = writeln!(
         o,
         "- † generator saturated · ⚠ suspect (reasons at the end) · ✗ failed · n/a profile unsupported here.\n"
@@ -188,7 +202,7 @@ fn startup_and_memory(o: &mut String, res: &ResultsFile, runtimes: &BTreeMap<Str
     let _ = writeln!(o, "## Start-up and memory\n");
     let _ = writeln!(
         o,
-        "| service | profile | exec → first 200 (median, min–max, n) | idle RSS | peak RSS under load | runtime / driver | deviations |"
+        "| service | profile | exec → first 200 (median, min–max, n) | idle RSS | peak RSS under load | runtime / driver / model | deviations |"
     );
     let _ = writeln!(o, "|---|---|---|---|---|---|---|");
     let mut seen = BTreeSet::new();

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::results::group::first_seen;
+use crate::results::group::{CEILING, first_seen};
 use crate::results::schema::{CellStatus, CellSummary, Stat};
 use crate::results::set::ResultSet;
 use crate::results::stats;
@@ -48,7 +48,7 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
     let _ = writeln!(o, "|---|---:|---|---:|---:|---:|---:|---:|");
     for s in first_seen(cells.iter().map(|c| &c.service)) {
         let mine: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.service == s).collect();
-        let _ = writeln!(o, "| {s} | {} |", row(&mine).join(" | "));
+        let _ = writeln!(o, "| {s} | {} |", row(&mine, &cells).join(" | "));
     }
     let _ = writeln!(o);
     plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
@@ -110,7 +110,7 @@ fn peak<'a>(mine: &[&'a CellSummary]) -> Option<&'a CellSummary> {
 
 /// One service's row after its name: peak req/s (± CI, marks), level, p99 and CPU/request at
 /// the peak, then start-up and memory over all its cells.
-fn row(mine: &[&CellSummary]) -> Vec<String> {
+fn row(mine: &[&CellSummary], all: &[&CellSummary]) -> Vec<String> {
     let dash = || "–".to_string();
     let median_of = |f: fn(&CellSummary) -> Option<f64>| {
         stats::median(&mine.iter().filter_map(|c| f(c)).collect::<Vec<_>>())
@@ -129,7 +129,7 @@ fn row(mine: &[&CellSummary]) -> Vec<String> {
                 .map_or_else(dash, |l| micros_brief(l.p99_us as f64)),
             c.server_cpu_us_per_request
                 .as_ref()
-                .map_or_else(dash, |s| format!("{:.1} µs", s.mean)),
+                .map_or_else(dash, |s| format!("{:.1} µs{}", s.mean, ceiling(c, all))),
         ],
         None => vec![
             mine.iter()
@@ -146,6 +146,19 @@ fn row(mine: &[&CellSummary]) -> Vec<String> {
         peak_rss.map_or_else(dash, |b| mib_cell(b as f64)),
     ]);
     cols
+}
+
+/// " (1.12× epoll)" at the same level, when the run has the no-runtime ceiling.
+fn ceiling(c: &CellSummary, all: &[&CellSummary]) -> String {
+    let cpu = |c: &CellSummary| c.server_cpu_us_per_request.as_ref().map(|s| s.mean);
+    let base = all
+        .iter()
+        .find(|x| x.service == CEILING && x.level == c.level)
+        .and_then(|x| cpu(x));
+    match (cpu(c), base) {
+        (Some(m), Some(b)) if b > 0.0 && c.service != CEILING => format!(" ({:.2}× epoll)", m / b),
+        _ => String::new(),
+    }
 }
 
 /// "142.3k ± 10.0 % † ⚠".

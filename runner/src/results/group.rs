@@ -6,6 +6,10 @@ use std::collections::BTreeMap;
 
 use super::schema::{CellResult, CellSummary};
 
+/// The service without a runtime (one edge-triggered epoll loop per core): the per-core
+/// ceiling every other service's CPU per request is also shown against.
+pub const CEILING: &str = "ping-epoll";
+
 /// Cells of one (scenario, profile), closed or open loop.
 pub struct Group<'a> {
     pub scenario: String,
@@ -23,6 +27,15 @@ impl<'a> Group<'a> {
     /// Load level labels in first-seen order.
     pub fn levels(&self) -> Vec<String> {
         first_seen(self.cells.iter().map(|c| &c.level))
+    }
+
+    /// Server CPU per request of `c` as a multiple of the no-runtime ceiling's
+    /// ([`CEILING`]) at the same level, when both were measured.
+    pub fn ceiling_ratio(&self, c: &CellSummary) -> Option<f64> {
+        let mine = c.server_cpu_us_per_request.as_ref()?.median;
+        let ceiling = self.cell(CEILING, &c.level)?;
+        let base = ceiling.server_cpu_us_per_request.as_ref()?.median;
+        (base > 0.0).then(|| mine / base)
     }
 
     /// The cell of `service` at `level`, if the group has one.
@@ -66,7 +79,8 @@ pub fn first_seen<'s>(values: impl IntoIterator<Item = &'s String>) -> Vec<Strin
     v
 }
 
-/// service → "runtime version / io driver" from the first start-up line seen in `cells`.
+/// service → "runtime version / io driver / model" from the first start-up line seen in
+/// `cells` (the model as the start-up line spells it: work-stealing, thread-per-core, …).
 pub fn runtimes_by_service<'a>(
     cells: impl IntoIterator<Item = &'a CellResult>,
 ) -> BTreeMap<String, String> {
@@ -74,7 +88,14 @@ pub fn runtimes_by_service<'a>(
     for c in cells {
         if let Some(b) = &c.startup_line {
             m.entry(c.cell.service.clone()).or_insert_with(|| {
-                format!("{} {} / {}", b.runtime, b.runtime_version, b.io_driver)
+                let model = serde_json::to_value(b.model)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default();
+                format!(
+                    "{} {} / {} / {model}",
+                    b.runtime, b.runtime_version, b.io_driver
+                )
             });
         }
     }
