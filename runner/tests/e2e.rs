@@ -726,3 +726,21 @@ fn run_json_records_each_binarys_hash_and_build_commit_from_the_runners_checkout
         env.provenance_warnings
     );
 }
+
+/// `matrix plan` on the default matrix also estimates the complete sweep beside it.
+#[test]
+fn plan_shows_the_default_and_the_complete_sweep() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let o = run_matrix(&["plan"], None)
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("estimated wall time"), "{text}");
+    assert!(
+        text.contains("complete sweep matrix-full.toml: ")
+            && text.contains("cells, estimated wall time"),
+        "{text}"
+    );
+}
