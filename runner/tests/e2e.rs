@@ -121,6 +121,20 @@ fn run_matrix(args: &[&str], env_marker: Option<&str>) -> Command {
     c
 }
 
+/// `matrix run --quiet --config M --out OUT <extra…>`.
+fn run_quiet(m: &Path, out: &Path, extra: &[&str], env_marker: Option<&str>) -> Command {
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--config",
+        m.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    run_matrix(&args, env_marker)
+}
+
 fn out_text(o: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -465,25 +479,11 @@ fn two_runs_in_the_same_second_get_their_own_directories() {
     let out = d.0.join("results");
     let start = |only: &str| {
         Guard(
-            run_matrix(
-                &[
-                    "run",
-                    "--quiet",
-                    "--config",
-                    m.to_str().unwrap(),
-                    "--out",
-                    out.to_str().unwrap(),
-                    "--only",
-                    only,
-                    "--only",
-                    "scenario=ping",
-                ],
-                None,
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+            run_quiet(&m, &out, &["--only", only, "--only", "scenario=ping"], None)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
         )
     };
     // Start both just after a second boundary, so they share the timestamp in the run id.
@@ -548,21 +548,11 @@ fn a_hanging_loadgen_cannot_hold_the_runner() {
     ] {
         let marker = format!("{}-{}-{sig}", std::process::id(), line!());
         let mut child = Guard(
-            run_matrix(
-                &[
-                    "run",
-                    "--quiet",
-                    "--config",
-                    m.to_str().unwrap(),
-                    "--out",
-                    out.to_str().unwrap(),
-                ],
-                Some(&marker),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+            run_quiet(&m, &out, &[], Some(&marker))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
         );
         // Wait until the hanging loadgen runs, then signal the runner.
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -616,21 +606,9 @@ fn a_child_that_escapes_the_process_group_does_not_outlive_the_run() {
     std::fs::write(&m, matrix_toml(&[("escapes", escapes)], 1, "")).unwrap();
     let out = d.0.join("results");
     let marker = format!("{}-{}", std::process::id(), line!());
-    let o = run_matrix(
-        &[
-            "run",
-            "--quiet",
-            "--config",
-            m.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--only",
-            "scenario=ping",
-        ],
-        Some(&marker),
-    )
-    .output()
-    .unwrap();
+    let o = run_quiet(&m, &out, &["--only", "scenario=ping"], Some(&marker))
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
     let left = marked_processes(&marker);
     assert!(left.is_empty(), "outlived the run: {left:?}");
@@ -679,21 +657,9 @@ fn run_json_records_each_binarys_hash_and_build_commit_from_the_runners_checkout
     )
     .unwrap();
     let out = d.0.join("results");
-    let o = run_matrix(
-        &[
-            "run",
-            "--quiet",
-            "--config",
-            m.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--only",
-            "scenario=ping",
-        ],
-        None,
-    )
-    .output()
-    .unwrap();
+    let o = run_quiet(&m, &out, &["--only", "scenario=ping"], None)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     let run: RunRecord = read(&only_run_dir(&out).join("run.json"));
     let env = &run.environment;
