@@ -28,13 +28,18 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
+    // The contract's listening socket (ping-common: backlog, SO_REUSEADDR) rather than `bind`,
+    // whose backlog is actix's own (1024 in HttpServer, 2048 in actix-server).
+    let listener =
+        ping_common::listen::bind_listener(args.listen, ping_common::listen::Share::Exclusive)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(app::app)
             .workers(workers)
             // As every other service but may_minihttp (actix leaves the OS default).
             .tcp_nodelay(true)
             .disable_signals()
-            .bind(args.listen)
+            .listen(listener)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
         let listen = *server
             .addrs()

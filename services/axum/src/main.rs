@@ -18,6 +18,7 @@ use anyhow::Context;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use ping_common::cli::Args;
+use ping_common::listen::Share;
 use ping_common::startup::{Model, StartupLine};
 
 const SERVICE: &str = "ping-axum";
@@ -35,8 +36,12 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
+    // The contract's listening socket (ping-common: backlog, SO_REUSEADDR), taken by tokio.
+    let listener = ping_common::listen::bind_listener(args.listen, Share::Exclusive)
+        .and_then(|l| {
+            l.set_nonblocking(true)?;
+            tokio::net::TcpListener::from_std(l)
+        })
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let listen = listener.local_addr()?;
     StartupLine {

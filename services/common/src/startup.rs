@@ -68,6 +68,9 @@ pub mod deviation {
     pub const HEADER_ORDER_405: &str = "header-order-405";
     /// A malformed request drops the responses to earlier requests of the same read batch.
     pub const PIPELINE_ERROR_DROPS_BATCH: &str = "pipeline-error-drops-batch";
+    /// Requests that arrive in the same read as the client's FIN (`shutdown(SHUT_WR)`) are
+    /// dropped unanswered: the library closes on the read EOF before answering them.
+    pub const HALF_CLOSE_DROPS_REQUESTS: &str = "half-close-drops-requests";
 }
 
 /// The start-up line. Field names are part of the contract (services/README.md).

@@ -22,11 +22,8 @@ use compio::driver::DriverType;
 use compio::net::TcpListener;
 use ping_common::cli::Args;
 use ping_common::startup::{Model, StartupLine};
-use socket2::{Domain, Socket, Type};
 
 const SERVICE: &str = "ping-compio";
-/// Backlog of each per-worker listener (as monoio's and glommio's).
-const BACKLOG: i32 = 1024;
 
 fn main() -> ExitCode {
     ping_common::cli::run_service(SERVICE, run)
@@ -135,12 +132,11 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<DriverTyp
 }
 
 fn reuseport_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), None)?;
-    socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
-    TcpListener::from_std(socket.into())
+    // The contract's listening socket (ping-common), one per worker with SO_REUSEPORT.
+    TcpListener::from_std(ping_common::listen::bind_listener(
+        addr,
+        ping_common::listen::Share::PerCore,
+    )?)
 }
 
 /// `anon_inode:[io_uring]` fds of this process: an io_uring runtime holds one per worker.

@@ -80,6 +80,13 @@ impl Conn {
             .unwrap_or_else(|e| panic!("write failed: {e}"));
     }
 
+    /// Half-close: shuts down the write side (sends FIN); the read side stays open.
+    pub fn shutdown_write(&self) {
+        self.stream
+            .shutdown(std::net::Shutdown::Write)
+            .expect("shutdown(SHUT_WR)");
+    }
+
     pub fn set_read_timeout(&self, t: Duration) {
         self.stream.set_read_timeout(Some(t)).expect("timeout");
     }

@@ -11,3 +11,4 @@ pub mod client;
 pub mod expect;
 pub mod io_uring;
 pub mod service;
+pub mod ss;

@@ -28,9 +28,19 @@ impl Service {
 
     /// Like `start`, with a hook to adjust the command (e.g. CPU affinity).
     pub fn start_with(bin: &str, extra: &[&str], adjust: impl FnOnce(&mut Command)) -> Service {
+        Self::start_at(bin, "127.0.0.1:0", extra, adjust)
+    }
+
+    /// Starts `bin --listen <listen> <extra>` (a fixed port, e.g. to restart on the same one).
+    pub fn start_at(
+        bin: &str,
+        listen: &str,
+        extra: &[&str],
+        adjust: impl FnOnce(&mut Command),
+    ) -> Service {
         raise_fd_limit();
         let mut cmd = Command::new(crate::binary::path(bin));
-        cmd.args(["--listen", "127.0.0.1:0"])
+        cmd.args(["--listen", listen])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

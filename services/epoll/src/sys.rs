@@ -5,19 +5,16 @@ use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use socket2::{Domain, Socket, Type};
+use socket2::Socket;
 
-/// Backlog of each per-worker listener (as monoio's default listener options).
-const BACKLOG: i32 = 1024;
-
-/// A non-blocking listener with SO_REUSEPORT (+ SO_REUSEADDR) on `addr`.
+/// A non-blocking listener on `addr`: the contract's listening socket (ping-common), one per
+/// worker with SO_REUSEPORT.
 pub fn reuseport_listener(addr: SocketAddr) -> io::Result<Socket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), None)?;
-    socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
+    let socket = Socket::from(ping_common::listen::bind_listener(
+        addr,
+        ping_common::listen::Share::PerCore,
+    )?);
     socket.set_nonblocking(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
     Ok(socket)
 }
 

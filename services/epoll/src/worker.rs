@@ -238,6 +238,9 @@ impl Conn {
             }
             let room = self.input.capacity() - self.input.len();
             match sys::read_into(self.fd.as_raw_fd(), &mut self.input) {
+                // The client's FIN: every complete request before it was answered above, except
+                // behind a pending `/sleep`, whose timer drives us on (and reads this EOF again).
+                Ok(0) if self.http.sleeping.is_some() => return (Drive::Open, sleep),
                 Ok(0) => return (Drive::Close, sleep),
                 // Short read: the socket is drained, a new edge comes with new data (or FIN).
                 Ok(n) if n < room && !hung_up => {

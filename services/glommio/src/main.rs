@@ -11,6 +11,7 @@ mod conn;
 mod http;
 
 use std::net::SocketAddr;
+use std::os::fd::{FromRawFd, IntoRawFd};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
@@ -18,6 +19,7 @@ use std::time::Duration;
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 use ping_common::cli::Args;
+use ping_common::listen::Share;
 use ping_common::startup::{Model, StartupLine};
 
 const SERVICE: &str = "ping-glommio";
@@ -94,9 +96,11 @@ fn run(args: Args) -> anyhow::Result<()> {
 
 /// One executor: bind its own listener, report, accept forever.
 async fn serve(listen: SocketAddr, ready: Sender<Result<(), String>>) {
-    // glommio's bind: SO_REUSEPORT, backlog 1024.
-    let listener = match TcpListener::bind(listen) {
-        Ok(l) => l,
+    // The contract's listening socket (ping-common, SO_REUSEPORT), taken by glommio. glommio's
+    // own `bind` would not set SO_REUSEADDR.
+    let listener = match ping_common::listen::bind_listener(listen, Share::PerCore) {
+        // SAFETY: the fd is a bound, listening TCP socket we own and hand over (into_raw_fd).
+        Ok(l) => unsafe { TcpListener::from_raw_fd(l.into_raw_fd()) },
         Err(e) => {
             let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
             return;

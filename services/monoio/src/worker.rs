@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use monoio::net::TcpListener;
 use monoio::{FusionDriver, FusionRuntime, RuntimeBuilder};
+use ping_common::listen::Share;
 
 /// I/O driver a worker's runtime actually runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,8 +42,13 @@ pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<Driver, 
         FusionRuntime::Legacy(_) => Driver::Epoll,
     };
     rt.block_on(async move {
-        // monoio's default listener options: SO_REUSEPORT + SO_REUSEADDR, backlog 1024.
-        let listener = match TcpListener::bind(listen) {
+        // The contract's listening socket (ping-common, SO_REUSEPORT), non-blocking as
+        // monoio's own `bind` makes it, taken by monoio.
+        let listener = ping_common::listen::bind_listener(listen, Share::PerCore).and_then(|l| {
+            l.set_nonblocking(true)?;
+            TcpListener::from_std(l)
+        });
+        let listener = match listener {
             Ok(l) => l,
             Err(e) => {
                 let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));

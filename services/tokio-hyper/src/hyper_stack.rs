@@ -15,6 +15,9 @@ pub fn builder() -> http1::Builder {
     http.keep_alive(true)
         // Batch the responses to pipelined requests into one write, as TechEmpower's entry does.
         .pipeline_flush(true)
+        // Half-close (contract): a client's FIN ends its requests, not the responses. Without
+        // this, hyper closes at the read EOF and drops the responses it has not written yet.
+        .half_close(true)
         // Canonical header-name case (`Content-Length`, not hyper's default lower case).
         .title_case_headers(true)
         // Request-head limit. hyper checks it only after a read leaves the head incomplete, so

@@ -20,11 +20,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use ping_common::cli::Args;
 use ping_common::startup::{Model, StartupLine};
-use tokio::net::TcpSocket;
 
 const SERVICE: &str = "ping-tokio-per-core";
-/// Backlog of each per-core listener (tokio's `TcpListener::bind` uses the same).
-const BACKLOG: u32 = 1024;
 
 fn main() -> ExitCode {
     ping_common::cli::run_service(SERVICE, run)
@@ -139,13 +136,8 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<(), Strin
 }
 
 fn reuseport_listener(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
-    let socket = if addr.is_ipv4() {
-        TcpSocket::new_v4()?
-    } else {
-        TcpSocket::new_v6()?
-    };
-    socket.set_reuseaddr(true)?;
-    socket.set_reuseport(true)?;
-    socket.bind(addr)?;
-    socket.listen(BACKLOG)
+    // The contract's listening socket (ping-common), one per worker with SO_REUSEPORT.
+    let l = ping_common::listen::bind_listener(addr, ping_common::listen::Share::PerCore)?;
+    l.set_nonblocking(true)?;
+    tokio::net::TcpListener::from_std(l)
 }

@@ -6,7 +6,7 @@ use ping_common::response::Reply;
 use ping_common::route::Route;
 use ping_common::startup::deviation;
 
-use crate::client::{Conn, get};
+use crate::client::{Conn, NoResponse, get};
 use crate::expect::{assert_canonical, expected, text};
 use crate::service::Service;
 
@@ -124,4 +124,66 @@ pub fn http10_close(bin: &str) {
             "HTTP/1.0 connection not closed"
         );
     }
+}
+
+/// Requests pipelined before the client half-closes: how many.
+const HALF_CLOSE_REQUESTS: usize = 200;
+
+/// Half-close: a client sends requests, then `shutdown(SHUT_WR)` (its FIN) and keeps reading.
+/// Every complete request received before the FIN is answered, in order, then the service
+/// closes. Also with the FIN arriving while a `/sleep` is pending. Declared
+/// `half-close-drops-requests`: the service closes, having answered at most an in-order prefix.
+pub fn half_close(bin: &str) {
+    let svc = Service::start(bin, &[]);
+    let s = &svc.startup;
+    let drops = s.has_deviation(deviation::HALF_CLOSE_DROPS_REQUESTS);
+    let ping = Reply::for_route(Route::Ping);
+
+    // Many requests, then FIN, in one go (as a load generator ending a run does).
+    let mut c = Conn::open(svc.addr());
+    let batch: Vec<u8> = (0..HALF_CLOSE_REQUESTS)
+        .flat_map(|_| get("/ping", ""))
+        .collect();
+    c.send_ok(&batch);
+    c.shutdown_write();
+    let mut answered = 0;
+    let end = loop {
+        match c.read_response() {
+            Ok(r) => {
+                assert_canonical(s, &ping, false, &r);
+                answered += 1;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        end.is_close(),
+        "{bin}: after {answered} responses the half-closed connection was not closed: {end:?}"
+    );
+    if drops {
+        assert!(answered <= HALF_CLOSE_REQUESTS, "{answered} responses");
+        eprintln!(
+            "{bin}: declared half-close-drops-requests: {answered}/{HALF_CLOSE_REQUESTS} answered"
+        );
+    } else {
+        assert_eq!(
+            (answered, end),
+            (HALF_CLOSE_REQUESTS, NoResponse::Closed { partial: 0 }),
+            "{bin}: requests sent before the client's FIN must all be answered, then a close"
+        );
+    }
+
+    // The FIN arrives while the response is still pending (a /sleep).
+    let mut c = Conn::open(svc.addr());
+    c.send_ok(&get("/sleep?ms=200", ""));
+    std::thread::sleep(Duration::from_millis(50));
+    c.shutdown_write();
+    match c.read_response() {
+        Ok(r) => assert_canonical(s, &ping, false, &r),
+        Err(e) => assert!(drops && e.is_close(), "{bin}: /sleep then FIN: {e:?}"),
+    }
+    assert!(
+        c.closes_within(CLOSE_WAIT),
+        "{bin}: not closed after the client's FIN"
+    );
 }

@@ -2,7 +2,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ping_common::startup::deviation;
 
@@ -20,6 +20,7 @@ const KNOWN_DEVIATIONS: &[&str] = &[
     deviation::STATUS_LINE_HTTP10,
     deviation::HEADER_ORDER_405,
     deviation::PIPELINE_ERROR_DROPS_BATCH,
+    deviation::HALF_CLOSE_DROPS_REQUESTS,
     crate::expect::extra_deviation::HEADER_ORDER,
     crate::expect::extra_deviation::HEAD_LIMIT_128K,
 ];
@@ -189,4 +190,66 @@ pub fn io_driver_is_real(bin: &str) {
             assert_eq!(n, fds, "self-reported io_uring_fds");
         }
     }
+}
+
+/// The listen backlog is the contract's (`ping_common::listen::LISTEN_BACKLOG`, capped by
+/// `net.core.somaxconn`) on every listener of the service, read from outside: the Send-Q of a
+/// LISTEN socket in `ss -ltn` is its backlog.
+pub fn listen_backlog(bin: &str) {
+    let svc = Service::start(bin, &["--workers", "2"]);
+    let Some(backlogs) = crate::ss::listen_backlogs(bin, svc.addr().port()) else {
+        return;
+    };
+    assert!(!backlogs.is_empty(), "{bin}: no LISTEN socket on its port");
+    let want = ping_common::listen::effective_backlog() as u32;
+    assert!(
+        backlogs.iter().all(|&b| b == want),
+        "{bin}: listen backlogs {backlogs:?}, the contract says {want} \
+         (min of {} and net.core.somaxconn)",
+        ping_common::listen::LISTEN_BACKLOG
+    );
+}
+
+/// SO_REUSEADDR, from outside: the service is killed with connections open (so the server's
+/// side of each closes first and sits in TIME_WAIT once the client closes too) and restarted
+/// on the same port at once; it must bind and serve.
+pub fn rebind_after_time_wait(bin: &str) {
+    let mut svc = Service::start(bin, &[]);
+    let addr = svc.addr();
+    let mut conns: Vec<Conn> = (0..4).map(|_| Conn::open(addr)).collect();
+    for c in &mut conns {
+        c.send_ok(&get("/ping", ""));
+        c.expect_response("/ping");
+    }
+    svc.signal(libc::SIGKILL);
+    assert!(
+        svc.wait_exit(Duration::from_secs(5)).is_some(),
+        "{bin} survived SIGKILL"
+    );
+    for mut c in conns {
+        // The server's FIN came first; ours follows on drop → TIME_WAIT on the server's port.
+        assert!(
+            c.closes_within(Duration::from_secs(3)),
+            "not closed by the kill"
+        );
+    }
+    drop(svc);
+    // The last FINs may still be on their way: wait (bounded) until TIME_WAIT shows.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while let Some(n) = crate::ss::time_wait_count(bin, addr.port()) {
+        if n > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{bin}: no TIME_WAIT socket on port {} to test with",
+            addr.port()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let again = Service::start_at(bin, &addr.to_string(), &[], |_| {});
+    assert_eq!(again.addr(), addr);
+    let mut c = Conn::open(addr);
+    c.send_ok(&get("/ping", ""));
+    assert_eq!(c.expect_response("/ping after restart").status, 200);
 }
