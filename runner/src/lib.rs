@@ -24,6 +24,7 @@ pub mod compare;
 pub mod config;
 pub mod env;
 pub mod export;
+pub mod flamegraph;
 pub mod interrupt;
 pub mod limits;
 pub mod load;
