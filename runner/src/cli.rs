@@ -79,6 +79,15 @@ pub struct RunArgs {
     /// refused, the run goes on and says why.
     #[arg(long)]
     pub flamegraph: bool,
+    /// With --flamegraph: samples per second (`perf record -F`). Each sample copies 8 KiB of
+    /// stack for DWARF unwinding, so higher rates cost the server more.
+    #[arg(
+        long,
+        value_name = "HZ",
+        default_value_t = 499,
+        requires = "flamegraph"
+    )]
+    pub flamegraph_hz: u32,
 }
 
 #[derive(Debug, Clone, Args)]

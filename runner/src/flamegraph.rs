@@ -37,16 +37,19 @@ pub struct Profiler {
 }
 
 impl Profiler {
-    /// Probes perf once (`$PINGMATRIX_PERF` or `perf`).
-    pub fn probe() -> Profiler {
+    /// Probes perf once (`$PINGMATRIX_PERF` or `perf`); samples at `frequency_hz`.
+    pub fn probe(frequency_hz: u32) -> Profiler {
         let program = std::env::var_os(PERF_ENV).unwrap_or_else(|| "perf".into());
-        Profiler::with(Perf::probe_with(program))
+        Profiler::with(Perf::probe_with(program), frequency_hz)
     }
 
-    pub fn with(perf: Result<Perf, NotAvailable>) -> Profiler {
+    pub fn with(perf: Result<Perf, NotAvailable>, frequency_hz: u32) -> Profiler {
         Profiler {
             perf,
-            options: Options::default(),
+            options: Options {
+                frequency_hz,
+                ..Options::default()
+            },
         }
     }
 

@@ -240,7 +240,7 @@ fn start_flamegraphs(
     if !args.flamegraph && run.flamegraph.is_none() {
         return Ok(None);
     }
-    let p = Profiler::probe();
+    let p = Profiler::probe(args.flamegraph_hz);
     run.flamegraph = Some(p.record());
     store.write_run(run)?;
     Ok(Some(p))

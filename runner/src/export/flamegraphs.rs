@@ -52,6 +52,7 @@ pub fn section<'a>(
     }
     let mut o = String::new();
     let _ = writeln!(o, "## Flame graphs\n");
+    let probe_na = matches!(probe, Some(FlamegraphProbe::NotAvailable { .. }));
     match probe {
         Some(FlamegraphProbe::Available {
             perf_version,
@@ -94,6 +95,10 @@ pub fn section<'a>(
                 ),
                 None => "no samples".into(),
             },
+            // The reason is in the paragraph above.
+            Some(Profile::NotAvailable(_)) if probe_na && fg.error.is_none() => {
+                "perf not available".into()
+            }
             _ => outcome(fg),
         };
         let samples = match &fg.profile {
