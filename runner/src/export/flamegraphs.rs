@@ -66,8 +66,8 @@ pub fn section<'a>(
                 "{perf_version}, event `{event}` at {frequency_hz} Hz, {}. Each flame graph \
                  comes from one extra repetition of its cell, sampled during the measured \
                  window (after the warm-up) with perf on the generator's CPUs; that \
-                 repetition is in no number above. Its req/s beside the unprofiled median \
-                 shows what perf cost.\n",
+                 repetition is in no number above. Its req/s and server CPU per request \
+                 beside the unprofiled medians show what perf cost.\n",
                 call_graph(cg)
             );
         }
@@ -81,9 +81,10 @@ pub fn section<'a>(
     }
     let _ = writeln!(
         o,
-        "| cell | flame graph | samples | req/s profiled | req/s median (unprofiled) | change |"
+        "| cell | flame graph | samples | req/s profiled | req/s median (unprofiled) | change \
+         | server CPU µs/req profiled | median (unprofiled) | change |"
     );
-    let _ = writeln!(o, "|---|---|---:|---:|---:|---:|");
+    let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for c in cells {
         let Some(fg) = &c.flamegraph else { continue };
         let link = match &fg.profile {
@@ -107,17 +108,28 @@ pub fn section<'a>(
         };
         let profiled = fg.result.as_ref().map(|r| r.report.requests_per_s);
         let median = c.summary.requests_per_s.as_ref().map(|s| s.median);
-        let change = match (profiled, median) {
+        let change = |p: Option<f64>, m: Option<f64>| match (p, m) {
             (Some(p), Some(m)) if m > 0.0 => format!("{:+.1} %", (p / m - 1.0) * 100.0),
             _ => "–".into(),
         };
+        let cpu = fg.result.as_ref().and_then(|r| r.server.cpu_us_per_request);
+        let cpu_median = c
+            .summary
+            .server_cpu_us_per_request
+            .as_ref()
+            .map(|s| s.median);
         let num = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.0}"));
+        let num2 = |x: Option<f64>| x.map_or("–".into(), |v| format!("{v:.2}"));
         let _ = writeln!(
             o,
-            "| `{}` | {link} | {samples} | {} | {} | {change} |",
+            "| `{}` | {link} | {samples} | {} | {} | {} | {} | {} | {} |",
             c.cell.key,
             num(profiled),
-            num(median)
+            num(median),
+            change(profiled, median),
+            num2(cpu),
+            num2(cpu_median),
+            change(cpu, cpu_median)
         );
     }
     let _ = writeln!(o);
