@@ -12,6 +12,8 @@
 //!   (two runs) — each reads `results` and none imports another;
 //! - beside them: `env` (the run's environment record), `process`, `binaries`, `interrupt`,
 //!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments).
+//! - `profile` (perf → folded stacks → SVG, self-contained) and `flamegraph`, its glue for
+//!   `matrix run --flamegraph` (one extra, profiled repetition per cell, beside `cell`).
 //!
 //! Lower layers never import upper ones: `results`, `env`, `limits` and `process` import
 //! nothing from config, plan, cell, cmd, export, report or compare.
