@@ -112,10 +112,27 @@ fn finish_start(ctx: &Ctx, res: &mut CellResult, proc: &mut Proc, mut start: Sta
     res.starts.push(start);
 }
 
+/// Something that runs beside the load (a profiler): told the server's pid just before the
+/// generator starts, and told again once the generator has exited, before the service stops.
+pub trait Window {
+    fn load_starting(&mut self, server_pid: u32, cell: &CellSpec);
+    fn load_done(&mut self);
+}
+
 /// Runs repetition `rep` (0 = drift re-run) of the cell in `res`. On success returns the
 /// repetition; on failure records it on `res` and returns None.
 pub fn run_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
-    match steps(ctx, res, rep) {
+    run_rep_with(ctx, res, rep, None)
+}
+
+/// [`run_rep`] with `window` around the load (`matrix run --flamegraph`).
+pub fn run_rep_with(
+    ctx: &Ctx,
+    res: &mut CellResult,
+    rep: u32,
+    window: Option<&mut dyn Window>,
+) -> Option<RepResult> {
+    match steps(ctx, res, rep, window) {
         Ok(r) => Some(r),
         Err(stop) => {
             fail(res, stop);
@@ -125,7 +142,12 @@ pub fn run_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
 }
 
 /// The repetition as a list of steps; the first that fails ends it.
-fn steps(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Result<RepResult, Stop> {
+fn steps(
+    ctx: &Ctx,
+    res: &mut CellResult,
+    rep: u32,
+    window: Option<&mut dyn Window>,
+) -> Result<RepResult, Stop> {
     let cell = res.cell.clone();
     let binary = service_binary(ctx, &cell)?;
     let mut confs = confine(&cell)?;
@@ -141,7 +163,7 @@ fn steps(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Result<RepResult, Stop> {
         return Err(stop.with_tail(proc.stderr_tail()));
     }
     start.idle_rss_bytes = sample::status(proc.pid).map(|s| s.0);
-    measure(ctx, res, &cell, (proc, start), &mut confs)
+    measure(ctx, res, &cell, (proc, start), &mut confs, window)
 }
 
 /// Where the server and the generator run.
@@ -273,15 +295,22 @@ fn measure(
     cell: &CellSpec,
     (mut proc, start): (Proc, StartRecord),
     confs: &mut Confinements,
+    mut window: Option<&mut dyn Window>,
 ) -> Result<RepResult, Stop> {
     let rep = start.rep;
     let spec = cell.load_spec(start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
     let before = confs.server.counters();
     let sampler = Sampler::start(proc.pid);
+    if let Some(w) = window.as_deref_mut() {
+        w.load_starting(proc.pid, cell);
+    }
     let run = load::run(&ctx.matrix.loadgen, &spec, &spec_file, &confs.loadgen);
     let samples = sampler.finish();
     let after = confs.server.counters();
+    if let Some(w) = window {
+        w.load_done();
+    }
     let died = proc.try_wait();
     finish_start(ctx, res, &mut proc, start);
     let tail = proc.stderr_tail();

@@ -73,6 +73,21 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
+    /// After each cell's measured repetitions, run one extra repetition with `perf record`
+    /// on the server during the measured window: flamegraphs/<cell key>.svg, linked from
+    /// results.md. That repetition is left out of every summary. Where perf is missing or
+    /// refused, the run goes on and says why.
+    #[arg(long)]
+    pub flamegraph: bool,
+    /// With --flamegraph: samples per second (`perf record -F`). Each sample copies 8 KiB of
+    /// stack for DWARF unwinding, so higher rates cost the server more.
+    #[arg(
+        long,
+        value_name = "HZ",
+        default_value_t = 499,
+        requires = "flamegraph"
+    )]
+    pub flamegraph_hz: u32,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -123,4 +138,11 @@ pub struct ReportArgs {
     /// service of a scenario reached.
     #[arg(long, value_name = "LEVEL")]
     pub latency_level: Option<String>,
+    /// Instead of plots and results.md: a differential flame graph for every cell that both
+    /// OLD_RUN and this run profiled (`matrix run --flamegraph`), written to
+    /// <run>/flamegraphs/<cell key>.diff.svg — the shape of this run, red where it spends
+    /// more of its samples than OLD_RUN, blue where less. Refused when the perf events
+    /// differ.
+    #[arg(long, value_name = "OLD_RUN", conflicts_with = "readme")]
+    pub diff_flamegraph: Option<PathBuf>,
 }

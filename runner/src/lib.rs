@@ -13,6 +13,8 @@
 //! - beside them: `floor` (the harness's own floors, measured as a run starts), `env` (the
 //!   run's environment record), `process`, `binaries`, `interrupt`,
 //!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments).
+//! - `profile` (perf → folded stacks → SVG, self-contained) and `flamegraph`, its glue for
+//!   `matrix run --flamegraph` (one extra, profiled repetition per cell, beside `cell`).
 //!
 //! Lower layers never import upper ones: `results`, `env`, `limits` and `process` import
 //! nothing from config, plan, cell, cmd, export, report or compare.
@@ -25,6 +27,7 @@ pub mod compare;
 pub mod config;
 pub mod env;
 pub mod export;
+pub mod flamegraph;
 pub mod floor;
 pub mod interrupt;
 pub mod limits;

@@ -3,6 +3,7 @@
 //! Nothing below imports from here.
 
 pub mod compare;
+pub mod diff_flamegraph;
 pub mod plan;
 pub mod report;
 pub mod run;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::ReportArgs;
-use crate::export::markdown;
+use crate::export::{flamegraphs, markdown};
 use crate::readme;
 use crate::report::{self, charts::Chart, plots_md::plots_section};
 use crate::results::group::runtimes_by_service;
@@ -25,6 +25,13 @@ fn results_md(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
     let mut page = markdown::render(run, &set.results, &runtimes_by_service(set.cells.values()));
     page.extend_from_slice(b"\n");
     page.extend_from_slice(plots_section(charts).as_bytes());
+    let fg = flamegraphs::section(run.flamegraph.as_ref(), set.cells.values());
+    if !fg.is_empty() {
+        if !page.ends_with(b"\n\n") {
+            page.push(b'\n');
+        }
+        page.extend_from_slice(fg.as_bytes());
+    }
     Ok(page)
 }
 
@@ -41,6 +48,9 @@ pub fn write(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec
 }
 
 pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(old) = &args.diff_flamegraph {
+        return super::diff_flamegraph::cmd(old, &args.run);
+    }
     // Check the README before spending time on plots: a missing marker is the likely error.
     if let Some(readme) = &args.readme {
         let text = std::fs::read_to_string(readme)

@@ -13,6 +13,7 @@ use crate::cell::{self, Ctx};
 use crate::cli::RunArgs;
 use crate::config::{self, Matrix};
 use crate::export;
+use crate::flamegraph::Profiler;
 use crate::floor;
 use crate::interrupt;
 use crate::plan::{self, Options, Plan};
@@ -117,6 +118,7 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
                 &plan.cells().collect::<Vec<_>>(),
             )),
         }),
+        flamegraph: None,
     };
     store.write_run(&run)?;
     // The matrix file once more as a plain file, for `diff` and re-runs.
@@ -154,6 +156,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
     run.status = RunStatus::Running;
     run.finished_unix_ms = None;
     store.write_run(&run)?;
+    let profiler = start_flamegraphs(args, &store, &mut run)?;
     let tmp = store.tmp_dir()?;
     let ctx = Ctx {
         matrix: &m,
@@ -170,8 +173,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
     for w in &run.environment.provenance_warnings {
         progress.note(&format!("warning: {w}"));
     }
+    if let Some(why) = profiler.as_ref().and_then(Profiler::unavailable) {
+        progress.note(&format!("flame graphs: perf not available: {why}"));
+    }
     for group in &plan.groups {
-        if !run_group(&ctx, &store, group, &mut progress)? {
+        if !run_group(&ctx, &store, group, &mut progress, profiler.as_ref())? {
             break;
         }
     }
@@ -206,6 +212,7 @@ fn run_group(
     store: &Store,
     group: &[CellSpec],
     progress: &mut Progress,
+    profiler: Option<&Profiler>,
 ) -> anyhow::Result<bool> {
     let mut states: Vec<CellResult> = Vec::new();
     for c in group {
@@ -229,6 +236,55 @@ fn run_group(
             if !interrupt::sleep_ms(st.cell.cooldown_ms) {
                 return Ok(false);
             }
+        }
+    }
+    if let Some(p) = profiler {
+        return profiled_reps(ctx, store, &mut states, progress, p);
+    }
+    Ok(true)
+}
+
+/// `--flamegraph`: probes perf once and records the outcome in run.json (also on resume).
+fn start_flamegraphs(
+    args: &RunArgs,
+    store: &Store,
+    run: &mut RunRecord,
+) -> anyhow::Result<Option<Profiler>> {
+    if !args.flamegraph && run.flamegraph.is_none() {
+        return Ok(None);
+    }
+    let p = Profiler::probe(args.flamegraph_hz);
+    run.flamegraph = Some(p.record());
+    store.write_run(run)?;
+    Ok(Some(p))
+}
+
+/// The extra, profiled repetition of every cell of the group that completed.
+fn profiled_reps(
+    ctx: &Ctx,
+    store: &Store,
+    states: &mut [CellResult],
+    progress: &Progress,
+    profiler: &Profiler,
+) -> anyhow::Result<bool> {
+    for st in states.iter_mut() {
+        if interrupt::requested() {
+            return Ok(false);
+        }
+        if st.status != CellStatus::Ok || st.flamegraph.is_some() {
+            continue;
+        }
+        profiler.profiled_rep(ctx, st, &store.dir);
+        if let Some(fg) = &st.flamegraph {
+            progress.note(&format!(
+                "{} profiled: {}",
+                st.cell.key,
+                crate::export::flamegraphs::outcome(fg)
+            ));
+        }
+        store.write_cell(st)?;
+        if !interrupt::sleep_ms(st.cell.cooldown_ms) {
+            return Ok(false);
         }
     }
     Ok(true)
@@ -303,10 +359,11 @@ pub fn export_all(
     run.status = status;
     run.finished_unix_ms = Some(now_unix_us() / 1000);
     store.write_run(run)?;
-    store.write_file(
-        "results.md",
-        &export::markdown::render(run, &results, &runtimes),
-    )?;
+    let mut page = export::markdown::render(run, &results, &runtimes);
+    page.extend_from_slice(
+        export::flamegraphs::section(run.flamegraph.as_ref(), cells.iter()).as_bytes(),
+    );
+    store.write_file("results.md", &page)?;
     let failed = cells.iter().any(|c| {
         matches!(
             c.status,

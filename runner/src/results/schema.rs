@@ -43,6 +43,10 @@ pub struct RunRecord {
     /// The harness's floors, measured when the run started (absent in older runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floors: Option<Floors>,
+    /// `matrix run --flamegraph`: perf as probed once at the start of the run, or why it is
+    /// not available. Absent for runs without flame graphs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flamegraph: Option<FlamegraphProbe>,
 }
 
 /// What the harness itself costs on this machine, measured at the start of the run.
@@ -73,6 +77,23 @@ pub struct MachineFloor {
     pub report: Option<loadgen::floor::Floor>,
     /// Why it was not measured.
     pub unavailable: Option<String>,
+}
+
+/// perf as `matrix run --flamegraph` found it at the start of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum FlamegraphProbe {
+    Available {
+        perf_version: String,
+        event: String,
+        hardware_counters: bool,
+        perf_event_paranoid: Option<i32>,
+        call_graph: crate::profile::CallGraph,
+        frequency_hz: u32,
+    },
+    NotAvailable {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -290,6 +311,26 @@ pub struct CellResult {
     pub reps: Vec<RepResult>,
     /// Aggregates over `reps`, identical to this cell's entry in results.json.
     pub summary: CellSummary,
+    /// `matrix run --flamegraph`: the extra, profiled repetition. It is not in `reps` and
+    /// no summary reads it. Absent for runs without flame graphs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flamegraph: Option<CellFlamegraph>,
+}
+
+/// The profiled repetition of a cell: run after the measured ones, with `perf record` on the
+/// server during loadgen's measured window (after its warm-up), perf pinned to the
+/// generator's CPUs. Its numbers carry perf's overhead, hence kept apart from `reps`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellFlamegraph {
+    /// The repetition number it ran as (`repetitions + 1`); `profiled` is always true.
+    pub rep: u32,
+    pub profiled: bool,
+    /// The profiled repetition's result, if it completed.
+    pub result: Option<RepResult>,
+    /// What perf recorded (paths relative to the run directory) or why it could not.
+    pub profile: Option<crate::profile::Profile>,
+    /// A real failure: the repetition failed, or perf crashed mid-recording.
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -40,6 +40,7 @@ impl CellResult {
             starts: vec![],
             reps: vec![],
             summary: Default::default(),
+            flamegraph: None,
         };
         r.summary = summarize_cell(&r);
         r

@@ -1,0 +1,339 @@
+//! End-to-end `matrix run --flamegraph` and `matrix report --diff-flamegraph`: the real
+//! `matrix`, `loadgen` and `ping-tokio-hyper` binaries on a tiny matrix with ~250 ms windows
+//! (`cargo build --workspace --bins` first). Tests that need perf skip loudly where it is
+//! missing or refused; the "perf not available" path runs everywhere.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
+
+use runner::limits::cpus::allowed_cpus;
+use runner::profile::{Perf, Profile};
+use runner::results::schema::{CellResult, CellStatus, FlamegraphProbe, ResultsFile, RunRecord};
+
+fn bin(name: &str) -> PathBuf {
+    // <target>/debug/deps/flamegraph-<hash> → <target>/debug
+    let exe = std::env::current_exe().unwrap();
+    let p = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        p.exists(),
+        "{} not found: run `cargo build --workspace --bins` first",
+        p.display()
+    );
+    p
+}
+
+/// A fresh scratch directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!(
+            "pingmatrix-fg-{tag}-{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const REPS: u32 = 2;
+
+/// One service, two cells (closed and open loop), server and generator on different CPUs.
+fn write_matrix(dir: &Path) -> PathBuf {
+    let a = allowed_cpus();
+    let (s, l) = (a[0], *a.last().unwrap());
+    let text = format!(
+        r#"[defaults]
+warmup_ms = 100
+duration_ms = 250
+repetitions = {REPS}
+cooldown_ms = 0
+startup_timeout_ms = 1500
+stop_grace_ms = 1000
+loadgen = "{}"
+
+[[services]]
+name = "hyper"
+binary = "{}"
+
+[[scenarios]]
+name = "ping"
+path = "/ping"
+expect_body_bytes = 4
+load = {{ model = "closed", connections = [4] }}
+
+[[scenarios]]
+name = "open"
+path = "/json"
+load = {{ model = "open", rates_per_s = [300], max_connections = 4 }}
+
+[[profiles]]
+name = "pinned"
+server_cpus = "{s}"
+loadgen_cpus = "{l}"
+"#,
+        bin("loadgen").display(),
+        bin("ping-tokio-hyper").display()
+    );
+    let p = dir.join("m.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// inferno's SVGs carry a DOCTYPE, which roxmltree refuses unless told.
+fn parse_svg(text: &str) -> roxmltree::Document<'_> {
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    roxmltree::Document::parse_with_options(text, opt).expect("valid SVG")
+}
+
+fn out_text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn read<T: serde::de::DeserializeOwned>(p: &Path) -> T {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// `matrix run --flamegraph` into a fresh `out`; returns the run directory.
+fn run_flamegraph(m: &Path, out: &Path, perf_env: Option<&str>) -> PathBuf {
+    let mut c = Command::new(bin("matrix"));
+    // 250 ms windows: sample faster than the default 499 Hz so that the open-loop cell (a
+    // mostly idle server) gets samples too.
+    c.args([
+        "run",
+        "--flamegraph",
+        "--flamegraph-hz",
+        "1999",
+        "--quiet",
+        "--config",
+    ])
+    .arg(m)
+    .arg("--out")
+    .arg(out)
+    .stdin(Stdio::null());
+    if let Some(p) = perf_env {
+        c.env(runner::flamegraph::PERF_ENV, p);
+    }
+    let o = c.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one run dir in {}", out.display());
+    dirs[0].clone()
+}
+
+fn cells(run_dir: &Path) -> Vec<CellResult> {
+    let results: ResultsFile = read(&run_dir.join("results.json"));
+    assert_eq!(results.cells.len(), 2);
+    results
+        .cells
+        .iter()
+        .map(|s| read(&run_dir.join("cells").join(format!("{}.json", s.key))))
+        .collect()
+}
+
+fn perf_or_skip(test: &str) -> bool {
+    match Perf::probe() {
+        Ok(_) => true,
+        Err(na) => {
+            eprintln!("SKIPPED {test}: perf {na}");
+            false
+        }
+    }
+}
+
+/// Checks one profiled run: an SVG per cell with the service's frames, the profiled
+/// repetition kept out of `reps` and the summary, results.md linking every SVG.
+fn check_profiled_run(run_dir: &Path) {
+    let run: RunRecord = read(&run_dir.join("run.json"));
+    let Some(FlamegraphProbe::Available { event, .. }) = &run.flamegraph else {
+        panic!("run.json: {:?}", run.flamegraph);
+    };
+    let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
+    assert!(md.contains("## Flame graphs"), "{md}");
+    for c in cells(run_dir) {
+        assert_eq!(c.status, CellStatus::Ok, "{:?}", c.failure);
+        // The measured repetitions only: the profiled one is apart.
+        assert_eq!(c.reps.len(), REPS as usize);
+        assert!(c.reps.iter().all(|r| r.rep <= REPS));
+        assert_eq!(c.summary.n, REPS);
+        let fg = c.flamegraph.as_ref().expect("cell.flamegraph");
+        assert!(fg.profiled);
+        assert_eq!(fg.rep, REPS + 1);
+        assert!(fg.error.is_none(), "{}: {:?}", c.cell.key, fg.error);
+        let profiled = fg
+            .result
+            .as_ref()
+            .expect("the profiled repetition's result");
+        assert!(profiled.report.requests_per_s > 0.0);
+        let Some(Profile::Recorded(rec)) = &fg.profile else {
+            panic!("{}: {:?}", c.cell.key, fg.profile);
+        };
+        assert_eq!(&rec.event, event);
+        assert!(rec.samples.unwrap_or(0) > 0, "{rec:?}");
+        assert!(rec.perf_version.starts_with("perf version"));
+        // Paths relative to the run directory, files named after the cell.
+        let svg_rel = rec.svg.as_ref().expect("an SVG");
+        assert_eq!(
+            svg_rel,
+            &Path::new("flamegraphs").join(format!("{}.svg", c.cell.key))
+        );
+        let svg = std::fs::read_to_string(run_dir.join(svg_rel)).unwrap();
+        let doc = parse_svg(&svg);
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        // Frames of the service binary (its own code, or hyper/tokio linked into it).
+        let folded = std::fs::read_to_string(run_dir.join(&rec.folded)).unwrap();
+        assert!(
+            ["ping_tokio_hyper", "hyper::", "tokio::"]
+                .iter()
+                .any(|f| folded.contains(f)),
+            "no service frames in {folded}"
+        );
+        // results.md links the SVG and shows the profiled req/s.
+        let link = format!("[svg]({})", svg_rel.display());
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}`", c.cell.key)) && l.contains("[svg]"))
+            .unwrap_or_else(|| panic!("no row for {} in\n{md}", c.cell.key));
+        assert!(row.contains(&link), "{row}");
+        assert!(
+            row.contains(&format!("{:.0}", profiled.report.requests_per_s)),
+            "{row}"
+        );
+    }
+    // Every link in the section resolves.
+    let section = &md[md.find("## Flame graphs").unwrap()..];
+    for part in section.split("](").skip(1) {
+        let target = &part[..part.find(')').unwrap()];
+        assert!(run_dir.join(target).is_file(), "broken link {target}");
+    }
+}
+
+#[test]
+fn flamegraph_run_profiles_every_cell_and_diffs_two_runs() {
+    if !perf_or_skip("flamegraph_run_profiles_every_cell_and_diffs_two_runs") {
+        return;
+    }
+    let d = Scratch::new("run");
+    let m = write_matrix(&d.0);
+    let a = run_flamegraph(&m, &d.0.join("a"), None);
+    check_profiled_run(&a);
+    let b = run_flamegraph(&m, &d.0.join("b"), None);
+    check_profiled_run(&b);
+
+    // `matrix report` keeps the section (results.md regenerated with plots).
+    let o = Command::new(bin("matrix"))
+        .arg("report")
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", out_text(&o));
+    let md = std::fs::read_to_string(b.join("results.md")).unwrap();
+    assert!(
+        md.contains("## Flame graphs") && md.contains("](plots/"),
+        "{md}"
+    );
+
+    let diff = |old: &Path, new: &Path| {
+        Command::new(bin("matrix"))
+            .args(["report", "--diff-flamegraph"])
+            .arg(old)
+            .arg(new)
+            .output()
+            .unwrap()
+    };
+    let o = diff(&a, &b);
+    assert!(o.status.success(), "{}", out_text(&o));
+    for c in cells(&b) {
+        let p = b
+            .join("flamegraphs")
+            .join(format!("{}.diff.svg", c.cell.key));
+        let svg = std::fs::read_to_string(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", p.display(), out_text(&o)));
+        let doc = parse_svg(&svg);
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+    }
+
+    // A different perf event in the old run: refused, nothing written for that cell.
+    let key = cells(&a)[0].cell.key.clone();
+    let cell_path = a.join("cells").join(format!("{key}.json"));
+    let mut c: CellResult = read(&cell_path);
+    if let Some(Profile::Recorded(r)) = c.flamegraph.as_mut().and_then(|f| f.profile.as_mut()) {
+        r.event = format!("{}-other", r.event);
+    }
+    std::fs::write(&cell_path, serde_json::to_vec(&c).unwrap()).unwrap();
+    let diff_svg = b.join("flamegraphs").join(format!("{key}.diff.svg"));
+    std::fs::remove_file(&diff_svg).unwrap();
+    let o = diff(&a, &b);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("perf events differ") && err.contains(&key),
+        "{err}"
+    );
+    assert!(!diff_svg.exists());
+}
+
+#[test]
+fn without_perf_the_run_goes_on_and_says_why() {
+    let d = Scratch::new("noperf");
+    let m = write_matrix(&d.0);
+    let missing = d.0.join("no-such-perf");
+    let run_dir = run_flamegraph(&m, &d.0.join("out"), Some(missing.to_str().unwrap()));
+    let run: RunRecord = read(&run_dir.join("run.json"));
+    let Some(FlamegraphProbe::NotAvailable { reason }) = &run.flamegraph else {
+        panic!("run.json: {:?}", run.flamegraph);
+    };
+    assert!(reason.contains("no-such-perf"), "{reason}");
+    for c in cells(&run_dir) {
+        assert_eq!(c.status, CellStatus::Ok, "{:?}", c.failure);
+        assert_eq!(c.reps.len(), REPS as usize);
+        let fg = c.flamegraph.as_ref().expect("cell.flamegraph");
+        assert!(fg.result.is_none(), "no profiled repetition without perf");
+        assert!(
+            matches!(&fg.profile, Some(Profile::NotAvailable(na)) if na.reason == *reason),
+            "{:?}",
+            fg.profile
+        );
+    }
+    assert!(!run_dir.join("flamegraphs").exists());
+    let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
+    assert!(
+        md.contains("## Flame graphs") && md.contains(&format!("perf not available: {reason}")),
+        "{md}"
+    );
+    // Nothing to diff: an error, not a crash.
+    let o = Command::new(bin("matrix"))
+        .args(["report", "--diff-flamegraph"])
+        .arg(&run_dir)
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no cell has a recorded flame graph"),
+        "{}",
+        out_text(&o)
+    );
+}
