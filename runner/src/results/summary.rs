@@ -5,6 +5,7 @@ use loadgen::LoadModel;
 use super::schema::{
     CellResult, CellSpec, CellStatus, CellSummary, LatencySummary, SCHEMA_VERSION,
 };
+use crate::results::churn;
 use crate::results::stats::{median, summarize};
 use crate::results::suspect;
 
@@ -39,6 +40,7 @@ impl CellResult {
             verification: vec![],
             starts: vec![],
             reps: vec![],
+            churn: vec![],
             summary: Default::default(),
         };
         r.summary = summarize_cell(&r);
@@ -93,7 +95,11 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         level: c.cell.level.clone(),
         profile: c.cell.profile.clone(),
         status: Some(c.status),
-        n: reps.len() as u32,
+        n: if c.cell.churn.is_some() {
+            c.churn.iter().filter(|r| r.rep > 0).count() as u32
+        } else {
+            reps.len() as u32
+        },
         requests_per_s: summarize(&rps),
         latency,
         startup_us: summarize(&startup),
@@ -124,6 +130,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         suspect: !reasons.is_empty(),
         suspect_reasons: reasons,
         failure: c.failure.as_ref().map(ToString::to_string),
+        churn: c.cell.churn.map(|s| churn::summarize(&s, &c.churn)),
     }
 }
 

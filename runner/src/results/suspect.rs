@@ -20,6 +20,7 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
         .flat_map(|rep| rep_reasons(cell, rep))
         .collect();
     r.extend(cell_reasons(cell));
+    r.extend(super::churn::suspect_reasons(&cell.churn));
     r
 }
 
@@ -184,6 +185,7 @@ mod tests {
                 workers: 1,
             },
             service_args: vec![],
+            churn: None,
         }
     }
 
