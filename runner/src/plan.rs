@@ -175,10 +175,15 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
         Some(r) => {
             let p: Vec<&str> = r.split('/').collect();
             let key = cell_key(p[0], p[1], p[2], p[3]);
-            // Only meaningful when the reference cell is part of this run.
-            groups.iter().flatten().find(|c| c.key == key).cloned()
+            // Only meaningful when the reference cell is part of this run (and measures
+            // throughput: a churn cell has no req/s to drift).
+            groups
+                .iter()
+                .flatten()
+                .find(|c| c.key == key && c.churn.is_none())
+                .cloned()
         }
-        None => groups.first().and_then(|g| g.first()).cloned(),
+        None => groups.iter().flatten().find(|c| c.churn.is_none()).cloned(),
     };
     Ok(Plan { groups, reference })
 }

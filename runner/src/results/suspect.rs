@@ -20,7 +20,7 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
         .flat_map(|rep| rep_reasons(cell, rep))
         .collect();
     r.extend(cell_reasons(cell));
-    r.extend(super::churn::suspect_reasons(&cell.churn));
+    r.extend(super::churn::suspect_reasons(cell));
     r
 }
 
@@ -143,7 +143,10 @@ fn cell_reasons(cell: &CellResult) -> Vec<String> {
             ));
         }
     }
-    if cell.status == CellStatus::Ok && (rps.len() as u32) < spec.repetitions {
+    if cell.status == CellStatus::Ok
+        && cell.cell.churn.is_none()
+        && (rps.len() as u32) < spec.repetitions
+    {
         r.push(format!(
             "only {} of {} repetitions",
             rps.len(),
