@@ -68,10 +68,13 @@ pub(super) fn levels(
     distinct(errs, levels, &list)
 }
 
+/// A load field: its name, where it is written (if it is), the models that take it.
+type Field<'a> = (&'a str, Option<Range<usize>>, &'a [ModelKind]);
+
 /// Fields of another model.
 fn misplaced(errs: &mut Errs, load: &Load, field: &impl Fn(&str) -> String) {
     use ModelKind::{Churn, Closed, Open};
-    let fields: [(&str, Option<Range<usize>>, &[ModelKind]); 5] = [
+    let fields: [Field; 5] = [
         (
             "connections",
             load.connections.as_ref().map(Spanned::span),
@@ -274,7 +277,7 @@ fn rate_label(rate: f64) -> String {
 }
 
 /// Each label once: a repeated level would run the same cell twice under one key.
-pub(super) fn distinct(errs: &mut Errs, levels: Vec<Spanned<Level>>, field: &str) -> Vec<Level> {
+fn distinct(errs: &mut Errs, levels: Vec<Spanned<Level>>, field: &str) -> Vec<Level> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for l in levels {
