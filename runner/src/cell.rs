@@ -12,6 +12,7 @@ use crate::interrupt;
 use crate::limits::{self, Confinement, Request, Role};
 use crate::load;
 use crate::process::Proc;
+use crate::results::churn::ChurnRep;
 use crate::results::schema::{
     AppliedLimits, CellResult, CellSpec, CellStatus, CgroupCounters, EndpointCheck, Failure,
     RepResult, Stage, StartRecord,
@@ -343,4 +344,46 @@ fn measure(
         loadgen_exit_code: run.exit_code,
         report: run.report,
     })
+}
+
+/// One repetition of a connection-churn cell: the same start and checks as `run_rep`, then
+/// the runner's own open/close cycles (from the generator's CPUs) instead of loadgen, then
+/// the stop. On failure records it on `res` and returns None.
+pub fn run_churn_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<ChurnRep> {
+    let r = (|| {
+        let cell = res.cell.clone();
+        let spec = cell
+            .churn
+            .ok_or_else(|| Stop::at(Stage::Load, "not a churn cell"))?;
+        let binary = service_binary(ctx, &cell)?;
+        let mut confs = confine(&cell)?;
+        if res.limits.is_none() {
+            res.limits = merged_limits(&confs.server, &confs.loadgen);
+        }
+        let (mut proc, mut start) = spawn_service(&cell, binary, &confs.server, rep)?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
+        let ready = wait_ready(ctx, &cell, &mut proc, addr, &mut start)
+            .and_then(|()| check_service(res, &proc, addr, &cell.path));
+        if let Err(stop) = ready {
+            finish_start(ctx, res, &mut proc, start);
+            return Err(stop.with_tail(proc.stderr_tail()));
+        }
+        start.idle_rss_bytes = sample::status(proc.pid).map(|s| s.0);
+        let timeout = Duration::from_millis(ctx.matrix.request_timeout_ms);
+        let run = limits::cpus::on_cpus(&cell.limits.loadgen_cpus, || {
+            crate::churn::run(&mut proc, addr, &cell.path, &spec, timeout, rep)
+        });
+        finish_start(ctx, res, &mut proc, start);
+        let tail = proc.stderr_tail();
+        drop(proc);
+        confs.server.release();
+        run.map_err(|e| Stop::at(Stage::Load, e).with_tail(tail))
+    })();
+    match r {
+        Ok(r) => Some(r),
+        Err(stop) => {
+            fail(res, stop);
+            None
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //!   drift re-run, `cmd::report`, `cmd::compare`, `cmd::plan`;
 //! - `cell` — one repetition: `limits` (cgroups, CPU lists) → `service` (spawn, first 200,
 //!   start-up line, verify, stop) → `load` (loadgen as a child) with `sample` (CPU/RSS);
+//!   a churn cell runs `churn` (the runner's own open/close rounds, RSS after each) instead;
 //! - `results` — the data layer every reader uses: schema, store, summary, suspect rules,
 //!   stats, loading a result set, grouping, units;
 //! - `export` (results.json, results.md), `report` (charts, README headline) and `compare`
@@ -21,6 +22,7 @@
 
 pub mod binaries;
 pub mod cell;
+pub mod churn;
 pub mod cli;
 pub mod cmd;
 pub mod compare;

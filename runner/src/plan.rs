@@ -46,7 +46,13 @@ impl Plan {
 
     /// Wall-time estimate in seconds.
     pub fn estimate_s(&self) -> f64 {
-        let rep_ms = |c: &CellSpec| c.warmup_ms + c.duration_ms + c.cooldown_ms + START_OVERHEAD_MS;
+        let rep_ms = |c: &CellSpec| {
+            let load_ms = match &c.churn {
+                Some(ch) => crate::churn::estimate_ms(ch),
+                None => c.warmup_ms + c.duration_ms,
+            };
+            load_ms + c.cooldown_ms + START_OVERHEAD_MS
+        };
         let ms: u64 = self
             .cells()
             .map(|c| rep_ms(c) * u64::from(c.repetitions))
@@ -152,6 +158,7 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
                         expect_body_bytes: scenario.expect_body_bytes,
                         limits: profile.limits.clone(),
                         service_args: s.args.clone(),
+                        churn: level.churn,
                     })
                     .collect();
                 let kept: Vec<CellSpec> = group.into_iter().filter(|c| filter.keep(c)).collect();
@@ -168,10 +175,15 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
         Some(r) => {
             let p: Vec<&str> = r.split('/').collect();
             let key = cell_key(p[0], p[1], p[2], p[3]);
-            // Only meaningful when the reference cell is part of this run.
-            groups.iter().flatten().find(|c| c.key == key).cloned()
+            // Only meaningful when the reference cell is part of this run (and measures
+            // throughput: a churn cell has no req/s to drift).
+            groups
+                .iter()
+                .flatten()
+                .find(|c| c.key == key && c.churn.is_none())
+                .cloned()
         }
-        None => groups.first().and_then(|g| g.first()).cloned(),
+        None => groups.iter().flatten().find(|c| c.churn.is_none()).cloned(),
     };
     Ok(Plan { groups, reference })
 }
@@ -194,7 +206,10 @@ pub fn render(plan: &Plan) -> String {
             c.level,
             c.profile,
             c.repetitions,
-            format!("{}+{} ms", c.warmup_ms, c.duration_ms)
+            match &c.churn {
+                Some(ch) => format!("~{} ms churn", crate::churn::estimate_ms(ch)),
+                None => format!("{}+{} ms", c.warmup_ms, c.duration_ms),
+            }
         );
     }
     if let Some(r) = &plan.reference {

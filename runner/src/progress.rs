@@ -102,6 +102,11 @@ impl Progress {
             (None, Some(f)) => format!("FAILED: {f}"),
             (None, None) => "skipped".into(),
         };
+        self.end_with(c, rep, &what);
+    }
+
+    /// Ends a repetition with its own one-line outcome (e.g. a churn cell's RSS).
+    pub fn end_with(&mut self, c: &CellSpec, rep: u32, what: &str) {
         let line = format!("{}  {what}", self.head(c, rep));
         self.done += 1;
         let eta = min_sec(self.eta().as_secs() as f64);

@@ -296,3 +296,79 @@ fn binaries_and_matrix_file_in_directories_with_spaces_run_end_to_end() {
     .unwrap();
     assert_eq!(cell["status"], "ok", "{cell:#}");
 }
+
+/// The base matrix with its load line replaced (line 14 stays line 14).
+fn with_load(load: &str) -> String {
+    base().replace(
+        r#"load = { model = "closed", connections = [4] }"#,
+        &format!("load = {{ {load} }}"),
+    )
+}
+
+#[test]
+fn a_churn_scenario_plans_with_its_estimate() {
+    let out = plan(
+        "churn-ok",
+        &with_load(r#"model = "churn", connections = [100], cycles = 3"#),
+    );
+    assert_success(&out);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains(" c100x3 "), "{s}");
+    assert!(s.contains("ms churn"), "{s}");
+}
+
+#[test]
+fn churn_values_are_checked_where_they_are_written() {
+    // "load = { model = " is 17 columns: the model at 18, the connections list at 41,
+    // its first value at 42, cycles at 55.
+    let out = plan(
+        "churn-zero",
+        &with_load(r#"model = "churn", connections = [0], cycles = 1"#),
+    );
+    assert_rejected(
+        &out,
+        &[
+            "m.toml:14:41: scenarios[0].load.connections: needs at least one level",
+            "m.toml:14:55: scenarios[0].load.cycles: must be between 2",
+        ],
+    );
+    let out = plan(
+        "churn-cycles",
+        &with_load(r#"model = "churn", connections = [9], cycles = 101"#),
+    );
+    assert_rejected(&out, &["m.toml:14:55: scenarios[0].load.cycles", "and 100"]);
+    let out = plan(
+        "churn-missing",
+        &with_load(r#"model = "churn", connections = [9]"#),
+    );
+    assert_rejected(
+        &out,
+        &["m.toml:14:18: scenarios[0].load.cycles: churn model needs cycles"],
+    );
+    // More connections than `ulimit -n` or the local port range allow.
+    let out = plan(
+        "churn-huge",
+        &with_load(r#"model = "churn", connections = [4000000], cycles = 2"#),
+    );
+    assert_rejected(&out, &["m.toml:14:42: scenarios[0].load.connections"]);
+    // A field of another model, and cycles on a closed scenario.
+    let out = plan(
+        "churn-misplaced",
+        &with_load(r#"model = "churn", connections = [9], cycles = 2, pipeline = 4"#),
+    );
+    assert_rejected(
+        &out,
+        &[
+            "m.toml:14:",
+            "scenarios[0].load.pipeline: only for model = \"closed\"",
+        ],
+    );
+    let out = plan(
+        "churn-on-closed",
+        &with_load(r#"model = "closed", connections = [4], cycles = 2"#),
+    );
+    assert_rejected(
+        &out,
+        &["scenarios[0].load.cycles: only for model = \"churn\""],
+    );
+}

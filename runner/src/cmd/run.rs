@@ -292,6 +292,9 @@ fn profiled_reps(
 
 /// One repetition of one cell, recorded on it with its progress line.
 fn run_rep(ctx: &Ctx, st: &mut CellResult, rep: u32, progress: &mut Progress) {
+    if st.cell.churn.is_some() {
+        return super::churn::record_rep(ctx, st, rep, progress);
+    }
     progress.begin(&st.cell, rep);
     let r = cell::run_rep(ctx, st, rep);
     let failure = st.failure.as_ref().map(ToString::to_string);

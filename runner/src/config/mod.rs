@@ -70,7 +70,10 @@ pub struct ScenarioDef {
 pub struct Level {
     /// "c64", "c16p16", "r20000".
     pub label: String,
+    /// For churn levels, a closed-model stand-in with the same connections (never given
+    /// to loadgen).
     pub model: LoadModel,
+    pub churn: Option<crate::results::churn::ChurnSpec>,
 }
 
 #[derive(Debug, Clone)]

@@ -105,7 +105,8 @@ fn yes() -> bool {
 
 /// Load model of a scenario. A flat struct (not a tagged enum) so the fields keep their
 /// spans: closed = `connections` (one level each) + `pipeline`; open = `rates_per_s` (one
-/// level each) + `max_connections`. Each level keeps its own span too.
+/// level each) + `max_connections`; churn = `connections` (one level each) + `cycles`. Each
+/// level keeps its own span too.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Load {
@@ -114,6 +115,8 @@ pub struct Load {
     pub pipeline: Option<Spanned<u32>>,
     pub rates_per_s: Option<Spanned<Vec<Spanned<f64>>>>,
     pub max_connections: Option<Spanned<u32>>,
+    /// Churn model: open/close rounds per repetition.
+    pub cycles: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
@@ -121,6 +124,9 @@ pub struct Load {
 pub enum ModelKind {
     Closed,
     Open,
+    /// Connection churn: `connections` (one level each) opened, served once, held and
+    /// closed, `cycles` times; the service's RSS read after each round.
+    Churn,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

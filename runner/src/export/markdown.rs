@@ -100,6 +100,7 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
     header(&mut o, run, res);
     how_to_read(&mut o, res);
     load_tables(&mut o, res);
+    super::churn::section(&mut o, res);
     startup_and_memory(&mut o, res, runtimes);
     startup_floor(&mut o, run);
     machine_floor(&mut o, run);
@@ -179,7 +180,14 @@ fn how_to_read(o: &mut String, res: &ResultsFile) {
 
 /// Open-loop tables first (valid on any machine), then closed loop.
 fn load_tables(o: &mut String, res: &ResultsFile) {
-    let groups = group::groups(&res.cells);
+    // Churn cells have their own table (`export::churn`).
+    let cells: Vec<CellSummary> = res
+        .cells
+        .iter()
+        .filter(|c| c.churn.is_none())
+        .cloned()
+        .collect();
+    let groups = group::groups(&cells);
     if groups.iter().any(|g| g.open) {
         let _ = writeln!(
             o,

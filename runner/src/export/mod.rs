@@ -1,6 +1,7 @@
 //! Exporters: a run's results as bytes — results.json (the aggregate) and results.md (the
 //! page a human reads). They never touch files; the store or `cmd::report` writes them.
 
+pub mod churn;
 pub mod flamegraphs;
 pub mod json;
 pub mod markdown;

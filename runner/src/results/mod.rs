@@ -3,6 +3,7 @@
 //! summarised with, grouping of cells for tables and charts, and value formatting with units.
 //! It imports nothing from the layers that produce or present results.
 
+pub mod churn;
 pub mod group;
 pub mod schema;
 pub mod set;

@@ -247,6 +247,10 @@ pub struct CellSpec {
     pub limits: ProfileLimits,
     /// Extra service arguments from the matrix file.
     pub service_args: Vec<String>,
+    /// A connection-churn cell (`model = "churn"`): the runner opens and closes connections
+    /// itself and reads the service's RSS; `load` is not run by loadgen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<super::churn::ChurnSpec>,
 }
 
 impl CellSpec {
@@ -309,6 +313,9 @@ pub struct CellResult {
     /// One entry per (re)start of the service; every start is a cold-start sample.
     pub starts: Vec<StartRecord>,
     pub reps: Vec<RepResult>,
+    /// Connection churn: one entry per repetition (churn cells only, instead of `reps`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub churn: Vec<super::churn::ChurnRep>,
     /// Aggregates over `reps`, identical to this cell's entry in results.json.
     pub summary: CellSummary,
     /// `matrix run --flamegraph`: the extra, profiled repetition. It is not in `reps` and
@@ -629,6 +636,9 @@ pub struct CellSummary {
     pub suspect: bool,
     pub suspect_reasons: Vec<String>,
     pub failure: Option<String>,
+    /// Connection churn cells: RSS across the open/close cycles and the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn: Option<super::churn::ChurnSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

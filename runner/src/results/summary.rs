@@ -5,6 +5,7 @@ use loadgen::LoadModel;
 use super::schema::{
     CellResult, CellSpec, CellStatus, CellSummary, LatencySummary, SCHEMA_VERSION,
 };
+use crate::results::churn;
 use crate::results::stats::{median, summarize};
 use crate::results::suspect;
 
@@ -39,6 +40,7 @@ impl CellResult {
             verification: vec![],
             starts: vec![],
             reps: vec![],
+            churn: vec![],
             summary: Default::default(),
             flamegraph: None,
         };
@@ -94,7 +96,11 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         level: c.cell.level.clone(),
         profile: c.cell.profile.clone(),
         status: Some(c.status),
-        n: reps.len() as u32,
+        n: if c.cell.churn.is_some() {
+            c.churn.iter().filter(|r| r.rep > 0).count() as u32
+        } else {
+            reps.len() as u32
+        },
         requests_per_s: summarize(&rps),
         latency,
         startup_us: summarize(&startup),
@@ -125,6 +131,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         suspect: !reasons.is_empty(),
         suspect_reasons: reasons,
         failure: c.failure.as_ref().map(ToString::to_string),
+        churn: c.cell.churn.map(|s| churn::summarize(&s, &c.churn)),
     }
 }
 

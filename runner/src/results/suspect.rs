@@ -20,6 +20,7 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
         .flat_map(|rep| rep_reasons(cell, rep))
         .collect();
     r.extend(cell_reasons(cell));
+    r.extend(super::churn::suspect_reasons(cell));
     r
 }
 
@@ -148,7 +149,10 @@ fn cell_reasons(cell: &CellResult) -> Vec<String> {
             ));
         }
     }
-    if cell.status == CellStatus::Ok && (rps.len() as u32) < spec.repetitions {
+    if cell.status == CellStatus::Ok
+        && cell.cell.churn.is_none()
+        && (rps.len() as u32) < spec.repetitions
+    {
         r.push(format!(
             "only {} of {} repetitions",
             rps.len(),
@@ -190,6 +194,7 @@ mod tests {
                 workers: 1,
             },
             service_args: vec![],
+            churn: None,
         }
     }
 

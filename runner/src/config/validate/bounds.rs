@@ -30,3 +30,8 @@ pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
 /// `memory_max_mib`: 16 TiB, more memory than any machine this runs on; the bound keeps
 /// the conversion to bytes from overflowing.
 pub const MAX_MEMORY_MIB: u64 = 16 << 20;
+
+/// Open/close rounds of a churn level. Two are the fewest that show a trend; a leak shows
+/// within a handful (issue 12: 8 cycles of 3,000 connections), and each round costs a
+/// settle pause, so a hundred is already a long repetition.
+pub const MAX_CHURN_CYCLES: u32 = 100;

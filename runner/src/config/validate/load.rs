@@ -60,37 +60,74 @@ pub(super) fn levels(
             let connections = max_connections(errs, load, fit, &field);
             (open(errs, load, connections, &field), field("rates_per_s"))
         }
+        ModelKind::Churn => (
+            super::churn::levels(errs, load, fit.host, &field),
+            field("connections"),
+        ),
     };
     distinct(errs, levels, &list)
 }
 
-/// Fields of the other model.
+/// A load field: its name, where it is written (if it is), the models that take it.
+type Field<'a> = (&'a str, Option<Range<usize>>, &'a [ModelKind]);
+
+/// Fields of another model.
 fn misplaced(errs: &mut Errs, load: &Load, field: &impl Fn(&str) -> String) {
-    let spans = match load.model.get_ref() {
-        ModelKind::Closed => [
-            ("rates_per_s", load.rates_per_s.as_ref().map(Spanned::span)),
-            (
-                "max_connections",
-                load.max_connections.as_ref().map(Spanned::span),
-            ),
-        ],
-        ModelKind::Open => [
-            ("connections", load.connections.as_ref().map(Spanned::span)),
-            ("pipeline", load.pipeline.as_ref().map(Spanned::span)),
-        ],
+    use ModelKind::{Churn, Closed, Open};
+    let fields: [Field; 5] = [
+        (
+            "connections",
+            load.connections.as_ref().map(Spanned::span),
+            &[Closed, Churn],
+        ),
+        (
+            "pipeline",
+            load.pipeline.as_ref().map(Spanned::span),
+            &[Closed],
+        ),
+        (
+            "rates_per_s",
+            load.rates_per_s.as_ref().map(Spanned::span),
+            &[Open],
+        ),
+        (
+            "max_connections",
+            load.max_connections.as_ref().map(Spanned::span),
+            &[Open],
+        ),
+        ("cycles", load.cycles.as_ref().map(Spanned::span), &[Churn]),
+    ];
+    let model = *load.model.get_ref();
+    let mine = match model {
+        Closed => "connections and pipeline",
+        Open => "rates_per_s and max_connections",
+        Churn => "connections and cycles",
     };
-    let (other, mine) = match load.model.get_ref() {
-        ModelKind::Closed => ("open", "connections and pipeline"),
-        ModelKind::Open => ("closed", "rates_per_s and max_connections"),
-    };
-    for (name, span) in spans {
-        if let Some(span) = span {
+    for (name, span, models) in fields {
+        if let Some(span) = span
+            && !models.contains(&model)
+        {
+            let names: Vec<String> = models
+                .iter()
+                .map(|m| format!("\"{}\"", model_name(*m)))
+                .collect();
             errs.at(
                 span,
                 field(name),
-                format!("only for model = \"{other}\" (this one takes {mine})"),
+                format!(
+                    "only for model = {} (this one takes {mine})",
+                    names.join(" or ")
+                ),
             );
         }
+    }
+}
+
+fn model_name(m: ModelKind) -> &'static str {
+    match m {
+        ModelKind::Closed => "closed",
+        ModelKind::Open => "open",
+        ModelKind::Churn => "churn",
     }
 }
 
@@ -173,7 +210,14 @@ fn closed(
                 connections,
                 pipeline,
             };
-            Spanned::new(c.span(), Level { label, model })
+            Spanned::new(
+                c.span(),
+                Level {
+                    label,
+                    model,
+                    churn: None,
+                },
+            )
         })
         .collect()
 }
@@ -217,6 +261,7 @@ fn open(
                     rate_per_s,
                     connections,
                 },
+                churn: None,
             };
             Spanned::new(r.span(), level)
         })

@@ -17,6 +17,7 @@
 mod binaries;
 mod bounds;
 mod cells;
+mod churn;
 mod defaults;
 mod host;
 mod load;
