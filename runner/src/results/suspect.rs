@@ -30,8 +30,14 @@ fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
     let rep_no = rep.rep;
     let rp = &rep.report;
     if rep.generator_saturated() {
+        let floor = rep.floor_check.as_ref().map_or(String::new(), |f| {
+            format!(
+                "; the machine's timer wake-up p99 is {:.0} µs at {:.0}/s",
+                f.floor_p99_us, f.floor_rate_per_s
+            )
+        });
         r.push(format!(
-            "rep {rep_no}: generator saturated ({})",
+            "rep {rep_no}: generator saturated ({}{floor})",
             rep.generator_limits().join("; ")
         ));
     }
@@ -333,7 +339,7 @@ mod tests {
             "{r}"
         );
         assert!(
-            r.contains("rep 2: generator saturated (a generator thread was 95 % busy)"),
+            r.contains("rep 2: generator saturated (a generator thread was 95 % busy; the machine"),
             "{r}"
         );
         assert!(!c.reps[0].generator_saturated());
@@ -341,6 +347,11 @@ mod tests {
         // Above the floor it stays the generator's.
         c.reps[0].floor_check.as_mut().unwrap().at_floor = false;
         assert!(c.reps[0].generator_saturated());
+        let r = suspect_reasons(&c).join("; ");
+        assert!(
+            r.contains("above 200 µs; the machine's timer wake-up p99 is 2000 µs at 5000/s)"),
+            "{r}"
+        );
     }
 
     #[test]
