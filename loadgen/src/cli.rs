@@ -12,6 +12,9 @@ use crate::spec::{LoadModel, LoadSpec};
 #[command(
     name = "loadgen",
     version,
+    // `loadgen -V` stays "loadgen 0.1.0" (what runs are matched on); `--version` shows the
+    // build stamp, which the runner finds in the binary's bytes.
+    long_version = pingmatrix_stamp::STAMP,
     about = "Closed- and open-loop HTTP/1.1 load generator with exact accounting",
     after_help = "Durations accept 500ms, 10s, 2m or plain seconds.\n\
 Exit status: 0 run completed (errors are data), 1 run could not be performed or no \

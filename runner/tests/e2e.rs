@@ -681,7 +681,7 @@ fn run_json_records_each_binarys_hash_and_build_commit_from_the_runners_checkout
     );
     assert!(hyper.build_commit.is_some(), "{hyper:?}");
     assert!(env.binary_builds["matrix"].build_commit.is_some());
-    assert!(env.binary_builds["loadgen"].sha256.is_some());
+    assert!(env.binary_builds["loadgen"].build_commit.is_some());
     let foreign = &env.binary_builds["foreign"];
     assert_eq!(foreign.build_commit, None);
     assert!(
