@@ -10,6 +10,7 @@ pub mod cpus;
 pub mod date;
 pub mod listen;
 pub mod lockfile;
+pub mod request;
 pub mod response;
 pub mod route;
 pub mod startup;

@@ -10,27 +10,14 @@ use std::time::Duration;
 use monoio::buf::IoBufMut;
 use monoio::io::{AsyncReadRent, AsyncWriteRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
+use ping_common::MAX_HEAD_BYTES;
+use ping_common::request::{Parsed, parse};
 use ping_common::response::{Reply, Status};
-use ping_common::route::{Route, content_length, route};
-use ping_common::{MAX_HEAD_BYTES, MAX_HEADERS};
+use ping_common::route::Route;
 
 use crate::SERVICE;
 
 const READ_CHUNK: usize = 8 * 1024;
-
-/// Outcome of parsing the front of the buffer.
-enum Parsed {
-    Partial,
-    Invalid(Status),
-    Request {
-        head_len: usize,
-        route: Route,
-        keep_alive: bool,
-        /// The request said `Connection: close` (echoed, as hyper does).
-        said_close: bool,
-        body_len: u64,
-    },
-}
 
 pub async fn serve(mut stream: TcpStream) {
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
@@ -124,53 +111,6 @@ async fn write(stream: &mut TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
     res.ok().map(|_| out)
 }
 
-fn parse(buf: &[u8]) -> Parsed {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut headers);
-    let head_len = match req.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Parsed::Partial,
-        Err(httparse::Error::TooManyHeaders) => return Parsed::Invalid(Status::HeadersTooLarge),
-        Err(_) => return Parsed::Invalid(Status::BadRequest),
-    };
-    if head_len > MAX_HEAD_BYTES {
-        return Parsed::Invalid(Status::HeadersTooLarge);
-    }
-    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else {
-        return Parsed::Invalid(Status::BadRequest);
-    };
-    let mut said_close = false;
-    let mut said_keep_alive = false;
-    let mut body_len: Option<u64> = None;
-    for h in req.headers.iter() {
-        if h.name.eq_ignore_ascii_case("connection") {
-            for token in h.value.split(|&b| b == b',') {
-                let token = token.trim_ascii();
-                said_close |= token.eq_ignore_ascii_case(b"close");
-                said_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
-            }
-        } else if h.name.eq_ignore_ascii_case("content-length") {
-            let Some(n) = content_length(h.value) else {
-                return Parsed::Invalid(Status::BadRequest);
-            };
-            if body_len.is_some_and(|prev| prev != n) {
-                return Parsed::Invalid(Status::BadRequest);
-            }
-            body_len = Some(n);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            return Parsed::Invalid(Status::BadRequest);
-        }
-    }
-    let keep_alive = !said_close && (version == 1 || said_keep_alive);
-    Parsed::Request {
-        head_len,
-        route: route(method, target),
-        keep_alive,
-        said_close,
-        body_len: body_len.unwrap_or(0),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,7 +158,9 @@ mod tests {
         ] {
             assert!(matches!(parse(bad), Parsed::Invalid(Status::BadRequest)));
         }
-        let many: String = (0..=MAX_HEADERS).map(|i| format!("X{i}: v\r\n")).collect();
+        let many: String = (0..=ping_common::MAX_HEADERS)
+            .map(|i| format!("X{i}: v\r\n"))
+            .collect();
         let req = format!("GET /ping HTTP/1.1\r\n{many}\r\n");
         assert!(matches!(
             parse(req.as_bytes()),
