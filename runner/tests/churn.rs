@@ -3,37 +3,15 @@
 //! read after opening and after closing, and results.md carries the "Connection churn"
 //! table instead of a throughput table.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+mod live;
+
+use live::{Scratch, bin, read};
 use runner::limits::cpus::allowed_cpus;
 use runner::results::churn::ChurnVerdict;
 use runner::results::schema::{CellResult, CellStatus, ResultsFile};
-
-fn bin(name: &str) -> PathBuf {
-    // <target>/debug/deps/churn-<hash> → <target>/debug
-    let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join(name);
-    assert!(
-        p.exists(),
-        "{} not found: run `cargo build --workspace --bins` first",
-        p.display()
-    );
-    p
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn read<T: serde::de::DeserializeOwned>(p: &std::path::Path) -> T {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
 
 #[test]
 fn churn_cells_run_against_a_real_service_and_get_their_own_table() {

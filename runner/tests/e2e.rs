@@ -3,49 +3,14 @@
 //! matrix file, and Ctrl-C mid-run followed by `--resume`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod live;
+
+use live::{Scratch, bin, out_text, read};
 use runner::limits::cpus::allowed_cpus;
 use runner::results::schema::{CellResult, CellStatus, ResultsFile, RunRecord, RunStatus, Stage};
-
-fn bin_dir() -> PathBuf {
-    // <target>/debug/deps/e2e-<hash> → <target>/debug
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
-fn bin(name: &str) -> PathBuf {
-    let p = bin_dir().join(name);
-    assert!(
-        p.exists(),
-        "{} not found: run `cargo build --workspace --bins` first",
-        p.display()
-    );
-    p
-}
-
-/// A fresh scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!(
-            "pingmatrix-e2e-{tag}-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Kills the child on drop (a failing assert must not leave `matrix` running).
 struct Guard(Child);
@@ -135,15 +100,6 @@ fn run_quiet(m: &Path, out: &Path, extra: &[&str], env_marker: Option<&str>) -> 
     run_matrix(&args, env_marker)
 }
 
-fn out_text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn only_run_dir(out: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out)
         .unwrap()
@@ -153,10 +109,6 @@ fn only_run_dir(out: &Path) -> PathBuf {
         .collect();
     assert_eq!(dirs.len(), 1, "expected one run dir in {}", out.display());
     dirs[0].clone()
-}
-
-fn read<T: serde::de::DeserializeOwned>(p: &Path) -> T {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
 /// Processes (other than us) whose environment carries `marker`.

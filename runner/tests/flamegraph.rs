@@ -4,46 +4,14 @@
 //! missing or refused; the "perf not available" path runs everywhere.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::Instant;
+use std::process::{Command, Stdio};
 
+mod live;
+
+use live::{Scratch, bin, out_text, read};
 use runner::limits::cpus::allowed_cpus;
 use runner::profile::{Perf, Profile};
 use runner::results::schema::{CellResult, CellStatus, FlamegraphProbe, ResultsFile, RunRecord};
-
-fn bin(name: &str) -> PathBuf {
-    // <target>/debug/deps/flamegraph-<hash> → <target>/debug
-    let exe = std::env::current_exe().unwrap();
-    let p = exe.parent().unwrap().parent().unwrap().join(name);
-    assert!(
-        p.exists(),
-        "{} not found: run `cargo build --workspace --bins` first",
-        p.display()
-    );
-    p
-}
-
-/// A fresh scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!(
-            "pingmatrix-fg-{tag}-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 const REPS: u32 = 2;
 
@@ -96,19 +64,6 @@ fn parse_svg(text: &str) -> roxmltree::Document<'_> {
         ..Default::default()
     };
     roxmltree::Document::parse_with_options(text, opt).expect("valid SVG")
-}
-
-fn out_text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn read<T: serde::de::DeserializeOwned>(p: &Path) -> T {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
 /// `matrix run --flamegraph` into a fresh `out`; returns the run directory.
