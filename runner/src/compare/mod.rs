@@ -5,13 +5,11 @@
 pub mod comparable;
 pub mod export;
 pub mod matching;
-pub mod metric;
 pub mod model;
-pub mod welch;
 
-use self::metric::Metric;
 use self::model::{CellComparison, Comparison, MetricComparison, Side};
-use self::welch::Verdict;
+use crate::results::difference::{self, Verdict};
+use crate::results::metric::{self, Metric};
 use crate::results::schema::{CellStatus, CellSummary};
 use crate::results::set::ResultSet;
 
@@ -92,13 +90,13 @@ fn compare_metric(
     let so = metric::values(o, old.cells.get(&o.key), mt);
     let sn = metric::values(n, new.cells.get(&n.key), mt);
     let difference = match (&so, &sn) {
-        (Some(a), Some(b)) => welch::difference(a, b),
+        (Some(a), Some(b)) => difference::difference(a, b),
         _ => None,
     };
     let verdict = match &difference {
         None => Verdict::Missing,
         Some(_) if withhold => Verdict::NotComparable,
-        Some(d) => welch::verdict(mt, d, noise_pct),
+        Some(d) => difference::verdict(mt, d, noise_pct),
     };
     MetricComparison {
         metric: mt,

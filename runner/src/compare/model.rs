@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use super::matching::CellId;
-use super::metric::{Metric, MetricValues, Unit};
-use super::welch::{Difference, Verdict};
+use crate::results::difference::{Difference, Verdict};
+use crate::results::metric::{Metric, MetricValues, Unit};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {

@@ -6,7 +6,7 @@ pub mod markdown;
 pub mod terminal;
 
 use super::model::{CellComparison, Comparison, MetricComparison};
-use super::welch::Verdict;
+use crate::results::difference::Verdict;
 use crate::results::units::value;
 
 pub fn side_value(m: &MetricComparison, old: bool) -> String {

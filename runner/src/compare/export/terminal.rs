@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use super::super::model::Comparison;
-use super::super::welch::Verdict;
 use super::{
     change, machine_line, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
 };
+use crate::results::difference::Verdict;
 
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
