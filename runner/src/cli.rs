@@ -25,6 +25,12 @@ pub enum Command {
     Run(RunArgs),
     /// Print the expanded cells and the time estimate without running anything.
     Plan(SelectArgs),
+    /// Measure what this machine can tell apart: one service as two identical arms, A B A B,
+    /// with the run's windows and repetitions ([calibration] of the matrix file, or the
+    /// baseline service at the first closed- and open-loop cell). Writes a result set whose
+    /// results.md gives, per metric, the spread, the A/A interval and the minimum detectable
+    /// effect.
+    Calibrate(RunArgs),
     /// Compare two result sets cell by cell: ratio, 95 % CI of the change, verdict.
     Compare(CompareArgs),
     /// Write SVG plots and results.md for a run (optionally the README reference section).
@@ -44,6 +50,21 @@ pub struct SelectArgs {
     /// any of them. Repeatable; different dimensions combine with AND.
     #[arg(long, value_name = "FILTER")]
     pub only: Vec<String>,
+    /// Adaptive repetitions: repeat each cell until the 95 % CI half-width of its primary
+    /// metric (closed loop: req/s; open loop: server CPU/request) is at most PCT percent, or
+    /// until max_repetitions ([defaults], default 10). Overrides target_ci_pct of the file.
+    #[arg(long, value_name = "PCT", value_parser = target_ci)]
+    pub target_ci: Option<f64>,
+}
+
+/// `--target-ci`: the matrix file's rule, checked before anything runs (exit 2).
+fn target_ci(s: &str) -> Result<f64, String> {
+    let pct: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("not a number: {s:?}"))?;
+    crate::config::validate::check_target_ci(pct)
 }
 
 impl SelectArgs {
@@ -52,6 +73,8 @@ impl SelectArgs {
         plan::Options {
             quick: self.quick,
             only: self.only.clone(),
+            target_ci_pct: self.target_ci,
+            calibration: plan::Calibrate::AsConfigured,
         }
     }
 }
@@ -65,7 +88,7 @@ pub struct RunArgs {
     pub out: PathBuf,
     /// Continue an interrupted run: skip cells whose result files are complete. The run's
     /// own recorded matrix, --quick and --only apply; giving them again is an error.
-    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "quick", "only"])]
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "quick", "only", "target_ci"])]
     pub resume: Option<PathBuf>,
     /// Validate and print the plan, run nothing (same as `matrix plan`).
     #[arg(long)]

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use loadgen::LoadModel;
 
+pub use crate::results::adaptive::Adaptive;
 use crate::results::schema::ProfileLimits;
 
 pub use validate::{ConfigError, ConfigErrors, load};
@@ -25,6 +26,12 @@ pub struct Matrix {
     pub loadgen: PathBuf,
     /// "service/scenario/level/profile".
     pub reference: Option<String>,
+    /// Re-runs of the reference cell through the run.
+    pub drift_points: u32,
+    /// The service the others are judged against.
+    pub baseline: String,
+    pub adaptive: Option<Adaptive>,
+    pub calibration: Option<CalibrationDef>,
     pub quick: Option<QuickDef>,
     pub services: Vec<ServiceDef>,
     pub scenarios: Vec<ScenarioDef>,
@@ -37,6 +44,13 @@ pub struct Timing {
     pub duration_ms: u64,
     pub repetitions: u32,
     pub cooldown_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct CalibrationDef {
+    pub service: String,
+    /// "scenario/level/profile".
+    pub cells: Vec<String>,
 }
 
 #[derive(Debug, Clone)]

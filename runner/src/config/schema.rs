@@ -18,6 +18,8 @@ pub struct MatrixFile {
     pub scenarios: Vec<Scenario>,
     #[serde(default)]
     pub profiles: Vec<Profile>,
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -35,9 +37,19 @@ pub struct Defaults {
     pub loadgen_threads: Spanned<u32>,
     /// The load generator binary (name on PATH / next to `matrix`, or a path).
     pub loadgen: Spanned<String>,
-    /// Cell re-run at the end to measure drift: "service/scenario/level/profile";
+    /// Cell re-run through the run to measure drift: "service/scenario/level/profile";
     /// default = the first cell of the plan.
     pub reference: Option<Spanned<String>>,
+    /// Re-runs of the reference cell, spread evenly through the run (the last at its end).
+    pub drift_points: Spanned<u32>,
+    /// Service every other is judged against (ratio with its 95 % interval); default: the
+    /// first service.
+    pub baseline: Option<Spanned<String>>,
+    /// Adaptive repetitions: repeat a cell until the 95 % CI half-width of its primary
+    /// metric (closed loop req/s, open loop CPU/request) is at most this many percent.
+    pub target_ci_pct: Option<Spanned<f64>>,
+    /// With `target_ci_pct`: the most repetitions a cell gets (its time cap).
+    pub max_repetitions: Option<Spanned<u32>>,
 }
 
 /// A value the file did not give: it has no place in the file (span 0..0, reported as 1:1).
@@ -58,6 +70,10 @@ impl Default for Defaults {
             loadgen_threads: unwritten(1),
             loadgen: unwritten("loadgen".to_string()),
             reference: None,
+            drift_points: unwritten(4),
+            baseline: None,
+            target_ci_pct: None,
+            max_repetitions: None,
         }
     }
 }
@@ -72,6 +88,17 @@ pub struct Quick {
     pub duration_ms: Option<Spanned<u64>>,
     pub repetitions: Option<Spanned<u32>>,
     pub cooldown_ms: Option<Spanned<u64>>,
+}
+
+/// `[calibration]`: one service run as two identical arms, A B A B, with the run's windows
+/// and repetitions, to measure what this machine can tell apart.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Default: the baseline service.
+    pub service: Option<Spanned<String>>,
+    /// Cells as "scenario/level/profile".
+    pub cells: Spanned<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

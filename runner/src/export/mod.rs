@@ -5,3 +5,4 @@ pub mod churn;
 pub mod flamegraphs;
 pub mod json;
 pub mod markdown;
+pub mod verdicts;

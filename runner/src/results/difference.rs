@@ -9,13 +9,13 @@
 //! the few-percent spread of a usable cell this understates the width by a few percent of
 //! itself, far below the noise threshold.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::metric::{Metric, MetricValues};
 use crate::results::stats::{self, t_975};
 
 /// The difference of means, new − old, with its 95 % Welch interval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Difference {
     /// new mean / old mean.
     pub ratio: f64,
@@ -27,7 +27,7 @@ pub struct Difference {
     /// Welch–Satterthwaite degrees of freedom (floored before looking up t); n − 1 paired.
     pub df: Option<f64>,
     /// Paired on repetitions: `ratio` is the geometric mean of the per-pair ratios.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paired: bool,
 }
 
@@ -114,7 +114,7 @@ fn welch(old: &MetricValues, new: &MetricValues) -> Option<(f64, f64)> {
     Some((t * se2.sqrt(), df))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Better,
@@ -143,6 +143,11 @@ impl Verdict {
         }
     }
 }
+
+/// The default noise threshold (percent): a significant change smaller than this is "no
+/// change" — below it, a real difference of two builds or runtimes rarely matters, and on a
+/// shared machine it is where the drift of one round to the next lives.
+pub const NOISE_PCT: f64 = 2.0;
 
 /// "No change" unless the CI excludes zero AND |change| exceeds the noise threshold.
 pub fn verdict(m: Metric, d: &Difference, noise_pct: f64) -> Verdict {

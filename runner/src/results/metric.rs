@@ -1,13 +1,13 @@
 //! The metrics a comparison covers, which direction is better for each, and how to read
 //! their per-repetition values out of a cell (falling back to results.json summaries).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::results::schema::{CellResult, CellSummary, Stat};
 use crate::results::stats;
 pub use crate::results::units::Unit;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     RequestsPerS,

@@ -4,6 +4,8 @@
 //! their power), grouping of cells for tables and charts, and value formatting with units.
 //! It imports nothing from the layers that produce or present results.
 
+pub mod adaptive;
+pub mod calibration;
 pub mod churn;
 pub mod difference;
 pub mod group;
@@ -16,3 +18,4 @@ pub mod store;
 pub mod summary;
 pub mod suspect;
 pub mod units;
+pub mod verdict;

@@ -29,6 +29,12 @@ pub struct RunRecord {
     /// argv exactly as given.
     pub command_line: Vec<String>,
     pub quick: bool,
+    /// `--target-ci` as given (resume expands the same plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci_pct: Option<f64>,
+    /// `matrix calibrate`: the run holds only the calibration.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub calibration_only: bool,
     /// `--only` filters as given.
     pub only: Vec<String>,
     /// Path of the matrix file as given on the command line.
@@ -251,9 +257,22 @@ pub struct CellSpec {
     /// itself and reads the service's RSS; `load` is not run by loadgen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<super::churn::ChurnSpec>,
+    /// Adaptive repetitions: `repetitions` is then the least a cell gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<super::adaptive::Adaptive>,
+    /// A calibration arm ("a" or "b"): the same service twice, to measure the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
 }
 
 impl CellSpec {
+    /// The most repetitions this cell can take (the plan's worst case).
+    pub fn max_repetitions(&self) -> u32 {
+        self.adaptive.map_or(self.repetitions, |a| {
+            a.max_repetitions.max(self.repetitions)
+        })
+    }
+
     /// The generator's spec for one repetition of this cell against the service on `port`.
     pub fn load_spec(&self, port: u16) -> LoadSpec {
         let conns = match self.load {
@@ -322,6 +341,9 @@ pub struct CellResult {
     /// no summary reads it. Absent for runs without flame graphs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flamegraph: Option<CellFlamegraph>,
+    /// Adaptive repetitions: how many the cell took and why it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<super::adaptive::Stopping>,
 }
 
 /// The profiled repetition of a cell: run after the measured ones, with `perf record` on the
@@ -576,6 +598,14 @@ pub struct ResultsFile {
     pub drift: Option<Drift>,
     pub failed_cells: u32,
     pub suspect_cells: u32,
+    /// The service every other is judged against, and those verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<super::verdict::BaselineVerdict>,
+    /// What this machine could tell apart in this run (`[calibration]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<super::calibration::Calibration>,
 }
 
 /// Dispersion of one metric over repetitions. The CI is the Student-t interval of the mean
@@ -639,6 +669,9 @@ pub struct CellSummary {
     /// Connection churn cells: RSS across the open/close cycles and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<super::churn::ChurnSummary>,
+    /// Adaptive repetitions: how many the cell took and why it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<super::adaptive::Stopping>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -652,6 +685,26 @@ pub struct Drift {
     pub rerun_cpu_us_per_request: Option<f64>,
     pub cpu_us_per_request_drift_pct: Option<f64>,
     pub note: String,
+    /// Every re-run through the run, in order (the last is `rerun_*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<DriftPoint>,
+    /// The largest |change| of any re-run against repetition 1, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests_per_s_drift_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cpu_us_per_request_drift_pct: Option<f64>,
+}
+
+/// One re-run of the drift reference cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftPoint {
+    /// Matrix groups finished before it (of `plan.groups`).
+    pub after_groups: usize,
+    pub unix_ms: u64,
+    pub requests_per_s: Option<f64>,
+    pub cpu_us_per_request: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 #[cfg(test)]

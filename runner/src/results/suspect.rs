@@ -201,6 +201,8 @@ mod tests {
             },
             service_args: vec![],
             churn: None,
+            adaptive: None,
+            arm: None,
         }
     }
 

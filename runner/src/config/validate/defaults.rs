@@ -6,9 +6,12 @@ use toml::Spanned;
 
 use super::Errs;
 use super::binaries::Binaries;
-use super::bounds::{MAX_MS, MAX_REPETITIONS, MAX_THREADS};
+use super::bounds::{
+    DEFAULT_MAX_REPETITIONS, MAX_DRIFT_POINTS, MAX_MS, MAX_REPETITIONS, MAX_THREADS,
+    check_target_ci,
+};
 use crate::config::schema::{Defaults, Quick};
-use crate::config::{QuickDef, Timing};
+use crate::config::{Adaptive, QuickDef, Timing};
 
 /// The checked `[defaults]`, minus `reference` (a cell: see `cells`).
 pub(super) struct Settings {
@@ -18,6 +21,8 @@ pub(super) struct Settings {
     pub request_timeout_ms: u64,
     pub loadgen_threads: u32,
     pub loadgen: PathBuf,
+    pub drift_points: u32,
+    pub adaptive: Option<Adaptive>,
 }
 
 pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Settings {
@@ -40,7 +45,56 @@ pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Setti
             MAX_THREADS,
         ),
         loadgen: binaries.resolve(errs, &d.loadgen, "defaults.loadgen"),
+        drift_points: drift_points(errs, &d.drift_points),
+        adaptive: adaptive(errs, d, timing.repetitions),
     }
+}
+
+fn drift_points(errs: &mut Errs, v: &Spanned<u32>) -> u32 {
+    let n = *v.get_ref();
+    if n > MAX_DRIFT_POINTS {
+        errs.at(
+            v.span(),
+            "defaults.drift_points",
+            format!("must be between 0 and {MAX_DRIFT_POINTS}; got {n}"),
+        );
+    }
+    n
+}
+
+/// `target_ci_pct` and `max_repetitions`: the cap defaults to ten, and to no fewer than the
+/// repetitions every cell gets anyway.
+fn adaptive(errs: &mut Errs, d: &Defaults, repetitions: u32) -> Option<Adaptive> {
+    let cap = d.max_repetitions.as_ref().map(|v| {
+        let n = *v.get_ref();
+        if !(repetitions..=MAX_REPETITIONS).contains(&n) {
+            errs.at(
+                v.span(),
+                "defaults.max_repetitions",
+                format!(
+                    "must be between defaults.repetitions ({repetitions}) and {MAX_REPETITIONS}; got {n}"
+                ),
+            );
+        }
+        n
+    });
+    let Some(t) = &d.target_ci_pct else {
+        if let Some(v) = &d.max_repetitions {
+            errs.at(
+                v.span(),
+                "defaults.max_repetitions",
+                "only applies with defaults.target_ci_pct (adaptive repetitions)",
+            );
+        }
+        return None;
+    };
+    if let Err(e) = check_target_ci(*t.get_ref()) {
+        errs.at(t.span(), "defaults.target_ci_pct", e);
+    }
+    Some(Adaptive {
+        target_ci_pct: *t.get_ref(),
+        max_repetitions: cap.unwrap_or(DEFAULT_MAX_REPETITIONS.max(repetitions)),
+    })
 }
 
 /// The `[quick]` windows, checked like those of `[defaults]` (its cells: see `cells`).

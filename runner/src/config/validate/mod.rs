@@ -9,7 +9,8 @@
 //! - `profiles`: `[[profiles]]` (cpusets, quota, memory, workers);
 //! - `scenarios`: `[[scenarios]]` (request path, profile restrictions), and `load`: its
 //!   load levels;
-//! - `cells`: the cells named by `quick.cells` and `defaults.reference`;
+//! - `cells`: the cells named by `quick.cells`, `defaults.reference` and `[calibration]`,
+//!   and the services named by `defaults.baseline` and `calibration.service`;
 //! - `names` and `binaries`: rules shared by several sections;
 //! - `bounds`: the fixed limits (windows, threads, rates) and why; `host`: what this machine
 //!   allows (CPUs, open files, local ports).
@@ -32,6 +33,8 @@ use std::path::Path;
 
 use super::Matrix;
 use super::schema::MatrixFile;
+pub use bounds::{DEFAULT_MAX_REPETITIONS, check_target_ci};
+
 use binaries::Binaries;
 use host::Host;
 
@@ -167,6 +170,11 @@ fn check(
     if let Some(r) = &f.defaults.reference {
         cells.check_reference(errs, r);
     }
+    let baseline = cells.check_baseline(errs, f.defaults.baseline.as_ref());
+    let calibration = f
+        .calibration
+        .as_ref()
+        .map(|c| cells.check_calibration(errs, c, &baseline));
     Matrix {
         path: path.to_path_buf(),
         text: text.to_string(),
@@ -177,6 +185,10 @@ fn check(
         loadgen_threads: d.loadgen_threads,
         loadgen: d.loadgen,
         reference: f.defaults.reference.as_ref().map(|r| r.get_ref().clone()),
+        drift_points: d.drift_points,
+        baseline,
+        adaptive: d.adaptive,
+        calibration,
         quick,
         services,
         scenarios,
