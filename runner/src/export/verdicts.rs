@@ -7,27 +7,14 @@
 use std::fmt::Write as _;
 
 use crate::results::calibration::{Calibration, CalibrationMetric};
-use crate::results::difference::{Difference, NOISE_PCT, Verdict};
+use crate::results::difference::{NOISE_PCT, Verdict};
 use crate::results::metric::Metric;
 use crate::results::power::{ALPHA, POWER};
 use crate::results::schema::ResultsFile;
-use crate::results::verdict::{BaselineVerdict, MetricVerdict};
+use crate::results::verdict::{BaselineVerdict, MetricVerdict, ratio_ci};
 
 fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "–".into(), |v| format!("{v:.1} %"))
-}
-
-/// "0.98× [0.93–1.04]".
-pub fn ratio(d: &Difference) -> String {
-    match (d.ci95_low_pct, d.ci95_high_pct) {
-        (Some(lo), Some(hi)) => format!(
-            "{:.2}× [{:.2}–{:.2}]",
-            d.ratio,
-            1.0 + lo / 100.0,
-            1.0 + hi / 100.0
-        ),
-        _ => format!("{:.2}× (no CI)", d.ratio),
-    }
 }
 
 /// The calibration table: one row per cell and metric.
@@ -73,7 +60,7 @@ fn calibration_row(m: &CalibrationMetric) -> Vec<String> {
         m.metric.label().to_string(),
         m.n.to_string(),
         format!("{} / {}", pct(m.cv_a_pct), pct(m.cv_b_pct)),
-        m.aa.as_ref().map_or_else(|| "–".into(), ratio)
+        m.aa.as_ref().map_or_else(|| "–".into(), ratio_ci)
             + if matches!(m.verdict, Verdict::Better | Verdict::Worse) {
                 " ⚠"
             } else {
@@ -108,20 +95,6 @@ const SHOWN: [Metric; 6] = [
     Metric::StartupUs,
     Metric::IdleRssBytes,
 ];
-
-/// "**1.20×** [1.12–1.28] faster" / "≈ 1.03× [0.96–1.10]".
-pub fn cell(v: &MetricVerdict) -> String {
-    let Some(d) = &v.difference else {
-        return "–".into();
-    };
-    match v.verdict {
-        Verdict::Better | Verdict::Worse => {
-            format!("**{}** {}", ratio(d), v.verdict.word(v.metric))
-        }
-        Verdict::NoChange => format!("≈ {}", ratio(d)),
-        _ => ratio(d),
-    }
-}
 
 /// One table per scenario/level/profile: every service's ratio to the baseline.
 pub fn against_baseline(o: &mut String, res: &ResultsFile) {
@@ -173,7 +146,7 @@ pub fn against_baseline(o: &mut String, res: &ResultsFile) {
         for r in rows {
             let cols: Vec<String> = SHOWN
                 .iter()
-                .map(|&m| r.metric(m).map_or_else(|| "–".into(), cell))
+                .map(|&m| r.metric(m).map_or_else(|| "–".into(), MetricVerdict::brief))
                 .collect();
             let _ = writeln!(o, "| {} | {} |", r.service, cols.join(" | "));
         }

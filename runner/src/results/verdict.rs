@@ -68,6 +68,39 @@ impl MetricVerdict {
     }
 }
 
+/// "0.98× [0.93–1.04]"; bounds beyond 100× read "≥100" (an interval that wide says only
+/// that nothing is known).
+pub fn ratio_ci(d: &Difference) -> String {
+    let bound = |pct: f64| {
+        let r = 1.0 + pct / 100.0;
+        if r >= 100.0 {
+            "≥100".to_string()
+        } else {
+            format!("{r:.2}")
+        }
+    };
+    match (d.ci95_low_pct, d.ci95_high_pct) {
+        (Some(lo), Some(hi)) => format!("{:.2}× [{}–{}]", d.ratio, bound(lo), bound(hi)),
+        _ => format!("{:.2}× (no CI)", d.ratio),
+    }
+}
+
+impl MetricVerdict {
+    /// For tables: "**1.20× [1.12–1.28]** faster" / "≈ 1.03× [0.96–1.10]".
+    pub fn brief(&self) -> String {
+        let Some(d) = &self.difference else {
+            return "–".into();
+        };
+        match self.verdict {
+            Verdict::Better | Verdict::Worse => {
+                format!("**{}** {}", ratio_ci(d), self.verdict.word(self.metric))
+            }
+            Verdict::NoChange => format!("≈ {}", ratio_ci(d)),
+            _ => ratio_ci(d),
+        }
+    }
+}
+
 fn measured(c: &CellResult) -> bool {
     matches!(c.status, CellStatus::Ok | CellStatus::Partial) && !c.reps.is_empty()
 }
