@@ -730,6 +730,7 @@ mod tests {
         let line = now.banner.unwrap();
         assert_eq!(line.io_driver, "io_uring");
         assert_eq!(line.deviations[0].id, "x");
+        assert_eq!(line.burn_ns, 0, "recorded before --burn-ns: read as 0");
         assert_eq!(before.banner, Some(line));
         let none: Holder = serde_json::from_str(r#"{"banner":null}"#).unwrap();
         assert!(none.banner.is_none());
