@@ -5,6 +5,7 @@
 pub mod comparable;
 pub mod export;
 pub mod matching;
+pub mod mde;
 pub mod model;
 
 use self::model::{CellComparison, Comparison, MetricComparison, Side};
@@ -42,7 +43,7 @@ pub fn compare(
     let (old_specs, new_specs) = (comparable::specs(old), comparable::specs(new));
     let m = matching::match_cells(&old.results.cells, &new.results.cells);
     let mut any_cell_diff = false;
-    let cells = m
+    let cells: Vec<CellComparison> = m
         .pairs
         .iter()
         .map(|(o, n)| {
@@ -58,14 +59,22 @@ pub fn compare(
                 suspect_reasons: suspect_reasons(o, n),
                 failures: failures(o, n),
                 new_incomplete: incomplete(n),
+                open_loop: n.offered_rate_per_s.is_some(),
                 not_comparable,
                 metrics: metric::ALL
                     .iter()
-                    .map(|&mt| compare_metric(mt, (old, o), (new, n), withhold, opt.noise_pct))
+                    .map(|&mt| {
+                        let mut mc =
+                            compare_metric(mt, (old, o), (new, n), withhold, opt.noise_pct);
+                        let cals = [&old.results.calibration, &new.results.calibration];
+                        (mc.mde_pct, mc.mde_source) = mde::of(&mc, n, cals.map(Option::as_ref));
+                        mc
+                    })
                     .collect(),
             }
         })
         .collect();
+    let warnings = mde::drift_warnings(&cells, old, new);
     Ok(Comparison {
         old: side(old),
         new: side(new),
@@ -76,6 +85,7 @@ pub fn compare(
         only_old: m.only_old,
         only_new: m.only_new,
         cells,
+        warnings,
     })
 }
 
@@ -105,6 +115,8 @@ fn compare_metric(
         new: sn,
         difference,
         verdict,
+        mde_pct: None,
+        mde_source: None,
     }
 }
 
