@@ -53,7 +53,7 @@ pub struct SelectArgs {
     /// Adaptive repetitions: repeat each cell until the 95 % CI half-width of its primary
     /// metric (closed loop: req/s; open loop: server CPU/request) is at most PCT percent, or
     /// until max_repetitions ([defaults], default 10). Overrides target_ci_pct of the file.
-    #[arg(long, value_name = "PCT", value_parser = target_ci)]
+    #[arg(long, value_name = "PCT", value_parser = target_ci, allow_hyphen_values = true)]
     pub target_ci: Option<f64>,
 }
 

@@ -8,10 +8,8 @@
 
 use std::fmt::Write as _;
 
-use crate::config::validate::DEFAULT_MAX_REPETITIONS;
-use crate::config::{
-    Adaptive, CalibrationDef, Level, Matrix, ProfileDef, ScenarioDef, ServiceDef, Timing,
-};
+use crate::config::{CalibrationDef, Level, Matrix, ProfileDef, ScenarioDef, ServiceDef, Timing};
+use crate::results::adaptive::Adaptive;
 use crate::results::schema::CellSpec;
 use crate::results::units::min_sec;
 
@@ -257,21 +255,14 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
     } else {
         None
     };
-    let adaptive = match opts.target_ci_pct {
-        Some(t) => Some(Adaptive {
-            target_ci_pct: t,
-            max_repetitions: m
-                .adaptive
-                .map_or(DEFAULT_MAX_REPETITIONS.max(timing.repetitions), |a| {
-                    a.max_repetitions
-                }),
-        }),
-        None => m.adaptive,
-    }
-    .map(|a| Adaptive {
-        max_repetitions: a.max_repetitions.max(timing.repetitions),
-        ..a
-    });
+    // `--quick` may lower the repetitions; the cap never goes below them.
+    let adaptive = opts
+        .target_ci_pct
+        .or(m.target_ci_pct)
+        .map(|target_ci_pct| Adaptive {
+            target_ci_pct,
+            max_repetitions: m.max_repetitions.max(timing.repetitions),
+        });
     let shared = Shared {
         m,
         timing,

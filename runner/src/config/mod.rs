@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use loadgen::LoadModel;
 
-pub use crate::results::adaptive::Adaptive;
 use crate::results::schema::ProfileLimits;
 
 pub use validate::{ConfigError, ConfigErrors, load};
@@ -30,7 +29,9 @@ pub struct Matrix {
     pub drift_points: u32,
     /// The service the others are judged against.
     pub baseline: String,
-    pub adaptive: Option<Adaptive>,
+    /// Adaptive repetitions: the CI half-width target (percent) and the cap.
+    pub target_ci_pct: Option<f64>,
+    pub max_repetitions: u32,
     pub calibration: Option<CalibrationDef>,
     pub quick: Option<QuickDef>,
     pub services: Vec<ServiceDef>,

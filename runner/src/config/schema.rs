@@ -48,7 +48,8 @@ pub struct Defaults {
     /// Adaptive repetitions: repeat a cell until the 95 % CI half-width of its primary
     /// metric (closed loop req/s, open loop CPU/request) is at most this many percent.
     pub target_ci_pct: Option<Spanned<f64>>,
-    /// With `target_ci_pct`: the most repetitions a cell gets (its time cap).
+    /// With `target_ci_pct` or `--target-ci`: the most repetitions a cell gets (its time
+    /// cap); default 10.
     pub max_repetitions: Option<Spanned<u32>>,
 }
 

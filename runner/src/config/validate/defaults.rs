@@ -11,7 +11,7 @@ use super::bounds::{
     check_target_ci,
 };
 use crate::config::schema::{Defaults, Quick};
-use crate::config::{Adaptive, QuickDef, Timing};
+use crate::config::{QuickDef, Timing};
 
 /// The checked `[defaults]`, minus `reference` (a cell: see `cells`).
 pub(super) struct Settings {
@@ -22,7 +22,8 @@ pub(super) struct Settings {
     pub loadgen_threads: u32,
     pub loadgen: PathBuf,
     pub drift_points: u32,
-    pub adaptive: Option<Adaptive>,
+    pub target_ci_pct: Option<f64>,
+    pub max_repetitions: u32,
 }
 
 pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Settings {
@@ -33,6 +34,7 @@ pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Setti
         repetitions: count(errs, &d.repetitions, field("repetitions"), MAX_REPETITIONS),
         cooldown_ms: ms(errs, &d.cooldown_ms, field("cooldown_ms"), 0),
     };
+    let (target_ci_pct, max_repetitions) = adaptive(errs, d, timing.repetitions);
     Settings {
         timing,
         startup_timeout_ms: ms(errs, &d.startup_timeout_ms, field("startup_timeout_ms"), 1),
@@ -46,7 +48,8 @@ pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Setti
         ),
         loadgen: binaries.resolve(errs, &d.loadgen, "defaults.loadgen"),
         drift_points: drift_points(errs, &d.drift_points),
-        adaptive: adaptive(errs, d, timing.repetitions),
+        target_ci_pct,
+        max_repetitions,
     }
 }
 
@@ -62,39 +65,32 @@ fn drift_points(errs: &mut Errs, v: &Spanned<u32>) -> u32 {
     n
 }
 
-/// `target_ci_pct` and `max_repetitions`: the cap defaults to ten, and to no fewer than the
-/// repetitions every cell gets anyway.
-fn adaptive(errs: &mut Errs, d: &Defaults, repetitions: u32) -> Option<Adaptive> {
-    let cap = d.max_repetitions.as_ref().map(|v| {
-        let n = *v.get_ref();
-        if !(repetitions..=MAX_REPETITIONS).contains(&n) {
-            errs.at(
-                v.span(),
-                "defaults.max_repetitions",
-                format!(
-                    "must be between defaults.repetitions ({repetitions}) and {MAX_REPETITIONS}; got {n}"
-                ),
-            );
+/// `target_ci_pct` and `max_repetitions` (which also caps `--target-ci`): the cap defaults
+/// to ten, and to no fewer than the repetitions every cell gets anyway.
+fn adaptive(errs: &mut Errs, d: &Defaults, repetitions: u32) -> (Option<f64>, u32) {
+    let cap = d.max_repetitions.as_ref().map_or(
+        DEFAULT_MAX_REPETITIONS.max(repetitions),
+        |v| {
+            let n = *v.get_ref();
+            if !(repetitions..=MAX_REPETITIONS).contains(&n) {
+                errs.at(
+                    v.span(),
+                    "defaults.max_repetitions",
+                    format!(
+                        "must be between defaults.repetitions ({repetitions}) and {MAX_REPETITIONS}; got {n}"
+                    ),
+                );
+            }
+            n
+        },
+    );
+    let target = d.target_ci_pct.as_ref().map(|t| {
+        if let Err(e) = check_target_ci(*t.get_ref()) {
+            errs.at(t.span(), "defaults.target_ci_pct", e);
         }
-        n
+        *t.get_ref()
     });
-    let Some(t) = &d.target_ci_pct else {
-        if let Some(v) = &d.max_repetitions {
-            errs.at(
-                v.span(),
-                "defaults.max_repetitions",
-                "only applies with defaults.target_ci_pct (adaptive repetitions)",
-            );
-        }
-        return None;
-    };
-    if let Err(e) = check_target_ci(*t.get_ref()) {
-        errs.at(t.span(), "defaults.target_ci_pct", e);
-    }
-    Some(Adaptive {
-        target_ci_pct: *t.get_ref(),
-        max_repetitions: cap.unwrap_or(DEFAULT_MAX_REPETITIONS.max(repetitions)),
-    })
+    (target, cap)
 }
 
 /// The `[quick]` windows, checked like those of `[defaults]` (its cells: see `cells`).

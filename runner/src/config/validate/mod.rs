@@ -33,7 +33,7 @@ use std::path::Path;
 
 use super::Matrix;
 use super::schema::MatrixFile;
-pub use bounds::{DEFAULT_MAX_REPETITIONS, check_target_ci};
+pub use bounds::check_target_ci;
 
 use binaries::Binaries;
 use host::Host;
@@ -187,7 +187,8 @@ fn check(
         reference: f.defaults.reference.as_ref().map(|r| r.get_ref().clone()),
         drift_points: d.drift_points,
         baseline,
-        adaptive: d.adaptive,
+        target_ci_pct: d.target_ci_pct,
+        max_repetitions: d.max_repetitions,
         calibration,
         quick,
         services,
