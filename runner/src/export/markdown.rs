@@ -210,6 +210,10 @@ fn load_tables(o: &mut String, res: &ResultsFile) {
 
 /// One row per (service, profile): start-up over every start, idle and peak RSS.
 fn startup_and_memory(o: &mut String, res: &ResultsFile, runtimes: &BTreeMap<String, String>) {
+    // A `matrix calibrate` run has only its arms.
+    if res.cells.is_empty() {
+        return;
+    }
     let _ = writeln!(o, "## Start-up and memory\n");
     let _ = writeln!(
         o,

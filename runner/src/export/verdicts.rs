@@ -127,7 +127,12 @@ pub fn against_baseline(o: &mut String, res: &ResultsFile) {
                     == (scenario, level, profile)
             })
             .collect();
-        let header: Vec<String> = SHOWN
+        let shown: Vec<Metric> = SHOWN
+            .iter()
+            .copied()
+            .filter(|&m| rows.iter().any(|r| r.metric(m).is_some()))
+            .collect();
+        let header: Vec<String> = shown
             .iter()
             .map(|&m| {
                 let mde = rows
@@ -142,9 +147,9 @@ pub fn against_baseline(o: &mut String, res: &ResultsFile) {
             .collect();
         let _ = writeln!(o, "### {scenario} · {level} · profile {profile}\n");
         let _ = writeln!(o, "| service | {} |", header.join(" | "));
-        let _ = writeln!(o, "|---|{}", "---|".repeat(SHOWN.len()));
+        let _ = writeln!(o, "|---|{}", "---|".repeat(shown.len()));
         for r in rows {
-            let cols: Vec<String> = SHOWN
+            let cols: Vec<String> = shown
                 .iter()
                 .map(|&m| r.metric(m).map_or_else(|| "–".into(), MetricVerdict::brief))
                 .collect();

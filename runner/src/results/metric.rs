@@ -29,6 +29,14 @@ pub const ALL: [Metric; 7] = [
     Metric::CpuUsPerRequest,
 ];
 
+/// The metrics a cell under `load` measures: at a fixed offered rate req/s is the
+/// generator's setting, not a measurement.
+pub fn measured_under(load: &loadgen::LoadModel) -> impl Iterator<Item = Metric> + use<> {
+    let open = matches!(load, loadgen::LoadModel::Open { .. });
+    ALL.into_iter()
+        .filter(move |&m| !(open && m == Metric::RequestsPerS))
+}
+
 impl Metric {
     pub fn label(self) -> &'static str {
         match self {
