@@ -159,6 +159,7 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
                         limits: profile.limits.clone(),
                         service_args: s.args.clone(),
                         churn: level.churn,
+                        hosts: profile.placement.clone(),
                     })
                     .collect();
                 let kept: Vec<CellSpec> = group.into_iter().filter(|c| filter.keep(c)).collect();

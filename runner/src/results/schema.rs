@@ -251,6 +251,18 @@ pub struct CellSpec {
     /// itself and reads the service's RSS; `load` is not run by loadgen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<super::churn::ChurnSpec>,
+    /// A multi-host cell: which host serves and which generate the load. Absent for a
+    /// single-machine cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Placement>,
+}
+
+/// Where a multi-host cell runs, by `[[hosts]]` name ("local" = the runner's machine).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub server_host: String,
+    /// The load is split between these (connections or rate), in this order.
+    pub loadgen_hosts: Vec<String>,
 }
 
 impl CellSpec {

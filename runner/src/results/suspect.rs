@@ -201,6 +201,7 @@ mod tests {
             },
             service_args: vec![],
             churn: None,
+            hosts: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! - `profiles`: `[[profiles]]` (cpusets, quota, memory, workers);
 //! - `scenarios`: `[[scenarios]]` (request path, profile restrictions), and `load`: its
 //!   load levels;
+//! - `hosts`: `[[hosts]]` (SSH destinations) and where profiles place server and generators;
 //! - `cells`: the cells named by `quick.cells` and `defaults.reference`;
 //! - `names` and `binaries`: rules shared by several sections;
 //! - `bounds`: the fixed limits (windows, threads, rates) and why; `host`: what this machine
@@ -20,6 +21,7 @@ mod cells;
 mod churn;
 mod defaults;
 mod host;
+pub mod hosts;
 mod load;
 mod names;
 mod profiles;
@@ -153,8 +155,10 @@ fn check(
 ) -> Matrix {
     let d = defaults::check(errs, &f.defaults, binaries);
     let services = services::check(errs, &f.services, binaries);
-    let profiles = profiles::check(errs, &f.profiles, &host.allowed_cpus);
+    let hosts = hosts::check(errs, &f.hosts, binaries.base);
+    let profiles = profiles::check(errs, &f.profiles, &host.allowed_cpus, &hosts);
     let scenarios = scenarios::check(errs, &f.scenarios, &profiles, host, d.loadgen_threads);
+    hosts::check_split(errs, &f.scenarios, &scenarios, &profiles);
     let cells = cells::Cells {
         services: &services,
         scenarios: &scenarios,
@@ -181,6 +185,7 @@ fn check(
         services,
         scenarios,
         profiles,
+        hosts,
     }
 }
 
