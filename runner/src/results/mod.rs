@@ -5,6 +5,7 @@
 
 pub mod churn;
 pub mod group;
+pub mod merge;
 pub mod schema;
 pub mod set;
 pub mod stats;

@@ -233,6 +233,7 @@ mod tests {
             generator: Generator::default(),
             verdict: Saturation::default(),
             latency_hdr_v2_b64: String::new(),
+            open_loop_hdr_v2_b64: None,
             problems: vec![],
         }
     }
