@@ -29,6 +29,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Write SVG plots and results.md for a run (optionally the README reference section).
     Report(ReportArgs),
+    /// The runner's agent on a host of a multi-host run (started by the runner over SSH;
+    /// JSON lines on stdin/stdout; exits, stopping what it started, when stdin closes).
+    #[command(hide = true)]
+    Agent,
 }
 
 /// Which matrix file and which part of it.

@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::cmd(args),
         Command::Compare(args) => cmd::compare::cmd(args),
         Command::Report(args) => cmd::report::cmd(args),
+        Command::Agent => runner::agent::main(),
     };
     result.unwrap_or_else(|e| {
         eprintln!("matrix: {e:#}");

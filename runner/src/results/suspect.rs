@@ -253,6 +253,7 @@ mod tests {
                 cgroup: None,
                 loadgen_exit_code: Some(0),
                 floor_check: None,
+                generators: vec![],
             })
             .collect();
         c
