@@ -74,13 +74,13 @@ pub fn run_rep(
             .ok_or((Stage::Spawn, "not a multi-host cell".to_string(), None))?;
     let spawn_err = |e: String| (Stage::Spawn, e, None);
     let server = fleet.get(&place.server_host).map_err(spawn_err)?;
+    let mut srv = server.session().map_err(spawn_err)?;
     let binary = server.bins.get(&cell.service).cloned().ok_or_else(|| {
         spawn_err(format!(
             "host {}: {} was not shipped",
             server.name, cell.service
         ))
     })?;
-    let mut srv = server.session().map_err(spawn_err)?;
     let serve = Serve {
         binary,
         listen_ip: server.address.to_string(),
@@ -204,12 +204,13 @@ fn generate(
     let mut sessions: Vec<(String, Session, String)> = Vec::new();
     for h in hosts {
         let ep = fleet.get(h)?;
+        let session = ep.session()?;
         let loadgen = ep
             .bins
             .get("loadgen")
             .cloned()
             .ok_or_else(|| format!("host {h}: loadgen was not shipped"))?;
-        sessions.push((h.clone(), ep.session()?, loadgen));
+        sessions.push((h.clone(), session, loadgen));
     }
     for (i, (h, s, loadgen)) in sessions.iter_mut().enumerate() {
         let req = Request::Load {

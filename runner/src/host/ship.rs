@@ -3,8 +3,10 @@
 //! A file already there with the same sha256 is used as is. Run from the Nix flake, store
 //! paths go with `nix copy --to ssh://` instead and keep their store path.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -15,9 +17,18 @@ use crate::results::schema::ShippedBinary;
 /// How to run a shell command line on the host (ssh, or a stand-in in tests).
 pub type Remote<'a> = &'a dyn Fn(&str) -> Command;
 
+/// The file's sha256, computed once per path and process (several hosts get the same
+/// binaries).
 pub fn sha256_file(p: &Path) -> Result<String, String> {
+    static SEEN: Mutex<BTreeMap<PathBuf, String>> = Mutex::new(BTreeMap::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(h) = seen.get(p) {
+        return Ok(h.clone());
+    }
     let bytes = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-    Ok(format!("{:x}", Sha256::digest(&bytes)))
+    let h = format!("{:x}", Sha256::digest(&bytes));
+    seen.insert(p.to_path_buf(), h.clone());
+    Ok(h)
 }
 
 /// The first word of `sha256sum`'s output.
