@@ -7,8 +7,9 @@
 //! One test, in order: `matrix run --quick` with the server on `s` and the load split
 //! between `a` and `b` (run.json records every host and its binary hashes; each cell's
 //! percentiles equal those of the generators' merged histograms); an unreachable host and
-//! a refused key (each cell fails naming host and cause, the other cells still run); and
-//! SIGKILL of the runner mid-cell (no pingmatrix process left in any namespace after 10 s).
+//! a refused key (each cell fails naming host and cause, the other cells still run); Ctrl-C
+//! mid-cell, then `--resume`; and SIGKILL of the runner mid-cell (after both, no pingmatrix
+//! process is left in any namespace within 10 s).
 //! Everything is torn down on drop, also when an assertion fails. Without root, `ip netns`
 //! or sshd it is skipped with a loud message.
 
@@ -351,6 +352,7 @@ fn server_and_two_generators_in_namespaces_over_ssh() {
     for (what, step) in [
         ("merged run", merged_run as fn(&Net)),
         ("bad hosts", bad_hosts),
+        ("Ctrl-C and --resume", interrupt_then_resume),
         ("SIGKILL", sigkill_leaves_nothing),
     ] {
         let t = Instant::now();
@@ -509,18 +511,16 @@ loadgen_hosts = ["badkey"]
     assert_quiet(net, Duration::from_secs(5));
 }
 
-/// SIGKILL of the runner while both generators load the server: within 10 s no process of
-/// pingmatrix is left in any namespace.
-fn sigkill_leaves_nothing(net: &Net) {
-    let out = net.path("out-kill");
-    let config = net.matrix(20_000, "");
+/// Starts `matrix run` on the ping cell and waits until loadgen runs on both generator
+/// hosts and the service on the server host.
+fn start_loaded(net: &Net, out: &Path) -> std::process::Child {
+    let config = net.matrix(2000, "");
     let mut child = net
-        .matrix_run(&config, &out, &["--only", "scenario=ping"])
+        .matrix_run(&config, out, &["--only", "scenario=ping"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until loadgen runs on both generator hosts and the service on the server host.
     let deadline = Instant::now() + Duration::from_secs(60);
     let busy = |n: &str, comm: &str| net.procs(n).iter().any(|(_, c)| c == comm);
     while !(busy("a", "loadgen") && busy("b", "loadgen") && busy("s", "ping-epoll")) {
@@ -531,7 +531,44 @@ fn sigkill_leaves_nothing(net: &Net) {
         assert!(child.try_wait().unwrap().is_none(), "matrix ended early");
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+/// Ctrl-C mid-cell: nothing left on any host within 10 s, exit 130; `--resume` then runs
+/// the interrupted cell again on all three hosts.
+fn interrupt_then_resume(net: &Net) {
+    let out = net.path("out-int");
+    let mut child = start_loaded(net, &out);
+    // SAFETY: SIGINT to the child we started (`ip netns exec` exec'd matrix).
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    assert_quiet(net, Duration::from_secs(10));
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let run_dir = only_run_dir(&out);
+    let matrix = bin("matrix");
+    let o = net
+        .exec(
+            "c",
+            &[matrix.to_str().unwrap(), "run", "--quiet", "--resume"],
+        )
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", out_text(&o));
+    let c = cell(&run_dir, "ping-epoll__ping__c4__split");
+    assert_eq!(c.status, CellStatus::Ok, "{:?}", c.failure);
+    assert_eq!(c.reps[0].generators.len(), 2);
+    let run: RunRecord = read(&run_dir.join("run.json"));
+    assert_eq!(run.hosts.len(), 3);
+    assert_quiet(net, Duration::from_secs(5));
+}
+
+/// SIGKILL of the runner while both generators load the server: within 10 s no process of
+/// pingmatrix is left in any namespace.
+fn sigkill_leaves_nothing(net: &Net) {
+    let mut child = start_loaded(net, &net.path("out-kill"));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert_quiet(net, Duration::from_secs(10));
