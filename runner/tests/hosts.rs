@@ -7,7 +7,8 @@
 //! One test, in order: `matrix run --quick` with the server on `s` and the load split
 //! between `a` and `b` (run.json records every host and its binary hashes; each cell's
 //! percentiles equal those of the generators' merged histograms); an unreachable host and
-//! a refused key (each cell fails naming host and cause, the other cells still run); Ctrl-C
+//! a refused key (each cell fails naming host and cause, the other cells still run), and a
+//! server host without cgroups under a CPU-quota profile (unsupported, naming it); Ctrl-C
 //! mid-cell, then `--resume`; and SIGKILL of the runner mid-cell (after both, no pingmatrix
 //! process is left in any namespace within 10 s).
 //! Everything is torn down on drop, also when an assertion fails. Without root, `ip netns`
@@ -473,6 +474,14 @@ server_host = "ghost"
 loadgen_hosts = ["gen1"]
 
 [[profiles]]
+name = "quota"
+server_cpus = "0"
+loadgen_cpus = "1"
+cpu_quota = 0.5
+server_host = "srv"
+loadgen_hosts = ["gen1"]
+
+[[profiles]]
 name = "refused"
 server_cpus = "0"
 loadgen_cpus = "1"
@@ -505,6 +514,21 @@ loadgen_hosts = ["badkey"]
         why.contains("host badkey unavailable") && why.contains("Permission denied"),
         "{why}"
     );
+    // `ip netns exec` mounts a fresh /sys without the cgroup filesystem: the server host
+    // has no cgroups, so a CPU quota cannot be applied there.
+    let no_cgroups = net
+        .run("s", "ls /sys/fs/cgroup")
+        .is_ok_and(|o| o.trim().is_empty());
+    let quota = cell(&run_dir, "ping-epoll__ping__c4__quota");
+    if no_cgroups {
+        let why = quota.failure.as_ref().unwrap().reason.clone();
+        assert_eq!(quota.status, CellStatus::Unsupported, "{why}");
+        assert!(why.starts_with("host srv: server: CPU quota"), "{why}");
+    } else {
+        eprintln!(
+            "hosts: the server namespace has cgroups here; the no-cgroup case is not exercised"
+        );
+    }
     let run: RunRecord = read(&run_dir.join("run.json"));
     let ghost = run.hosts.iter().find(|h| h.name == "ghost").unwrap();
     assert!(ghost.unavailable.is_some());
