@@ -16,7 +16,8 @@
 //!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments).
 //! - `host` (the runner's side of server and generators on other machines: SSH, shipping
 //!   binaries, one multi-host repetition) and `agent` (`matrix agent`, its other side on
-//!   each host); `cell` hands a multi-host cell to `host::rep`.
+//!   each host); `cell` hands a multi-host cell to `host::rep`. `k8s`: manifests per cell
+//!   and ingesting the Jobs' reports (no cluster needed).
 //! - `profile` (perf → folded stacks → SVG, self-contained) and `flamegraph`, its glue for
 //!   `matrix run --flamegraph` (one extra, profiled repetition per cell, beside `cell`).
 //!
@@ -37,6 +38,7 @@ pub mod flamegraph;
 pub mod floor;
 pub mod host;
 pub mod interrupt;
+pub mod k8s;
 pub mod limits;
 pub mod load;
 pub mod plan;
