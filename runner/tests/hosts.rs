@@ -443,6 +443,18 @@ fn merged_run(net: &Net) {
             Some(true)
         );
     }
+    let page = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
+    let hosts = &page[page
+        .find("## Hosts")
+        .expect("results.md has a Hosts section")..];
+    eprintln!("{hosts}");
+    for want in [
+        "| srv | root@127.0.10.1 | server |",
+        "| gen1 |",
+        "| **merged** |",
+    ] {
+        assert!(hosts.contains(want), "{want:?} not in\n{hosts}");
+    }
     // Nothing left behind on the hosts but their sshd.
     assert_quiet(net, Duration::from_secs(5));
 }

@@ -377,6 +377,7 @@ pub fn export_all(
     page.extend_from_slice(
         export::flamegraphs::section(run.flamegraph.as_ref(), cells.iter()).as_bytes(),
     );
+    page.extend_from_slice(export::hosts::section(&run.hosts, cells.iter()).as_bytes());
     store.write_file("results.md", &page)?;
     let failed = cells.iter().any(|c| {
         matches!(

@@ -3,5 +3,6 @@
 
 pub mod churn;
 pub mod flamegraphs;
+pub mod hosts;
 pub mod json;
 pub mod markdown;

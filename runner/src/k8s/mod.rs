@@ -46,7 +46,7 @@ pub fn cell_name(key: &str) -> String {
 /// Kubernetes CPU quantity: 0.2 → "200m", 2 → "2".
 fn cpu_quantity(cpus: f64) -> String {
     let milli = (cpus * 1000.0).round() as u64;
-    if milli % 1000 == 0 {
+    if milli.is_multiple_of(1000) {
         (milli / 1000).to_string()
     } else {
         format!("{milli}m")
