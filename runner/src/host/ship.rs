@@ -101,8 +101,11 @@ pub fn nix_copy(
 ) -> Result<ShippedBinary, String> {
     let sha = sha256_file(local).map_err(|e| format!("host {host}: {name}: {e}"))?;
     let path = local.display().to_string();
+    // The store path the binary lives in: /nix/store/<hash>-<name>.
+    let store_path: PathBuf = local.components().take(4).collect();
     let mut cmd = Command::new("nix");
-    cmd.args(["copy", "--to", store_uri, &path])
+    cmd.args(["copy", "--to", store_uri])
+        .arg(&store_path)
         .env("NIX_SSHOPTS", ssh_opts);
     run_with_input(cmd, None, Duration::from_secs(600))
         .map_err(|e| format!("host {host}: nix copy of {name} failed: {e}"))?;
