@@ -105,7 +105,7 @@ impl Session {
                 Err(RecvTimeoutError::Disconnected) => {
                     // Give stderr's reader a moment to take ssh's last words.
                     std::thread::sleep(Duration::from_millis(100));
-                    let st = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
+                    let st = self.exit_status(Duration::from_secs(2));
                     return Err(format!(
                         "host {}: connection ended ({st}): {}",
                         self.host,
@@ -120,6 +120,20 @@ impl Session {
     pub fn ask(&mut self, req: &Request, timeout: Duration) -> Result<Reply, String> {
         self.send(req)?;
         self.recv(timeout)
+    }
+
+    /// The child's exit status within `wait`, else it is killed ("still running; killed").
+    fn exit_status(&mut self, wait: Duration) -> String {
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return st.to_string();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        "still running; killed".into()
     }
 
     pub fn stderr_tail(&self) -> String {
