@@ -35,6 +35,15 @@ pub enum Command {
     Compare(CompareArgs),
     /// Write SVG plots and results.md for a run (optionally the README reference section).
     Report(ReportArgs),
+    /// Kubernetes (optional target): render per-cell manifests, no cluster needed.
+    #[command(subcommand)]
+    K8s(K8sCommand),
+    /// Turn the generator Jobs' reports of rendered manifests into a result set.
+    Ingest(IngestArgs),
+    /// The runner's agent on a host of a multi-host run (started by the runner over SSH;
+    /// JSON lines on stdin/stdout; exits, stopping what it started, when stdin closes).
+    #[command(hide = true)]
+    Agent,
 }
 
 /// Which matrix file and which part of it.
@@ -111,6 +120,41 @@ pub struct RunArgs {
         requires = "flamegraph"
     )]
     pub flamegraph_hz: u32,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    /// Write <out>/<cell key>/ with the server Pod (Guaranteed QoS), its Service, the load
+    /// spec ConfigMap and the loadgen Job (anti-affinity to the server's node), plus
+    /// plan.json, matrix.toml and HOW-TO.txt.
+    Render(K8sRenderArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct K8sRenderArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Directory to write.
+    #[arg(long, default_value = "k8s")]
+    pub out: PathBuf,
+    /// Images are <prefix><binary name>:<tag>.
+    #[arg(long, default_value = "pingmatrix/")]
+    pub image_prefix: String,
+    #[arg(long, default_value = "latest")]
+    pub tag: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct IngestArgs {
+    /// A directory `matrix k8s render` wrote (its plan.json and matrix.toml are read).
+    #[arg(long)]
+    pub manifests: PathBuf,
+    /// The Jobs' loadgen reports, as <cell key>.<n>.json (or <cell key>.json).
+    #[arg(long)]
+    pub reports: PathBuf,
+    /// Parent directory of the new result set.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -210,6 +210,7 @@ impl Shared<'_> {
             limits: profile.limits.clone(),
             service_args: s.args.clone(),
             churn: level.churn,
+            hosts: profile.placement.clone(),
             // Churn cells have no primary metric to aim a CI at.
             adaptive: self.adaptive.filter(|_| level.churn.is_none()),
             arm: arm.map(str::to_string),

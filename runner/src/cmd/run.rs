@@ -16,6 +16,7 @@ use crate::config::{self, Matrix};
 use crate::export;
 use crate::flamegraph::Profiler;
 use crate::floor;
+use crate::host::Fleet;
 use crate::interrupt;
 use crate::plan::{self, Calibrate, Options, Plan};
 use crate::progress::Progress;
@@ -129,6 +130,7 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
             )),
         }),
         flamegraph: None,
+        hosts: vec![],
     };
     store.write_run(&run)?;
     // The matrix file once more as a plain file, for `diff` and re-runs.
@@ -175,6 +177,14 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     };
     run.status = RunStatus::Running;
     run.finished_unix_ms = None;
+    let (fleet, hosts) = Fleet::connect(&m, &plan.cells().collect::<Vec<_>>(), &mut |n| {
+        if !args.quiet {
+            eprintln!("{n}");
+        }
+    });
+    if !hosts.is_empty() {
+        run.hosts = hosts;
+    }
     store.write_run(&run)?;
     let profiler = start_flamegraphs(args, &store, &mut run)?;
     let tmp = store.tmp_dir()?;
@@ -187,6 +197,7 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
             .as_ref()
             .and_then(|f| f.machine.as_ref())
             .and_then(|m| m.report.as_ref()),
+        fleet: (!fleet.endpoints.is_empty()).then_some(&fleet),
     };
     let mut progress = Progress::new(plan.max_rep_count(), plan.estimate_s(), args.quiet);
     progress.note(&format!("run {} → {}", run.run_id, store.dir.display()));
@@ -441,6 +452,7 @@ pub fn export_all(
     page.extend_from_slice(
         export::flamegraphs::section(run.flamegraph.as_ref(), cells.iter()).as_bytes(),
     );
+    page.extend_from_slice(export::hosts::section(&run.hosts, cells.iter()).as_bytes());
     store.write_file("results.md", &page)?;
     let failed = cells.iter().chain(&arms).any(|c| {
         matches!(

@@ -20,6 +20,9 @@ pub struct MatrixFile {
     pub profiles: Vec<Profile>,
     #[serde(default)]
     pub calibration: Option<Calibration>,
+    /// Other machines, driven over SSH (`profiles[].server_host` / `loadgen_hosts`).
+    #[serde(default)]
+    pub hosts: Vec<HostEntry>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -170,4 +173,33 @@ pub struct Profile {
     pub memory_max_mib: Option<Spanned<u64>>,
     /// `--workers` for the service; default = number of server CPUs.
     pub workers: Option<Spanned<u32>>,
+    /// The `[[hosts]]` name the service runs on ("local" = this machine). Giving this or
+    /// `loadgen_hosts` makes every cell of the profile a multi-host cell.
+    pub server_host: Option<Spanned<String>>,
+    /// The hosts the load is split between (default: ["local"]); each returns its full
+    /// histograms and the cell's percentiles come from their merge.
+    pub loadgen_hosts: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// `[[hosts]]`: one machine reached with the system OpenSSH client.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostEntry {
+    /// What profiles call it (not "local", which is this machine).
+    pub name: Spanned<String>,
+    /// SSH destination: a host name or address.
+    pub host: Spanned<String>,
+    pub user: Option<Spanned<String>>,
+    pub port: Option<Spanned<u16>>,
+    /// `ssh -i`, relative to the matrix file.
+    pub identity_file: Option<Spanned<String>>,
+    /// The address a service on this host listens on and generators connect to; default:
+    /// `host` (resolved when the run starts if it is a name).
+    pub address: Option<Spanned<String>>,
+    /// Where the binaries are shipped to on the host (absolute); default
+    /// "/tmp/pingmatrix".
+    pub work_dir: Option<Spanned<String>>,
+    /// Extra `ssh -o` options, "Key=Value" each (e.g. "UserKnownHostsFile=...").
+    #[serde(default)]
+    pub ssh_options: Vec<Spanned<String>>,
 }

@@ -53,6 +53,48 @@ pub struct RunRecord {
     /// not available. Absent for runs without flame graphs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flamegraph: Option<FlamegraphProbe>,
+    /// Multi-host runs: every host a cell used, its environment and the binaries shipped to
+    /// it. Absent for single-machine runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostRecord>,
+}
+
+/// One host of a multi-host run as the runner found it when the run (or its resumption)
+/// started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    /// The `[[hosts]]` name ("local" = the runner's machine).
+    pub name: String,
+    /// `[user@]host[:port]` as ssh was given it; "local" for the runner's machine.
+    pub destination: String,
+    /// Where a service on it listens / generators connect.
+    pub address: Option<String>,
+    /// The binaries run there: sha256 on this machine, and as checked on arrival.
+    pub binaries: BTreeMap<String, ShippedBinary>,
+    /// Its clock minus the runner's, estimated over the SSH channel (µs); only used to
+    /// line up the server's CPU samples with the generators' windows.
+    pub clock_offset_us: Option<i64>,
+    /// Round trip of that estimate (µs): the offset is good to about half of it.
+    pub clock_rtt_us: Option<u64>,
+    /// The host's own environment record (the fields run.json has for this machine).
+    pub environment: Option<Environment>,
+    /// Why the host could not be used (its cells failed with this reason).
+    pub unavailable: Option<String>,
+}
+
+/// One binary on a host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShippedBinary {
+    /// Path on this machine.
+    pub local_path: String,
+    /// Path on the host.
+    pub remote_path: String,
+    pub sha256: String,
+    /// "local" (run in place), "copied" (sent over ssh), "cached" (already there with the
+    /// same sha256) or "nix-copy" (`nix copy --to ssh://`).
+    pub via: String,
+    /// sha256 computed on the host after arrival equals `sha256`.
+    pub verified: bool,
 }
 
 /// What the harness itself costs on this machine, measured at the start of the run.
@@ -263,6 +305,18 @@ pub struct CellSpec {
     /// A calibration arm ("a" or "b"): the same service twice, to measure the machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arm: Option<String>,
+    /// A multi-host cell: which host serves and which generate the load. Absent for a
+    /// single-machine cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Placement>,
+}
+
+/// Where a multi-host cell runs, by `[[hosts]]` name ("local" = the runner's machine).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub server_host: String,
+    /// The load is split between these (connections or rate), in this order.
+    pub loadgen_hosts: Vec<String>,
 }
 
 impl CellSpec {
@@ -513,6 +567,18 @@ pub struct RepResult {
     /// Open loop: this repetition's send lag set against the machine's timer floor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor_check: Option<FloorCheck>,
+    /// Multi-host cells: each generator host's own complete report; `report` is their
+    /// merge (percentiles from the added histograms). Empty for single-machine cells.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<GeneratorRun>,
+}
+
+/// One generator host's share of a multi-host repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorRun {
+    pub host: String,
+    pub report: Report,
+    pub loadgen_exit_code: Option<i32>,
 }
 
 /// An open-loop repetition's send lag next to the machine's timer wake-up lateness measured

@@ -203,6 +203,7 @@ mod tests {
             churn: None,
             adaptive: None,
             arm: None,
+            hosts: None,
         }
     }
 
@@ -234,6 +235,7 @@ mod tests {
             generator: Generator::default(),
             verdict: Saturation::default(),
             latency_hdr_v2_b64: String::new(),
+            open_loop_hdr_v2_b64: None,
             problems: vec![],
         }
     }
@@ -253,6 +255,7 @@ mod tests {
                 cgroup: None,
                 loadgen_exit_code: Some(0),
                 floor_check: None,
+                generators: vec![],
             })
             .collect();
         c

@@ -11,6 +11,7 @@
 //!   load levels;
 //! - `cells`: the cells named by `quick.cells`, `defaults.reference` and `[calibration]`,
 //!   and the services named by `defaults.baseline` and `calibration.service`;
+//! - `hosts`: `[[hosts]]` (SSH destinations) and where profiles place server and generators;
 //! - `names` and `binaries`: rules shared by several sections;
 //! - `bounds`: the fixed limits (windows, threads, rates) and why; `host`: what this machine
 //!   allows (CPUs, open files, local ports).
@@ -21,6 +22,7 @@ mod cells;
 mod churn;
 mod defaults;
 mod host;
+pub mod hosts;
 mod load;
 mod names;
 mod profiles;
@@ -156,8 +158,10 @@ fn check(
 ) -> Matrix {
     let d = defaults::check(errs, &f.defaults, binaries);
     let services = services::check(errs, &f.services, binaries);
-    let profiles = profiles::check(errs, &f.profiles, &host.allowed_cpus);
+    let hosts = hosts::check(errs, &f.hosts, binaries.base);
+    let profiles = profiles::check(errs, &f.profiles, &host.allowed_cpus, &hosts);
     let scenarios = scenarios::check(errs, &f.scenarios, &profiles, host, d.loadgen_threads);
+    hosts::check_split(errs, &f.scenarios, &scenarios, &profiles);
     let cells = cells::Cells {
         services: &services,
         scenarios: &scenarios,
@@ -194,6 +198,7 @@ fn check(
         services,
         scenarios,
         profiles,
+        hosts,
     }
 }
 
