@@ -57,7 +57,7 @@ fn recording(c: &mut Criterion) {
         b.iter(|| {
             t += 997;
             open.response(black_box(&resp), t, t - 45_000, t - 52_000);
-            open.send_lag(black_box(7_000), false);
+            open.send_lag(black_box(7_000), black_box(3_000), false);
         })
     });
 }

@@ -14,6 +14,11 @@ const RATE_SHORTFALL: f64 = 0.95;
 /// Open loop: send-lag p99 above max(this, 10 % of latency p99) distorts latency.
 const SEND_LAG_P99_LIMIT_US: u64 = 200;
 
+/// Open loop: a send-lag p99 above this distorts latencies whose p99 is `latency_p99_us`.
+pub fn send_lag_limit_us(latency_p99_us: u64) -> u64 {
+    SEND_LAG_P99_LIMIT_US.max(latency_p99_us / 10)
+}
+
 /// Was the generator possibly the bottleneck? `schedule_lag` is `None` for the closed loop.
 pub fn saturation(
     spec: &LoadSpec,
@@ -61,7 +66,7 @@ pub fn saturation(
         }
     }
     if let Some(l) = schedule_lag {
-        let limit = SEND_LAG_P99_LIMIT_US.max(latency.p99 / 10);
+        let limit = send_lag_limit_us(latency.p99);
         if l.p99 > limit {
             reasons.push(format!(
                 "send-lag p99 of requests with a free connection is {} µs, above {limit} µs",

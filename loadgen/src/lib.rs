@@ -15,6 +15,7 @@ mod sys;
 pub mod text;
 mod worker;
 
+pub use check::send_lag_limit_us;
 pub use merge::percentiles;
 pub use report::Report;
 pub use run::{hdr_v2_b64, run};

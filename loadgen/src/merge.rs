@@ -16,6 +16,8 @@ pub struct Merged {
     pub service: Histogram<u64>,
     pub send_lag: Histogram<u64>,
     pub schedule_lag: Histogram<u64>,
+    pub wake_lag: Histogram<u64>,
+    pub own_lag: Histogram<u64>,
     pub counts: Counts,
     pub connections: ConnectionCounts,
     pub status: BTreeMap<u16, u64>,
@@ -46,6 +48,8 @@ impl Merged {
             service: new_hist(3),
             send_lag: new_hist(3),
             schedule_lag: new_hist(3),
+            wake_lag: new_hist(3),
+            own_lag: new_hist(3),
             counts: Counts::default(),
             connections: ConnectionCounts::default(),
             status: BTreeMap::new(),
@@ -97,6 +101,8 @@ impl Merged {
             (&mut self.service, &r.service),
             (&mut self.send_lag, &r.send_lag),
             (&mut self.schedule_lag, &r.schedule_lag),
+            (&mut self.wake_lag, &r.wake_lag),
+            (&mut self.own_lag, &r.own_lag),
         ] {
             if let Some(h) = h {
                 add(into, h);

@@ -50,6 +50,12 @@ pub struct Recorder {
     /// Open loop only: send lag of requests that found a free connection when due, i.e.
     /// the generator's own lateness without waiting for connections.
     pub schedule_lag: Option<Histogram<u64>>,
+    /// Open loop only: the part of each schedule lag the thread spent not yet running
+    /// after the time it had asked to be woken (see `Report::wake_lag_us`).
+    pub wake_lag: Option<Histogram<u64>>,
+    /// Open loop only: the rest of each schedule lag, the generator's own (see
+    /// `Report::own_lag_us`).
+    pub own_lag: Option<Histogram<u64>>,
     pub counts: Counts,
     pub status: Box<[u64; 600]>,
     pub bytes_read: u64,
@@ -74,6 +80,8 @@ impl Recorder {
             service: open_loop.then(|| new_hist(3)),
             send_lag: open_loop.then(|| new_hist(3)),
             schedule_lag: open_loop.then(|| new_hist(3)),
+            wake_lag: open_loop.then(|| new_hist(3)),
+            own_lag: open_loop.then(|| new_hist(3)),
             counts: Counts::default(),
             status: Box::new([0; 600]),
             bytes_read: 0,
@@ -82,6 +90,11 @@ impl Recorder {
             cur_iv: 0,
             cur_iv_end_ns: 0,
         }
+    }
+
+    /// Where the measured window starts (known only once every worker is at the start line).
+    pub fn set_window_start(&mut self, window_start_ns: u64) {
+        self.window_start_ns = window_start_ns;
     }
 
     /// The timeline slot for an event at `now_ns` (allocates once per second).
@@ -135,15 +148,25 @@ impl Recorder {
         iv.hist.saturating_record(latency_us);
     }
 
-    /// Open loop: a request left for the wire `lag_ns` after its intended time; `queued`
-    /// when it had to wait for a free connection.
+    /// Open loop: a request left for the wire `lag_ns` after its intended time, `wake_ns`
+    /// of which the thread was waiting to be woken or run; `queued` when it had to wait for
+    /// a free connection.
     #[inline]
-    pub fn send_lag(&mut self, lag_ns: u64, queued: bool) {
+    pub fn send_lag(&mut self, lag_ns: u64, wake_ns: u64, queued: bool) {
         if let Some(h) = &mut self.send_lag {
             h.saturating_record(us(lag_ns));
         }
-        if !queued && let Some(h) = &mut self.schedule_lag {
+        if queued {
+            return;
+        }
+        if let Some(h) = &mut self.schedule_lag {
             h.saturating_record(us(lag_ns));
+        }
+        if let Some(h) = &mut self.wake_lag {
+            h.saturating_record(us(wake_ns));
+        }
+        if let Some(h) = &mut self.own_lag {
+            h.saturating_record(us(lag_ns.saturating_sub(wake_ns)));
         }
     }
 

@@ -49,6 +49,19 @@ pub struct Report {
     /// own timer and loop lateness (open loop only). The saturation verdict uses this.
     #[serde(default)]
     pub schedule_lag_us: Option<Percentiles>,
+    /// Of each schedule lag, the part after the time the generator thread had asked to be
+    /// running again (its sleep's deadline, or the request's intended time if later) until it
+    /// woke: the lateness of its wake-ups, whatever the cause (timer, another task on its CPU,
+    /// the hypervisor). What a generator with no processing cost would have shown under the
+    /// same wake-ups — the machine's floor in this very run. The rest of the lag is the
+    /// generator's own (open loop only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_lag_us: Option<Percentiles>,
+    /// The rest of each schedule lag (schedule lag − wake lag, per request): time the
+    /// generator was running but busy with other sends, responses or bookkeeping before
+    /// this send. Where this is high the generator itself fell behind (open loop only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_lag_us: Option<Percentiles>,
     pub counts: Counts,
     pub connections: ConnectionCounts,
     /// Responses by status code.
@@ -80,6 +93,12 @@ pub struct OpenLoopHistograms {
     pub service_time: String,
     pub send_lag: String,
     pub schedule_lag: String,
+    /// `Report::wake_lag_us`'s histogram (absent from reports older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_lag: Option<String>,
+    /// `Report::own_lag_us`'s histogram (absent from reports older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_lag: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

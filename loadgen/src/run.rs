@@ -102,6 +102,8 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerT
     };
     let send_lag_us = open.then(|| percentiles(&m.send_lag));
     let schedule_lag_us = open.then(|| percentiles(&m.schedule_lag));
+    let wake_lag_us = open.then(|| percentiles(&m.wake_lag));
+    let own_lag_us = open.then(|| percentiles(&m.own_lag));
     let verdict = check::saturation(spec, &m, &latency_us, schedule_lag_us.as_ref());
     let mut problems = check::problems(spec, &m);
     let mut encode = |h: &Histogram<u64>| {
@@ -115,6 +117,8 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerT
         service_time: encode(&m.service),
         send_lag: encode(&m.send_lag),
         schedule_lag: encode(&m.schedule_lag),
+        wake_lag: Some(encode(&m.wake_lag)),
+        own_lag: Some(encode(&m.own_lag)),
     });
     Report {
         schema_version: SCHEMA_VERSION,
@@ -129,6 +133,8 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerT
         service_time_us,
         send_lag_us,
         schedule_lag_us,
+        wake_lag_us,
+        own_lag_us,
         counts: m.counts,
         connections: m.connections,
         status_counts: m.status,

@@ -74,6 +74,12 @@ pub fn summary(r: &Report) -> String {
         if let Some(l) = &r.schedule_lag_us {
             line(&mut o, " unqueued", l);
         }
+        if let Some(l) = &r.wake_lag_us {
+            line(&mut o, "  woken late", l);
+        }
+        if let Some(l) = &r.own_lag_us {
+            line(&mut o, "  own", l);
+        }
         let _ = writeln!(
             o,
             "  (latency from intended send time: no coordinated omission)"

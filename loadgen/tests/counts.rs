@@ -138,6 +138,24 @@ fn open_loop_with_a_request_count_sends_exactly_that_many() {
     assert_eq!(srv.requests(), 400);
     let lag = r.send_lag_us.unwrap();
     assert_eq!(lag.samples, 300);
+    // Each unqueued send's lag is split in two: woken late + its own.
+    let (sched, wake, own) = (
+        r.schedule_lag_us.unwrap(),
+        r.wake_lag_us.unwrap(),
+        r.own_lag_us.unwrap(),
+    );
+    assert_eq!((wake.samples, own.samples), (sched.samples, sched.samples));
+    // Neither part exceeds the whole (HDR buckets: within 0.1 %, + 1 µs of rounding).
+    assert!(
+        wake.max <= sched.max + sched.max / 1000 + 1,
+        "{wake:?} vs {sched:?}"
+    );
+    assert!(
+        own.max <= sched.max + sched.max / 1000 + 1,
+        "{own:?} vs {sched:?}"
+    );
+    let h = r.open_loop_hdr_v2_b64.unwrap();
+    assert!(h.wake_lag.is_some() && h.own_lag.is_some());
 }
 
 #[test]

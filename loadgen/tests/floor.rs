@@ -31,6 +31,9 @@ fn floor_json_has_every_measurement() {
     assert_eq!(rates, [1000.0, 5000.0]);
     for t in &f.timer {
         assert!(t.lateness.is_some() != t.unsupported.is_some(), "{t:?}");
+        // A wake-up costs some CPU, and far less than the time between wake-ups.
+        let cost = t.cpu_per_wakeup_us.expect("measured with the lateness");
+        assert!(cost > 0.0 && cost < 1e6 / t.rate_per_s, "{t:?}");
     }
     let e = &f.loopback_echo;
     assert!(e.round_trip.is_some() != e.unsupported.is_some(), "{e:?}");

@@ -350,7 +350,13 @@ fn measure(
     let server = sample::usage_in_window(&samples, r.started_unix_ms * 1000, r.window_s, responses);
     let floor_check = match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
         (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
-            crate::floor::check(f, *rate_per_s, lag.p99)
+            let lag = crate::floor::Lag {
+                send_p99_us: lag.p99,
+                wake_p99_us: r.wake_lag_us.as_ref().map(|w| w.p99),
+                own_p99_us: r.own_lag_us.as_ref().map(|w| w.p99),
+                latency_p99_us: r.latency_us.p99,
+            };
+            crate::floor::check(f, *rate_per_s, lag)
         }
         _ => None,
     };

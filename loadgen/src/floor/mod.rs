@@ -1,6 +1,6 @@
 //! `loadgen --floor`: the machine's floor, measured in seconds so a runner can record it at
 //! the start of every run. (a) Timer wake-up lateness on the calling thread's CPU: sleep to
-//! absolute deadlines at a given rate exactly as the open-loop sender does (`epoll_pwait2`,
+//! absolute deadlines at a given rate exactly as the open-loop sender does (`clock_nanosleep`,
 //! the sender's timer slack at that rate) and record how late each wake-up was, as cyclictest does. (b) The round
 //! trip of a trivial loopback TCP echo served by a thread of this process. An open-loop
 //! cell's send lag cannot be better than (a); its latency cannot be better than (b).
@@ -72,10 +72,15 @@ pub struct Floor {
 #[serde(deny_unknown_fields)]
 pub struct TimerFloor {
     pub rate_per_s: f64,
-    /// e.g. "epoll_pwait2 to absolute CLOCK_MONOTONIC deadlines, timer slack 20 µs".
+    /// e.g. "clock_nanosleep(TIMER_ABSTIME) to absolute CLOCK_MONOTONIC deadlines, timer slack 20 µs".
     pub method: String,
     /// Wake-up − deadline; `None` when unsupported.
     pub lateness: Option<FloorPercentiles>,
+    /// The thread's CPU time (user + system) per sleep and wake-up: what each wake-up costs
+    /// an open-loop sender on this machine, before it does any work (on a VM, mostly timer
+    /// programming and interrupt delivery by the hypervisor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_per_wakeup_us: Option<f64>,
     /// Why this could not be measured (then `lateness` is `None`).
     pub unsupported: Option<String>,
 }
@@ -235,7 +240,7 @@ mod tests {
         });
         assert_eq!(f.timer.len(), 2);
         for t in &f.timer {
-            let l = t.lateness.as_ref().expect("epoll_pwait2 works here");
+            let l = t.lateness.as_ref().expect("clock_nanosleep works here");
             // ~200 and ~1000 wake-ups; a starved CI thread may miss some deadlines.
             assert!(l.samples >= 20, "{t:?}");
             assert!(l.p50_us <= l.p99_us && l.p99_us <= l.p999_us && l.p999_us <= l.max_us);

@@ -1,11 +1,12 @@
-//! Timer wake-up lateness: sleep to absolute deadlines `t0 + k/rate` on an empty epoll set
-//! with `epoll_pwait2` (as the open-loop sender waits), and record wake-up − deadline.
+//! Timer wake-up lateness: sleep to absolute deadlines `t0 + k/rate` with
+//! `clock_nanosleep(TIMER_ABSTIME)` (as the open-loop sender waits), and record wake-up −
+//! deadline.
 
 use super::{FloorPercentiles, TimerFloor, ns_hist};
-use crate::sys::clock::now_ns;
-use crate::sys::epoll::Epoll;
+use crate::sys::clock::{now_ns, sleep_until};
+use crate::sys::proc::CpuMark;
 
-const METHOD: &str = "epoll_pwait2 on an empty set to absolute CLOCK_MONOTONIC deadlines \
+const METHOD: &str = "clock_nanosleep(TIMER_ABSTIME) to absolute CLOCK_MONOTONIC deadlines \
                       t0 + k/rate, with the timer slack an open-loop sender uses at this rate (20 µs \
                       below 100 µs between wake-ups, else 1 ns), no spinning";
 
@@ -14,20 +15,18 @@ pub fn measure(rate_per_s: f64, duration_ms: u64) -> TimerFloor {
         rate_per_s,
         method: METHOD.into(),
         lateness: None,
+        cpu_per_wakeup_us: None,
         unsupported: Some(why),
-    };
-    let mut ep = match Epoll::new(1) {
-        Ok(ep) => ep,
-        Err(e) => return unsupported(format!("epoll_create1: {e}")),
     };
     let period_ns = 1e9 / rate_per_s;
     // The slack an open-loop sender uses at this rate, so the floor is what it can reach.
     crate::sys::proc::set_timer_slack(crate::sys::proc::sender_timer_slack_ns(period_ns));
-    let mut events = Vec::new();
     let mut h = ns_hist();
     let t0 = now_ns() + 1_000_000;
     let end = t0 + duration_ms * 1_000_000;
     let mut k = 0u64;
+    let mut wakeups = 0u64;
+    let cpu = CpuMark::start();
     loop {
         let deadline = t0 + (k as f64 * period_ns) as u64;
         if deadline >= end {
@@ -35,15 +34,16 @@ pub fn measure(rate_per_s: f64, duration_ms: u64) -> TimerFloor {
         }
         let now = now_ns();
         if now < deadline
-            && let Err(e) = ep.wait(deadline - now, &mut events)
+            && let Err(e) = sleep_until(deadline)
         {
-            return unsupported(format!("epoll_pwait2: {e}"));
+            return unsupported(format!("clock_nanosleep: {e}"));
         }
         let woke = now_ns();
         // A wait that returned early (a signal) is not a wake-up; sleep again.
         if woke < deadline {
             continue;
         }
+        wakeups += 1;
         h.saturating_record((woke - deadline).max(1));
         // Deadlines missed while late are skipped, not queued: each sample is one sleep.
         k = k.max(((woke - t0) as f64 / period_ns) as u64) + 1;
@@ -52,6 +52,8 @@ pub fn measure(rate_per_s: f64, duration_ms: u64) -> TimerFloor {
         rate_per_s,
         method: METHOD.into(),
         lateness: FloorPercentiles::from_ns(&h),
+        cpu_per_wakeup_us: (wakeups > 0)
+            .then(|| CpuMark::end().since(cpu).cpu_ns as f64 / 1e3 / wakeups as f64),
         unsupported: None,
     }
 }

@@ -40,3 +40,26 @@ pub fn unix_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+/// Sleeps until `deadline_ns` on `CLOCK_MONOTONIC` (absolute, so time spent getting here
+/// does not lengthen the sleep). Returns early on a signal; callers re-check the clock.
+#[inline]
+pub fn sleep_until(deadline_ns: u64) -> std::io::Result<()> {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
+    let rc = unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    };
+    match rc {
+        0 | libc::EINTR => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e)),
+    }
+}

@@ -19,7 +19,7 @@ use std::sync::{Arc, Barrier, OnceLock};
 
 use crate::recorder::Recorder;
 use crate::report::ConnectionCounts;
-use crate::sys::clock::now_ns;
+use crate::sys::clock::{now_ns, sleep_until};
 use crate::sys::epoll::{EV_ERR_HUP, EV_IN, EV_OUT, Epoll, Event};
 use crate::sys::proc::{self, CpuMark, CpuSpan};
 use crate::sys::socket;
@@ -32,6 +32,12 @@ use plan::{Plan, Share};
 const SPIN_NS: u64 = 10_000;
 /// Longest sleep while harvesting, so connects, timeouts and the end are noticed promptly.
 const HARVEST_MAX_NS: u64 = 10_000_000;
+/// Harvesting asks epoll for arrived responses (and closes, connects) at most this often, or
+/// at every wake-up once `HARVEST_SPARE` or fewer connections are free: the kernel stamps
+/// each response on arrival, so reading it later changes no figure, and one `epoll_pwait2`
+/// then serves several sends.
+const HARVEST_EVERY_NS: u64 = 1_000_000;
+const HARVEST_SPARE: usize = 4;
 /// How long the pre-connect phase may take before the clock starts anyway.
 const PRECONNECT_MAX_NS: u64 = 2_000_000_000;
 
@@ -92,9 +98,14 @@ pub struct Worker {
     harvest: bool,
     /// Open loop: due requests are waiting for a free connection.
     backlogged: bool,
-    /// An empty epoll set to sleep on without waking for I/O.
-    sleeper: Epoll,
     wakeups: u64,
+    /// The last wait was to end by `asked_ns`; the thread ran again from `woke_ns`. A send
+    /// due meanwhile is late by at least `woke_ns - max(due, asked_ns)` through no work of
+    /// its own (`Recorder::wake_lag`).
+    asked_ns: u64,
+    woke_ns: u64,
+    /// Harvesting: when epoll is next asked for what arrived.
+    next_harvest_ns: u64,
 }
 
 impl Worker {
@@ -138,8 +149,10 @@ impl Worker {
             last_up_ns: 0,
             harvest: plan.open.is_some(),
             backlogged: false,
-            sleeper: Epoll::new(1)?,
             wakeups: 0,
+            asked_ns: 0,
+            woke_ns: 0,
+            next_harvest_ns: 0,
             plan,
             share,
         })
@@ -168,23 +181,30 @@ impl Worker {
             if now >= pre_deadline {
                 break;
             }
-            if self.poll(pre_deadline - now).is_err() {
+            if self.poll(pre_deadline - now, pre_deadline).is_err() {
                 break;
             }
         }
-        start.barrier.wait();
-        self.t0_ns = *start.t0_ns.get_or_init(|| now_ns() + 1_000_000);
-        self.ws_ns = self.t0_ns + self.plan.warmup_ns;
-        self.end_ns = self.plan.duration_ns.map_or(u64::MAX, |d| self.ws_ns + d);
+        // A fresh recorder for the measured run (the pre-connect phase's records are not
+        // the run's), made before the start line: zeroing its histograms takes most of a
+        // millisecond on a VM, which after it would make the first sends late.
         self.rec = Recorder::new(
-            self.ws_ns,
+            0,
             self.plan.open.is_some(),
             self.plan.expect_status,
             self.plan.expect_body_bytes,
         );
+        start.barrier.wait();
+        self.t0_ns = *start.t0_ns.get_or_init(|| now_ns() + 1_000_000);
+        self.ws_ns = self.t0_ns + self.plan.warmup_ns;
+        self.end_ns = self.plan.duration_ns.map_or(u64::MAX, |d| self.ws_ns + d);
+        self.rec.set_window_start(self.ws_ns);
+        // Spin to the start line (at most ~1 ms): the first sends are due exactly at `t0`, and
+        // a sleep would make them as late as a wake-up is.
         while now_ns() < self.t0_ns {
             std::hint::spin_loop();
         }
+        self.woke(self.t0_ns);
         self.main_loop()
     }
 
@@ -213,11 +233,15 @@ impl Worker {
                 if self.harvest && !self.stop {
                     // Collect what arrived before the end but was not yet harvested (its
                     // kernel stamp decides whether it counts).
-                    let _ = self.poll(0);
+                    let _ = self.poll(0, 0);
                 }
                 break;
             }
             if now >= next_scan_ns {
+                if self.harvest {
+                    // What arrived in time must not be taken for a timeout.
+                    let _ = self.poll(0, 0);
+                }
                 self.scan_timeouts(now);
                 next_scan_ns = now + scan_every_ns;
             }
@@ -261,13 +285,16 @@ impl Worker {
 
     /// Wait until `deadline` or I/O, whichever the mode calls for, and handle what arrived.
     ///
-    /// Open loop with no request waiting for a connection ("harvesting"): sleep on an empty
-    /// epoll set until the next send is due, then collect every response that arrived
-    /// meanwhile, each stamped with its kernel receive time. One wake-up per send (or per
-    /// group of sends due within `COALESCE_NS`) instead of one per send plus one per
-    /// response. A wait shorter than `SPIN_NS` spins on the clock: a sleep would overshoot
-    /// it by more than the spin costs. Otherwise (closed loop, or requests queued for a
-    /// connection, which a response must free at once): wait for I/O or the deadline.
+    /// Open loop with no request waiting for a connection ("harvesting"): sleep
+    /// (`clock_nanosleep`, cheaper per wake-up than an epoll wait, and I/O cannot wake it)
+    /// until the next send is due, send, then collect every response that arrived meanwhile
+    /// (every `HARVEST_EVERY_NS`), each stamped with its kernel receive time. One wake-up per
+    /// send (or per group of sends due within `COALESCE_NS`) instead of one per send plus one
+    /// per response. The due sends go first while connections are spare: the responses keep
+    /// their stamps, so only the sends' lateness depends on the order. A wait shorter than
+    /// `SPIN_NS` spins on the clock: a sleep would overshoot it by more than the spin costs.
+    /// Otherwise (closed loop, or requests queued for a connection, which a response must
+    /// free at once): wait for I/O or the deadline.
     fn wait(&mut self, deadline: u64, in_window: bool, spin_wait_ns: &mut u64) -> io::Result<()> {
         let now = now_ns();
         let wait = deadline.saturating_sub(now);
@@ -276,19 +303,29 @@ impl Worker {
                 while now_ns() < deadline {
                     std::hint::spin_loop();
                 }
+                self.woke(deadline);
                 if in_window {
-                    *spin_wait_ns += now_ns() - now;
+                    *spin_wait_ns += self.woke_ns - now;
                 }
             } else if wait > 0 {
-                let mut none = Vec::new();
-                self.sleeper.wait(wait.min(HARVEST_MAX_NS), &mut none)?;
+                let wait = wait.min(HARVEST_MAX_NS);
+                sleep_until(now + wait)?;
+                self.woke(now + wait);
                 self.wakeups += u64::from(in_window);
             }
-            self.poll(0)?;
+            let spare = self.free.len() > HARVEST_SPARE;
+            if wait > 0 && spare && self.woke_ns < self.end_ns {
+                self.dispatch_open();
+            }
+            let t = if wait > 0 { self.woke_ns } else { now };
+            if wait == 0 || !spare || t >= self.next_harvest_ns {
+                self.next_harvest_ns = t + HARVEST_EVERY_NS;
+                self.poll(0, 0)?;
+            }
             return Ok(());
         }
         let spinning = wait > 0 && wait < SPIN_NS;
-        let n = self.poll(if spinning { 0 } else { wait })?;
+        let n = self.poll(if spinning { 0 } else { wait }, deadline)?;
         if spinning && n == 0 && in_window {
             *spin_wait_ns += now_ns() - now;
         }
@@ -331,10 +368,21 @@ impl Worker {
         None
     }
 
-    /// Waits up to `wait_ns` and handles what arrived; returns how many events that was.
-    fn poll(&mut self, wait_ns: u64) -> io::Result<usize> {
+    /// A wait that was to end by `asked_ns` has just ended.
+    #[inline]
+    fn woke(&mut self, asked_ns: u64) {
+        self.asked_ns = asked_ns;
+        self.woke_ns = now_ns();
+    }
+
+    /// Waits up to `wait_ns` (a wait meant to end by `asked_ns`) and handles what arrived;
+    /// returns how many events that was.
+    fn poll(&mut self, wait_ns: u64, asked_ns: u64) -> io::Result<usize> {
         let mut events = std::mem::take(&mut self.events);
         self.ep.wait(wait_ns, &mut events)?;
+        if wait_ns > 0 {
+            self.woke(asked_ns);
+        }
         for ev in &events {
             self.on_event(*ev);
         }

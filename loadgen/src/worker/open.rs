@@ -61,7 +61,11 @@ impl Worker {
                 self.rec.counts.sent += 1;
                 let queued = j < self.queued_upto;
                 self.rec.counts.queued += u64::from(queued);
-                self.rec.send_lag(sent.saturating_sub(intended), queued);
+                let lag = sent.saturating_sub(intended);
+                // Late past both its due time and the end of the last wait, the thread was
+                // not running: its wake-up's lateness, not its own work.
+                let woken_late = self.woke_ns.saturating_sub(intended.max(self.asked_ns));
+                self.rec.send_lag(lag, woken_late.min(lag), queued);
             }
             self.flush(ci);
         }

@@ -318,8 +318,11 @@ fn machine_floor(o: &mut String, run: &RunRecord) {
         .iter()
         .filter_map(|t| {
             let l = t.lateness.as_ref()?;
+            let cost = t.cpu_per_wakeup_us.map_or(String::new(), |c| {
+                format!(" ({c:.1} µs of CPU per wake-up)")
+            });
             Some(format!(
-                "{:.0}/s p50 {:.0} µs, p99 {:.0} µs",
+                "{:.0}/s p50 {:.0} µs, p99 {:.0} µs{cost}",
                 t.rate_per_s, l.p50_us, l.p99_us
             ))
         })
@@ -333,7 +336,7 @@ fn machine_floor(o: &mut String, run: &RunRecord) {
         });
     let _ = writeln!(
         o,
-        "Machine floor (`loadgen --floor` on the generator's CPU {}): a sleeping thread wakes late by {}; loopback TCP echo round trip {echo}. An open-loop repetition whose send-lag p99 is within {}× that lateness + {:.0} µs is marked \"at the machine's floor\" (the machine's, not the generator's) instead of † generator saturated; above it, † stands.\n",
+        "Machine floor (`loadgen --floor` on the generator's CPU {}): a sleeping thread wakes late by {}; loopback TCP echo round trip {echo}. loadgen splits each send's lag into how late its thread was woken (the machine: timer, other tasks on that CPU, the hypervisor) and the rest, its own. An open-loop repetition flagged for send lag whose own part stays within loadgen's send-lag limit is marked \"at the machine's floor\" (the machine's, not the generator's) instead of † generator saturated; above it, † stands. (Reports without the split: within {}× the timer lateness above + {:.0} µs.)\n",
         f.cpu.map_or("?".into(), |c| c.to_string()),
         if timers.is_empty() {
             "(not measured)".into()

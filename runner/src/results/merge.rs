@@ -60,24 +60,12 @@ pub fn merge_reports(spec: &LoadSpec, parts: &[(&str, &Report)]) -> Result<Repor
         .iter()
         .filter_map(|(_, r)| r.open_loop_hdr_v2_b64.as_ref())
         .collect();
-    let (open_loop, service_time_us, send_lag_us, schedule_lag_us) = if open.is_empty() {
-        (None, latency_us.clone(), None, None)
+    let o = if open.is_empty() {
+        None
     } else if open.len() != parts.len() {
         return Err("some generator reports carry open-loop histograms and some do not".into());
     } else {
-        let service = add_all(open.iter().map(|o| o.service_time.as_str()))?;
-        let send = add_all(open.iter().map(|o| o.send_lag.as_str()))?;
-        let schedule = add_all(open.iter().map(|o| o.schedule_lag.as_str()))?;
-        (
-            Some(OpenLoopHistograms {
-                service_time: encode(&service)?,
-                send_lag: encode(&send)?,
-                schedule_lag: encode(&schedule)?,
-            }),
-            loadgen::percentiles(&service),
-            Some(loadgen::percentiles(&send)),
-            Some(loadgen::percentiles(&schedule)),
-        )
+        Some(OpenMerged::of(&open)?)
     };
     let mut counts = loadgen::report::Counts::default();
     let mut connections = loadgen::report::ConnectionCounts::default();
@@ -120,10 +108,14 @@ pub fn merge_reports(spec: &LoadSpec, parts: &[(&str, &Report)]) -> Result<Repor
         window_s: parts.iter().map(|(_, r)| r.window_s).fold(0.0, f64::max),
         requests_per_s: sum(|r| r.requests_per_s),
         ok_per_s: sum(|r| r.ok_per_s),
-        latency_us,
-        service_time_us,
-        send_lag_us,
-        schedule_lag_us,
+        latency_us: latency_us.clone(),
+        service_time_us: o
+            .as_ref()
+            .map_or_else(|| latency_us.clone(), |o| o.service_time_us.clone()),
+        send_lag_us: o.as_ref().map(|o| o.send_lag_us.clone()),
+        schedule_lag_us: o.as_ref().map(|o| o.schedule_lag_us.clone()),
+        wake_lag_us: o.as_ref().and_then(|o| o.wake_lag_us.clone()),
+        own_lag_us: o.as_ref().and_then(|o| o.own_lag_us.clone()),
         counts,
         connections,
         status_counts,
@@ -133,9 +125,48 @@ pub fn merge_reports(spec: &LoadSpec, parts: &[(&str, &Report)]) -> Result<Repor
         generator: generator(parts),
         verdict,
         latency_hdr_v2_b64: encode(&latency)?,
-        open_loop_hdr_v2_b64: open_loop,
+        open_loop_hdr_v2_b64: o.map(|o| o.histograms),
         problems,
     })
+}
+
+/// The open-loop histograms of every host, added, and their percentiles.
+struct OpenMerged {
+    histograms: OpenLoopHistograms,
+    service_time_us: Percentiles,
+    send_lag_us: Percentiles,
+    schedule_lag_us: Percentiles,
+    wake_lag_us: Option<Percentiles>,
+    own_lag_us: Option<Percentiles>,
+}
+
+impl OpenMerged {
+    fn of(open: &[&OpenLoopHistograms]) -> Result<Self, String> {
+        let service = add_all(open.iter().map(|o| o.service_time.as_str()))?;
+        let send = add_all(open.iter().map(|o| o.send_lag.as_str()))?;
+        let schedule = add_all(open.iter().map(|o| o.schedule_lag.as_str()))?;
+        // Only when every host reported it: a partial sum would pass for the whole.
+        let all = |f: fn(&OpenLoopHistograms) -> Option<&str>| -> Result<_, String> {
+            let parts: Option<Vec<&str>> = open.iter().map(|o| f(o)).collect();
+            parts.map(|p| add_all(p.into_iter())).transpose()
+        };
+        let wake = all(|o| o.wake_lag.as_deref())?;
+        let own = all(|o| o.own_lag.as_deref())?;
+        Ok(Self {
+            histograms: OpenLoopHistograms {
+                service_time: encode(&service)?,
+                send_lag: encode(&send)?,
+                schedule_lag: encode(&schedule)?,
+                wake_lag: wake.as_ref().map(encode).transpose()?,
+                own_lag: own.as_ref().map(encode).transpose()?,
+            },
+            service_time_us: loadgen::percentiles(&service),
+            send_lag_us: loadgen::percentiles(&send),
+            schedule_lag_us: loadgen::percentiles(&schedule),
+            wake_lag_us: wake.as_ref().map(loadgen::percentiles),
+            own_lag_us: own.as_ref().map(loadgen::percentiles),
+        })
+    }
 }
 
 fn add_counts(a: &mut loadgen::report::Counts, b: &loadgen::report::Counts) {
@@ -283,6 +314,8 @@ mod tests {
             service_time_us: loadgen::percentiles(&h),
             send_lag_us: Some(loadgen::percentiles(&lag)),
             schedule_lag_us: Some(loadgen::percentiles(&lag)),
+            wake_lag_us: Some(loadgen::percentiles(&lag)),
+            own_lag_us: Some(loadgen::percentiles(&lag)),
             counts: loadgen::report::Counts {
                 sent: values.len() as u64,
                 ok: values.len() as u64,
@@ -305,6 +338,8 @@ mod tests {
                 service_time: encode(&h).unwrap(),
                 send_lag: encode(&lag).unwrap(),
                 schedule_lag: encode(&lag).unwrap(),
+                wake_lag: Some(encode(&lag).unwrap()),
+                own_lag: Some(encode(&lag).unwrap()),
             }),
             problems: vec![],
         }
@@ -344,6 +379,13 @@ mod tests {
         assert!(same_percentiles(&m.service_time_us, &want));
         let want_lag = loadgen::percentiles(&hist(&lags));
         assert!(same_percentiles(m.send_lag_us.as_ref().unwrap(), &want_lag));
+        assert!(same_percentiles(m.wake_lag_us.as_ref().unwrap(), &want_lag));
+        // A host without the wake-up histogram (an older loadgen): no partial sum.
+        let mut old = rb.clone();
+        old.open_loop_hdr_v2_b64.as_mut().unwrap().wake_lag = None;
+        let m2 = merge_reports(&spec(1000.0), &[("gen1", &ra), ("gen2", &old)]).unwrap();
+        assert_eq!(m2.wake_lag_us, None);
+        assert!(same_percentiles(m2.own_lag_us.as_ref().unwrap(), &want_lag));
         // The merged histogram round-trips too.
         let back = loadgen::percentiles(&decode(&m.latency_hdr_v2_b64).unwrap());
         assert!(same_percentiles(&back, &want));

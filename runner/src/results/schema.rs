@@ -581,16 +581,28 @@ pub struct GeneratorRun {
     pub loadgen_exit_code: Option<i32>,
 }
 
-/// An open-loop repetition's send lag next to the machine's timer wake-up lateness measured
-/// at the start of the run at the nearest rate: when the lag is no worse than the machine's
-/// own floor, a "send-lag" saturation verdict is the machine, not the generator.
+/// An open-loop repetition's send lag split into how late its generator thread was woken
+/// and its own part (loadgen's `wake_lag_us`, `own_lag_us`; older reports lack both), next
+/// to the machine's timer wake-up lateness measured at the start of the run at the nearest
+/// rate: when the generator's own part is within loadgen's limit, a "send-lag" saturation
+/// verdict is the machine, not the generator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FloorCheck {
     pub send_lag_p99_us: u64,
     /// Timer wake-up lateness p99 of the machine at `floor_rate_per_s`.
     pub floor_p99_us: f64,
     pub floor_rate_per_s: f64,
-    /// send-lag p99 ≤ AT_FLOOR_FACTOR × floor p99 + AT_FLOOR_SLACK_US.
+    /// The generator thread's wake-up lateness p99 in this repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_lag_p99_us: Option<u64>,
+    /// The generator's own part of the send lag, p99, and the limit it is held to (loadgen's
+    /// send-lag limit for this repetition's latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_lag_p99_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_lag_limit_us: Option<u64>,
+    /// own-lag p99 ≤ its limit; for reports without the split, send-lag p99 ≤
+    /// AT_FLOOR_FACTOR × floor p99 + AT_FLOOR_SLACK_US.
     pub at_floor: bool,
 }
 
@@ -606,6 +618,18 @@ impl RepResult {
             .map(String::as_str)
             .filter(|r| !(at_floor && r.starts_with(SEND_LAG_REASON)))
             .collect()
+    }
+
+    /// loadgen flagged this repetition's send lag and the floor check found it the
+    /// machine's.
+    pub fn send_lag_excused(&self) -> bool {
+        self.floor_check.as_ref().is_some_and(|f| f.at_floor)
+            && self
+                .report
+                .verdict
+                .reasons
+                .iter()
+                .any(|r| r.starts_with(SEND_LAG_REASON))
     }
 
     /// The generator may have limited this repetition (after the floor check).

@@ -31,8 +31,14 @@ fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
     let rp = &rep.report;
     if rep.generator_saturated() {
         let floor = rep.floor_check.as_ref().map_or(String::new(), |f| {
+            let split = match (f.own_lag_p99_us, f.own_lag_limit_us, f.wake_lag_p99_us) {
+                (Some(own), Some(limit), Some(wake)) => format!(
+                    "; of it, the generator's own p99 {own} µs (limit {limit} µs) and its wake-ups' lateness p99 {wake} µs"
+                ),
+                _ => String::new(),
+            };
             format!(
-                "; the machine's timer wake-up p99 is {:.0} µs at {:.0}/s",
+                "{split}; the machine's timer wake-up p99 at the run's start is {:.0} µs at {:.0}/s",
                 f.floor_p99_us, f.floor_rate_per_s
             )
         });
@@ -41,11 +47,17 @@ fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
             rep.generator_limits().join("; ")
         ));
     }
-    if let Some(f) = rep.floor_check.as_ref().filter(|f| f.at_floor) {
-        r.push(format!(
-            "rep {rep_no}: at the machine's floor: send-lag p99 {} µs against timer wake-up p99 {:.0} µs at {:.0}/s on this machine (the machine's lateness, not the generator's)",
-            f.send_lag_p99_us, f.floor_p99_us, f.floor_rate_per_s
-        ));
+    if let Some(f) = rep.floor_check.as_ref().filter(|_| rep.send_lag_excused()) {
+        r.push(match (f.own_lag_p99_us, f.own_lag_limit_us, f.wake_lag_p99_us) {
+            (Some(own), Some(limit), Some(wake)) => format!(
+                "rep {rep_no}: at the machine's floor: send-lag p99 {} µs, but the generator's own part is p99 {own} µs (within {limit} µs): its thread was woken or run late (wake-up lateness p99 {wake} µs in this repetition; timer wake-up p99 {:.0} µs at {:.0}/s at the run's start)",
+                f.send_lag_p99_us, f.floor_p99_us, f.floor_rate_per_s
+            ),
+            _ => format!(
+                "rep {rep_no}: at the machine's floor: send-lag p99 {} µs against timer wake-up p99 {:.0} µs at {:.0}/s on this machine (the machine's lateness, not the generator's)",
+                f.send_lag_p99_us, f.floor_p99_us, f.floor_rate_per_s
+            ),
+        });
     }
     for p in &rp.problems {
         r.push(format!("rep {rep_no}: {p}"));
@@ -226,6 +238,8 @@ mod tests {
             service_time_us: lat,
             send_lag_us: None,
             schedule_lag_us: None,
+            wake_lag_us: None,
+            own_lag_us: None,
             counts: Counts::default(),
             connections: Default::default(),
             status_counts: Default::default(),
@@ -328,6 +342,9 @@ mod tests {
                 send_lag_p99_us: 2900,
                 floor_p99_us: 2000.0,
                 floor_rate_per_s: 5000.0,
+                wake_lag_p99_us: None,
+                own_lag_p99_us: None,
+                own_lag_limit_us: None,
                 at_floor: true,
             });
         }
@@ -354,9 +371,55 @@ mod tests {
         assert!(c.reps[0].generator_saturated());
         let r = suspect_reasons(&c).join("; ");
         assert!(
-            r.contains("above 200 µs; the machine's timer wake-up p99 is 2000 µs at 5000/s)"),
+            r.contains("above 200 µs; the machine's timer wake-up p99 at the run's start is 2000 µs at 5000/s)"),
             "{r}"
         );
+    }
+
+    #[test]
+    fn the_generators_own_part_of_the_send_lag_is_shown_beside_it() {
+        let open = LoadModel::Open {
+            rate_per_s: 5_000.0,
+            connections: 64,
+        };
+        let mut c = cell_with(
+            open,
+            &[(5_000.0, 100.0), (5_000.0, 100.0), (5_000.0, 100.0)],
+        );
+        let lag = "send-lag p99 of requests with a free connection is 640 µs, above 200 µs";
+        // (wake p99, own p99, at floor, loadgen flagged the lag)
+        let reps = [
+            (610, 30, true, true),
+            (40, 600, false, true),
+            (30, 20, true, false),
+        ];
+        for (rep, (wake, own, at_floor, flagged)) in c.reps.iter_mut().zip(reps) {
+            rep.report.verdict = Saturation {
+                saturated: flagged,
+                reasons: if flagged { vec![lag.into()] } else { vec![] },
+            };
+            rep.floor_check = Some(crate::results::schema::FloorCheck {
+                send_lag_p99_us: if flagged { 640 } else { 50 },
+                floor_p99_us: 55.0,
+                floor_rate_per_s: 5000.0,
+                wake_lag_p99_us: Some(wake),
+                own_lag_p99_us: Some(own),
+                own_lag_limit_us: Some(200),
+                at_floor,
+            });
+        }
+        let r = suspect_reasons(&c).join("; ");
+        assert!(
+            r.contains("rep 1: at the machine's floor: send-lag p99 640 µs, but the generator's own part is p99 30 µs (within 200 µs): its thread was woken or run late (wake-up lateness p99 610 µs in this repetition; timer wake-up p99 55 µs at 5000/s at the run's start)"),
+            "{r}"
+        );
+        assert!(
+            r.contains("rep 2: generator saturated (send-lag p99 of requests with a free connection is 640 µs, above 200 µs; of it, the generator's own p99 600 µs (limit 200 µs) and its wake-ups' lateness p99 40 µs; the machine's timer wake-up p99 at the run's start is 55 µs at 5000/s)"),
+            "{r}"
+        );
+        // A lag loadgen did not flag needs no excuse.
+        assert!(!r.contains("rep 3"), "{r}");
+        assert!(!c.reps[0].generator_saturated() && c.reps[1].generator_saturated());
     }
 
     #[test]
