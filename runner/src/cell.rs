@@ -208,13 +208,21 @@ fn spawn_service(
 ) -> Result<(Proc, StartRecord), Stop> {
     let port =
         spawn::free_port().map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
-    let proc =
-        spawn::spawn(binary, port, cell.limits.workers, &cell.service_args, conf).map_err(|e| {
-            Stop::at(
-                Stage::Spawn,
-                format!("cannot start {}: {e}", binary.display()),
-            )
-        })?;
+    // Launched from the generator's CPUs, where the readiness probe runs next.
+    let proc = spawn::spawn(
+        binary,
+        port,
+        cell.limits.workers,
+        &cell.service_args,
+        conf,
+        &cell.limits.loadgen_cpus,
+    )
+    .map_err(|e| {
+        Stop::at(
+            Stage::Spawn,
+            format!("cannot start {}: {e}", binary.display()),
+        )
+    })?;
     let start = StartRecord {
         rep,
         pid: proc.pid,

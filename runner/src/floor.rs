@@ -34,6 +34,7 @@ pub fn startup(exe_dir: Option<&Path>, limits: Option<&ProfileLimits>) -> Startu
         first_200_us: None,
         launch_us: None,
         unavailable: Some(reason),
+        launch: crate::process::launch_method(),
     };
     let Some(binary) = binary.filter(|b| b.is_file()) else {
         return unavailable(format!("{RESPONDER} not found next to matrix"));
@@ -54,6 +55,7 @@ pub fn startup(exe_dir: Option<&Path>, limits: Option<&ProfileLimits>) -> Startu
         first_200_us: stats::summarize(&first),
         launch_us: stats::summarize(&launch),
         unavailable: None,
+        launch: crate::process::launch_method(),
     }
 }
 
@@ -68,7 +70,7 @@ fn one_start(binary: &Path, limits: Option<&ProfileLimits>) -> Result<(u64, Opti
     };
     let conf = limits::confine(Role::Server, &request).map_err(|e| e.to_string())?;
     let port = spawn::free_port().map_err(|e| format!("no free port: {e}"))?;
-    let mut proc: Proc = spawn::spawn(binary, port, 1, &[], &conf)
+    let mut proc: Proc = spawn::spawn(binary, port, 1, &[], &conf, &probe_cpus)
         .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let ready = limits::cpus::on_cpus(&probe_cpus, || {

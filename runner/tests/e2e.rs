@@ -227,6 +227,15 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
     assert_eq!(f.n, runner::floor::STARTUP_SAMPLES);
     assert!(f.median > 0.0 && f.median < 1_000_000.0, "{f:?}");
     assert!(floor.launch_us.is_some());
+    // How the services were launched is on record (vfork-style here; fork says why).
+    assert!(
+        floor
+            .launch
+            .as_deref()
+            .is_some_and(|l| l.starts_with("clone(") || l.starts_with("fork:")),
+        "{:?}",
+        floor.launch
+    );
     // The machine's timer floor at the run's open-loop rate (300/s), on the generator's CPU.
     let machine = run
         .floors
