@@ -267,3 +267,30 @@ fn resolve(program: &Path) -> io::Result<PathBuf> {
             )
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_refused_clone_is_a_reason_to_fork_instead() {
+        let os = io::Error::from_raw_os_error;
+        assert!(Failed::Clone(os(libc::EPERM)).refused());
+        assert!(Failed::Clone(os(libc::ENOSYS)).refused());
+        // Out of processes or memory: forking would not help.
+        assert!(!Failed::Clone(os(libc::EAGAIN)).refused());
+        // The child's own failure (a cgroup write, the exec) is the service's error.
+        assert!(!Failed::Child(os(libc::EPERM)).refused());
+    }
+
+    #[test]
+    fn programs_without_a_slash_are_searched_on_path() {
+        assert!(resolve(Path::new("sh")).unwrap().is_absolute());
+        assert_eq!(
+            resolve(Path::new("./x")).unwrap(),
+            PathBuf::from("./x"),
+            "a path is used as given"
+        );
+        assert!(resolve(Path::new("pingmatrix-no-such-program")).is_err());
+    }
+}
