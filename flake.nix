@@ -45,7 +45,7 @@
           packages = {
             inherit workspace matrix;
             default = workspace;
-          };
+          } // import ./nix/images.nix { pkgs = checkedPkgs; inherit workspace; };
 
           apps = {
             matrix = matrixApp;

@@ -156,6 +156,13 @@ for sys in x86_64-linux aarch64-linux; do
     done
 done
 [ "$missing" -eq 1 ] || ok "structure: packages {workspace, matrix, default}, devShells.default, formatter, checks {build, tests, clippy, fmt, smoke, nix-fmt} on both systems"
+# One image per binary the matrices name, for `matrix k8s render`.
+images=0
+for b in loadgen $(sed -n 's/^binary = "\(.*\)"/\1/p' "$flake/matrix.toml" "$flake/matrix-full.toml" | sort -u); do
+    run_nix eval --raw "path:$flake#packages.x86_64-linux.image-$b.drvPath" "${on_stand_in[@]}" >/dev/null ||
+        { fail "structure: packages.x86_64-linux.image-$b (dockerTools) is missing"; images=1; }
+done
+[ "$images" -eq 1 ] || ok "structure: an image-<binary> package (dockerTools) for loadgen and every service of matrix.toml and matrix-full.toml"
 
 # --- 5. apps, by hand (Nix 2.8 does not validate them) ---------------------------------
 # The --apply arguments are Nix code, single-quoted on purpose.

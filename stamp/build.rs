@@ -35,9 +35,22 @@ fn main() {
     println!("cargo:rustc-env=PINGMATRIX_STAMP_COMMIT={commit}");
     println!("cargo:rustc-env=PINGMATRIX_STAMP_DIRTY={dirty}");
     println!("cargo:rerun-if-env-changed=PINGMATRIX_GIT_COMMIT");
-    if let Some(git_dir) = git(&root, &["rev-parse", "--absolute-git-dir"]) {
-        for f in ["HEAD", "index", "refs", "packed-refs"] {
-            println!("cargo:rerun-if-changed={git_dir}/{f}");
+    // HEAD and the index live in the checkout's git dir, refs in the common dir (the same
+    // one outside a worktree). Only paths that exist: cargo treats a missing one as changed
+    // on every build (a worktree has no packed-refs of its own), which rebuilt everything.
+    let git_dir = git(&root, &["rev-parse", "--absolute-git-dir"]);
+    let common = git(&root, &["rev-parse", "--git-common-dir"])
+        .map(|d| root.join(d))
+        .and_then(|d| d.canonicalize().ok());
+    if let (Some(git_dir), Some(common)) = (git_dir, common) {
+        let files = [
+            Path::new(&git_dir).join("HEAD"),
+            Path::new(&git_dir).join("index"),
+            common.join("refs"),
+            common.join("packed-refs"),
+        ];
+        for f in files.iter().filter(|f| f.exists()) {
+            println!("cargo:rerun-if-changed={}", f.display());
         }
     }
     for src in [

@@ -15,6 +15,7 @@ mod sys;
 pub mod text;
 mod worker;
 
+pub use merge::percentiles;
 pub use report::Report;
-pub use run::run;
+pub use run::{hdr_v2_b64, run};
 pub use spec::{LoadModel, LoadSpec};

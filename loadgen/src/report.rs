@@ -62,10 +62,24 @@ pub struct Report {
     /// Merged latency histogram (same values as `latency_us`), HDR V2 + deflate, base64,
     /// values in µs — re-mergeable across runs.
     pub latency_hdr_v2_b64: String,
+    /// Open loop: the service-time, send-lag and schedule-lag histograms behind the
+    /// percentiles above, encoded like `latency_hdr_v2_b64`, so reports of several
+    /// generators merge exactly. Absent for the closed loop (service time is latency there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop_hdr_v2_b64: Option<OpenLoopHistograms>,
     /// Things a reader must know about this run that are not generator saturation: refused
     /// connections, timeouts, errors, an early stop. Empty for a clean run.
     #[serde(default)]
     pub problems: Vec<String>,
+}
+
+/// An open-loop run's other histograms (HDR V2 + deflate, base64, values in µs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenLoopHistograms {
+    pub service_time: String,
+    pub send_lag: String,
+    pub schedule_lag: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

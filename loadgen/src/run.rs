@@ -12,7 +12,7 @@ use crate::check;
 use crate::http::request::RequestBytes;
 use crate::http::target;
 use crate::merge::{Merged, percentiles};
-use crate::report::{Generator, Report, SCHEMA_VERSION};
+use crate::report::{Generator, OpenLoopHistograms, Report, SCHEMA_VERSION};
 use crate::spec::{LoadModel, LoadSpec};
 use crate::sys::{clock, proc};
 use crate::worker::plan::{OpenPlan, Plan, Share, split_even};
@@ -104,9 +104,17 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerT
     let schedule_lag_us = open.then(|| percentiles(&m.schedule_lag));
     let verdict = check::saturation(spec, &m, &latency_us, schedule_lag_us.as_ref());
     let mut problems = check::problems(spec, &m);
-    let latency_hdr_v2_b64 = hdr_v2_b64(&m.latency).unwrap_or_else(|e| {
-        problems.push(e);
-        String::new()
+    let mut encode = |h: &Histogram<u64>| {
+        hdr_v2_b64(h).unwrap_or_else(|e| {
+            problems.push(e);
+            String::new()
+        })
+    };
+    let latency_hdr_v2_b64 = encode(&m.latency);
+    let open_loop_hdr_v2_b64 = open.then(|| OpenLoopHistograms {
+        service_time: encode(&m.service),
+        send_lag: encode(&m.send_lag),
+        schedule_lag: encode(&m.schedule_lag),
     });
     Report {
         schema_version: SCHEMA_VERSION,
@@ -129,6 +137,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerT
         timeline: m.timeline,
         verdict,
         latency_hdr_v2_b64,
+        open_loop_hdr_v2_b64,
         problems,
     }
 }
@@ -158,8 +167,8 @@ fn generator(m: &Merged) -> Generator {
     }
 }
 
-/// The merged latency histogram as HDR V2 + deflate, base64 (re-mergeable across runs).
-fn hdr_v2_b64(h: &Histogram<u64>) -> Result<String, String> {
+/// A merged histogram as HDR V2 + deflate, base64 (re-mergeable across runs and hosts).
+pub fn hdr_v2_b64(h: &Histogram<u64>) -> Result<String, String> {
     let mut buf = Vec::new();
     V2DeflateSerializer::new()
         .serialize(h, &mut buf)

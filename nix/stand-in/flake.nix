@@ -163,6 +163,17 @@
                   meta = { mainProgram = name; } // meta;
                 } // passthru);
 
+          # pkgs/build-support/docker/default.nix: one attribute set, `name` required;
+          # the image is <baseNameOf name>.tar.gz.
+          dockerTools.buildLayeredImage =
+            { name
+            , tag ? null
+            , contents ? [ ]
+            , config ? { }
+            , ...
+            }@args:
+            dummy "${builtins.baseNameOf name}.tar.gz" args { };
+
           runCommand = name: env: buildCommand:
             assert builtins.isAttrs env && builtins.isString buildCommand;
             dummy name (env // { inherit buildCommand; }) { };

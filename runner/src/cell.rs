@@ -28,6 +28,8 @@ pub struct Ctx<'a> {
     pub tmp_dir: &'a Path,
     /// The machine's timer floor measured as the run started, if it could be.
     pub machine_floor: Option<&'a loadgen::floor::Floor>,
+    /// The hosts of a multi-host run (cells with `hosts` run through them).
+    pub fleet: Option<&'a crate::host::Fleet>,
 }
 
 /// A step that ended the repetition: where, why, and the service's stderr tail if it ran.
@@ -133,6 +135,9 @@ pub fn run_rep_with(
     rep: u32,
     window: Option<&mut dyn Window>,
 ) -> Option<RepResult> {
+    if res.cell.hosts.is_some() {
+        return multi_host(ctx, res, rep);
+    }
     match steps(ctx, res, rep, window) {
         Ok(r) => Some(r),
         Err(stop) => {
@@ -140,6 +145,20 @@ pub fn run_rep_with(
             None
         }
     }
+}
+
+/// A multi-host cell's repetition, run by `host::rep` through the hosts' agents.
+fn multi_host(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
+    let r = match ctx.fleet {
+        Some(f) => crate::host::rep::run_rep(f, ctx.matrix, res, rep),
+        None => Err((
+            Stage::Spawn,
+            "no hosts connected for a multi-host cell".into(),
+            None,
+        )),
+    };
+    r.map_err(|(stage, reason, tail)| fail(res, Stop::at(stage, reason).with_tail(tail)))
+        .ok()
 }
 
 /// The repetition as a list of steps; the first that fails ends it.
@@ -346,6 +365,7 @@ fn measure(
     Ok(RepResult {
         rep,
         floor_check,
+        generators: vec![],
         started_unix_ms: r.started_unix_ms,
         server,
         cgroup: delta(&before, &after),

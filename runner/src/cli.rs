@@ -25,10 +25,25 @@ pub enum Command {
     Run(RunArgs),
     /// Print the expanded cells and the time estimate without running anything.
     Plan(SelectArgs),
+    /// Measure what this machine can tell apart: one service as two identical arms, A B A B,
+    /// with the run's windows and repetitions ([calibration] of the matrix file, or the
+    /// baseline service at the first closed- and open-loop cell). Writes a result set whose
+    /// results.md gives, per metric, the spread, the A/A interval and the minimum detectable
+    /// effect.
+    Calibrate(RunArgs),
     /// Compare two result sets cell by cell: ratio, 95 % CI of the change, verdict.
     Compare(CompareArgs),
     /// Write SVG plots and results.md for a run (optionally the README reference section).
     Report(ReportArgs),
+    /// Kubernetes (optional target): render per-cell manifests, no cluster needed.
+    #[command(subcommand)]
+    K8s(K8sCommand),
+    /// Turn the generator Jobs' reports of rendered manifests into a result set.
+    Ingest(IngestArgs),
+    /// The runner's agent on a host of a multi-host run (started by the runner over SSH;
+    /// JSON lines on stdin/stdout; exits, stopping what it started, when stdin closes).
+    #[command(hide = true)]
+    Agent,
 }
 
 /// Which matrix file and which part of it.
@@ -44,6 +59,21 @@ pub struct SelectArgs {
     /// any of them. Repeatable; different dimensions combine with AND.
     #[arg(long, value_name = "FILTER")]
     pub only: Vec<String>,
+    /// Adaptive repetitions: repeat each cell until the 95 % CI half-width of its primary
+    /// metric (closed loop: req/s; open loop: server CPU/request) is at most PCT percent, or
+    /// until max_repetitions ([defaults], default 10). Overrides target_ci_pct of the file.
+    #[arg(long, value_name = "PCT", value_parser = target_ci, allow_hyphen_values = true)]
+    pub target_ci: Option<f64>,
+}
+
+/// `--target-ci`: the matrix file's rule, checked before anything runs (exit 2).
+fn target_ci(s: &str) -> Result<f64, String> {
+    let pct: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("not a number: {s:?}"))?;
+    crate::config::validate::check_target_ci(pct)
 }
 
 impl SelectArgs {
@@ -52,6 +82,8 @@ impl SelectArgs {
         plan::Options {
             quick: self.quick,
             only: self.only.clone(),
+            target_ci_pct: self.target_ci,
+            calibration: plan::Calibrate::AsConfigured,
         }
     }
 }
@@ -65,7 +97,7 @@ pub struct RunArgs {
     pub out: PathBuf,
     /// Continue an interrupted run: skip cells whose result files are complete. The run's
     /// own recorded matrix, --quick and --only apply; giving them again is an error.
-    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "quick", "only"])]
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "quick", "only", "target_ci"])]
     pub resume: Option<PathBuf>,
     /// Validate and print the plan, run nothing (same as `matrix plan`).
     #[arg(long)]
@@ -88,6 +120,41 @@ pub struct RunArgs {
         requires = "flamegraph"
     )]
     pub flamegraph_hz: u32,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    /// Write <out>/<cell key>/ with the server Pod (Guaranteed QoS), its Service, the load
+    /// spec ConfigMap and the loadgen Job (anti-affinity to the server's node), plus
+    /// plan.json, matrix.toml and HOW-TO.txt.
+    Render(K8sRenderArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct K8sRenderArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Directory to write.
+    #[arg(long, default_value = "k8s")]
+    pub out: PathBuf,
+    /// Images are <prefix><binary name>:<tag>.
+    #[arg(long, default_value = "pingmatrix/")]
+    pub image_prefix: String,
+    #[arg(long, default_value = "latest")]
+    pub tag: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct IngestArgs {
+    /// A directory `matrix k8s render` wrote (its plan.json and matrix.toml are read).
+    #[arg(long)]
+    pub manifests: PathBuf,
+    /// The Jobs' loadgen reports, as <cell key>.<n>.json (or <cell key>.json).
+    #[arg(long)]
+    pub reports: PathBuf,
+    /// Parent directory of the new result set.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]

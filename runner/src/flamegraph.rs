@@ -86,6 +86,15 @@ impl Profiler {
             profile: None,
             error: None,
         };
+        if let Some(p) = &st.cell.hosts {
+            fg.error = Some(format!(
+                "not profiled: the server runs on host {}; --flamegraph profiles servers on \
+                 this machine only",
+                p.server_host
+            ));
+            st.flamegraph = Some(fg);
+            return;
+        }
         let perf = match &self.perf {
             Ok(p) => p,
             Err(na) => {

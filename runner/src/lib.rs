@@ -14,12 +14,17 @@
 //! - beside them: `floor` (the harness's own floors, measured as a run starts), `env` (the
 //!   run's environment record), `process`, `binaries`, `interrupt`,
 //!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments).
+//! - `host` (the runner's side of server and generators on other machines: SSH, shipping
+//!   binaries, one multi-host repetition) and `agent` (`matrix agent`, its other side on
+//!   each host); `cell` hands a multi-host cell to `host::rep`. `k8s`: manifests per cell
+//!   and ingesting the Jobs' reports (no cluster needed).
 //! - `profile` (perf → folded stacks → SVG, self-contained) and `flamegraph`, its glue for
 //!   `matrix run --flamegraph` (one extra, profiled repetition per cell, beside `cell`).
 //!
 //! Lower layers never import upper ones: `results`, `env`, `limits` and `process` import
 //! nothing from config, plan, cell, cmd, export, report or compare.
 
+pub mod agent;
 pub mod binaries;
 pub mod cell;
 pub mod churn;
@@ -31,7 +36,9 @@ pub mod env;
 pub mod export;
 pub mod flamegraph;
 pub mod floor;
+pub mod host;
 pub mod interrupt;
+pub mod k8s;
 pub mod limits;
 pub mod load;
 pub mod plan;

@@ -14,8 +14,13 @@ fn main() -> ExitCode {
         Command::Plan(sel) => cmd::plan::cmd(sel),
         Command::Run(args) if args.dry_run => cmd::plan::cmd(&args.select),
         Command::Run(args) => cmd::run::cmd(args),
+        Command::Calibrate(args) if args.dry_run => cmd::plan::calibration(&args.select),
+        Command::Calibrate(args) => cmd::run::calibrate(args),
         Command::Compare(args) => cmd::compare::cmd(args),
         Command::Report(args) => cmd::report::cmd(args),
+        Command::Agent => runner::agent::main(),
+        Command::K8s(runner::cli::K8sCommand::Render(args)) => cmd::k8s::render(args),
+        Command::Ingest(args) => cmd::k8s::ingest(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("matrix: {e:#}");

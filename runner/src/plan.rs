@@ -2,11 +2,14 @@
 //!
 //! Cells are grouped by (scenario, level, profile); inside a group every service runs
 //! repetition 1, then every service runs repetition 2, … so slow drift of the machine hits
-//! all services alike instead of whichever happened to run last.
+//! all services alike instead of whichever happened to run last. Calibration groups (one
+//! service as two identical arms) come first; the drift reference re-runs at evenly spaced
+//! points through the run.
 
 use std::fmt::Write as _;
 
-use crate::config::Matrix;
+use crate::config::{CalibrationDef, Level, Matrix, ProfileDef, ScenarioDef, ServiceDef, Timing};
+use crate::results::adaptive::Adaptive;
 use crate::results::schema::CellSpec;
 use crate::results::units::min_sec;
 
@@ -19,45 +22,108 @@ pub struct Options {
     /// `--only` filters: "service=a,b", "scenario=x", "profile=p", "level=c64", or a bare
     /// name matching any of them. Different dimensions AND, values within one OR.
     pub only: Vec<String>,
+    /// `--target-ci`: adaptive repetitions, over `target_ci_pct` of the file.
+    pub target_ci_pct: Option<f64>,
+    pub calibration: Calibrate,
+}
+
+/// Whether the plan holds the calibration arms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Calibrate {
+    /// When the file has `[calibration]` (`matrix run`).
+    #[default]
+    AsConfigured,
+    /// Only the calibration, from `[calibration]` or, without it, the baseline service at
+    /// the first closed-loop and the first open-loop cell of the plan (`matrix calibrate`).
+    Only,
 }
 
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// Groups in execution order; each holds one cell per service.
     pub groups: Vec<Vec<CellSpec>>,
-    /// Re-run once at the end to measure drift.
+    /// Calibration groups, run first: each holds the two arms of one cell.
+    pub calibration: Vec<Vec<CellSpec>>,
+    /// Re-run through the run to measure drift.
     pub reference: Option<CellSpec>,
+    /// Re-runs of `reference`, evenly spaced, the last at the end.
+    pub drift_points: u32,
+    /// The service the others are judged against.
+    pub baseline: String,
+}
+
+/// Estimated wall time of one repetition of `c`, in ms.
+fn rep_ms(c: &CellSpec) -> u64 {
+    let load_ms = match &c.churn {
+        Some(ch) => crate::churn::estimate_ms(ch),
+        None => c.warmup_ms + c.duration_ms,
+    };
+    load_ms + c.cooldown_ms + START_OVERHEAD_MS
 }
 
 impl Plan {
+    /// The matrix's cells (not the calibration arms).
     pub fn cells(&self) -> impl Iterator<Item = &CellSpec> {
         self.groups.iter().flatten()
     }
 
+    /// Calibration arms, then the matrix's cells: everything that writes a cell file.
+    pub fn all_cells(&self) -> impl Iterator<Item = &CellSpec> {
+        self.calibration.iter().flatten().chain(self.cells())
+    }
+
     pub fn cell_count(&self) -> usize {
-        self.groups.iter().map(Vec::len).sum()
+        self.all_cells().count()
     }
 
-    /// Total service starts (one per repetition per cell, plus the drift re-run).
+    /// Group indices (1-based, counted after that many matrix groups) after which the
+    /// reference re-runs: `drift_points` of them, evenly spaced, the last after the last.
+    pub fn drift_after(&self) -> Vec<usize> {
+        let (g, k) = (self.groups.len(), self.drift_points as usize);
+        if self.reference.is_none() || g == 0 || k == 0 {
+            return Vec::new();
+        }
+        let mut at: Vec<usize> = (1..=k).map(|j| (j * g).div_ceil(k)).collect();
+        at.dedup();
+        at
+    }
+
+    fn drift_reps(&self) -> u64 {
+        self.drift_after().len() as u64
+    }
+
+    /// Service starts planned: the fixed repetitions of every cell plus the drift re-runs.
     pub fn rep_count(&self) -> u64 {
-        self.cells().map(|c| u64::from(c.repetitions)).sum::<u64>()
-            + u64::from(self.reference.is_some())
+        self.all_cells()
+            .map(|c| u64::from(c.repetitions))
+            .sum::<u64>()
+            + self.drift_reps()
     }
 
-    /// Wall-time estimate in seconds.
-    pub fn estimate_s(&self) -> f64 {
-        let rep_ms = |c: &CellSpec| {
-            let load_ms = match &c.churn {
-                Some(ch) => crate::churn::estimate_ms(ch),
-                None => c.warmup_ms + c.duration_ms,
-            };
-            load_ms + c.cooldown_ms + START_OVERHEAD_MS
-        };
-        let ms: u64 = self
-            .cells()
-            .map(|c| rep_ms(c) * u64::from(c.repetitions))
+    /// Service starts at most: adaptive cells at their cap.
+    pub fn max_rep_count(&self) -> u64 {
+        self.all_cells()
+            .map(|c| u64::from(c.max_repetitions()))
             .sum::<u64>()
-            + self.reference.as_ref().map_or(0, rep_ms);
+            + self.drift_reps()
+    }
+
+    /// Wall-time estimate in seconds (cells at their fixed repetitions).
+    pub fn estimate_s(&self) -> f64 {
+        self.time_s(|c| c.repetitions)
+    }
+
+    /// Wall time in seconds if every adaptive cell ran to its cap.
+    pub fn worst_case_s(&self) -> f64 {
+        self.time_s(CellSpec::max_repetitions)
+    }
+
+    fn time_s(&self, reps: impl Fn(&CellSpec) -> u32) -> f64 {
+        let ms: u64 = self
+            .all_cells()
+            .map(|c| rep_ms(c) * u64::from(reps(c)))
+            .sum::<u64>()
+            + self.reference.as_ref().map_or(0, rep_ms) * self.drift_reps();
         ms as f64 / 1000.0
     }
 }
@@ -105,6 +171,75 @@ impl Filter {
     }
 }
 
+/// What every cell of this plan shares: windows, repetitions and adaptive settings.
+struct Shared<'m> {
+    m: &'m Matrix,
+    timing: Timing,
+    adaptive: Option<Adaptive>,
+}
+
+impl Shared<'_> {
+    fn spec(
+        &self,
+        s: &ServiceDef,
+        scenario: &ScenarioDef,
+        level: &Level,
+        profile: &ProfileDef,
+        arm: Option<&str>,
+    ) -> CellSpec {
+        let key = cell_key(&s.name, &scenario.name, &level.label, &profile.name);
+        CellSpec {
+            key: match arm {
+                Some(a) => format!("calibration-{a}__{key}"),
+                None => key,
+            },
+            service: s.name.clone(),
+            scenario: scenario.name.clone(),
+            level: level.label.clone(),
+            profile: profile.name.clone(),
+            path: scenario.path.clone(),
+            load: level.model.clone(),
+            keepalive: scenario.keepalive,
+            loadgen_threads: self.m.loadgen_threads,
+            repetitions: self.timing.repetitions,
+            warmup_ms: self.timing.warmup_ms,
+            duration_ms: self.timing.duration_ms,
+            cooldown_ms: self.timing.cooldown_ms,
+            request_timeout_ms: self.m.request_timeout_ms,
+            expect_body_bytes: scenario.expect_body_bytes,
+            limits: profile.limits.clone(),
+            service_args: s.args.clone(),
+            churn: level.churn,
+            hosts: profile.placement.clone(),
+            // Churn cells have no primary metric to aim a CI at.
+            adaptive: self.adaptive.filter(|_| level.churn.is_none()),
+            arm: arm.map(str::to_string),
+        }
+    }
+
+    /// Every (scenario, level, profile) of the matrix, in plan order.
+    fn cells(&self) -> Vec<(&ScenarioDef, &Level, &ProfileDef)> {
+        let mut out = Vec::new();
+        for profile in &self.m.profiles {
+            for scenario in &self.m.scenarios {
+                if let Some(ps) = &scenario.profiles
+                    && !ps.contains(&profile.name)
+                {
+                    continue;
+                }
+                for level in &scenario.levels {
+                    out.push((scenario, level, profile));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn short(scenario: &ScenarioDef, level: &Level, profile: &ProfileDef) -> String {
+    format!("{}/{}/{}", scenario.name, level.label, profile.name)
+}
+
 pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
     let filter = Filter::new(&opts.only)?;
     let mut timing = m.timing;
@@ -121,55 +256,50 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
     } else {
         None
     };
+    // `--quick` may lower the repetitions; the cap never goes below them.
+    let adaptive = opts
+        .target_ci_pct
+        .or(m.target_ci_pct)
+        .map(|target_ci_pct| Adaptive {
+            target_ci_pct,
+            max_repetitions: m.max_repetitions.max(timing.repetitions),
+        });
+    let shared = Shared {
+        m,
+        timing,
+        adaptive,
+    };
 
     let mut groups = Vec::new();
-    for profile in &m.profiles {
-        for scenario in &m.scenarios {
-            if let Some(ps) = &scenario.profiles
-                && !ps.contains(&profile.name)
-            {
-                continue;
-            }
-            for level in &scenario.levels {
-                let short = format!("{}/{}/{}", scenario.name, level.label, profile.name);
-                if let Some(q) = quick
-                    && !q.cells.contains(&short)
-                {
-                    continue;
-                }
-                let group: Vec<CellSpec> = m
-                    .services
-                    .iter()
-                    .map(|s| CellSpec {
-                        key: cell_key(&s.name, &scenario.name, &level.label, &profile.name),
-                        service: s.name.clone(),
-                        scenario: scenario.name.clone(),
-                        level: level.label.clone(),
-                        profile: profile.name.clone(),
-                        path: scenario.path.clone(),
-                        load: level.model.clone(),
-                        keepalive: scenario.keepalive,
-                        loadgen_threads: m.loadgen_threads,
-                        repetitions: timing.repetitions,
-                        warmup_ms: timing.warmup_ms,
-                        duration_ms: timing.duration_ms,
-                        cooldown_ms: timing.cooldown_ms,
-                        request_timeout_ms: m.request_timeout_ms,
-                        expect_body_bytes: scenario.expect_body_bytes,
-                        limits: profile.limits.clone(),
-                        service_args: s.args.clone(),
-                        churn: level.churn,
-                    })
-                    .collect();
-                let kept: Vec<CellSpec> = group.into_iter().filter(|c| filter.keep(c)).collect();
-                if !kept.is_empty() {
-                    groups.push(kept);
-                }
-            }
+    for (scenario, level, profile) in shared.cells() {
+        if let Some(q) = quick
+            && !q.cells.contains(&short(scenario, level, profile))
+        {
+            continue;
+        }
+        let kept: Vec<CellSpec> = m
+            .services
+            .iter()
+            .map(|s| shared.spec(s, scenario, level, profile, None))
+            .filter(|c| filter.keep(c))
+            .collect();
+        if !kept.is_empty() {
+            groups.push(kept);
         }
     }
     if groups.is_empty() {
         anyhow::bail!("the plan is empty: no cell matches the --only / --quick selection");
+    }
+    let calibration = match (opts.calibration, &m.calibration) {
+        (Calibrate::AsConfigured, None) => Vec::new(),
+        (_, Some(def)) => calibration_groups(&shared, def),
+        (Calibrate::Only, None) => calibration_groups(&shared, &default_calibration(m, &groups)),
+    };
+    if opts.calibration == Calibrate::Only {
+        if calibration.is_empty() {
+            anyhow::bail!("nothing to calibrate: the plan has no closed- or open-loop cell");
+        }
+        groups.clear();
     }
     let reference = match &m.reference {
         Some(r) => {
@@ -184,8 +314,59 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
                 .cloned()
         }
         None => groups.iter().flatten().find(|c| c.churn.is_none()).cloned(),
+    }
+    // The drift re-run is one repetition, never adaptive.
+    .map(|c| CellSpec {
+        adaptive: None,
+        ..c
+    });
+    Ok(Plan {
+        groups,
+        calibration,
+        reference,
+        drift_points: m.drift_points,
+        baseline: m.baseline.clone(),
+    })
+}
+
+/// The two arms of every calibration cell, in the order the file names them.
+fn calibration_groups(shared: &Shared, def: &CalibrationDef) -> Vec<Vec<CellSpec>> {
+    let Some(service) = shared.m.services.iter().find(|s| s.name == def.service) else {
+        return Vec::new();
     };
-    Ok(Plan { groups, reference })
+    def.cells
+        .iter()
+        .filter_map(|name| {
+            let (scenario, level, profile) = shared
+                .cells()
+                .into_iter()
+                .find(|&(s, l, p)| short(s, l, p) == *name)?;
+            Some(
+                ["a", "b"]
+                    .iter()
+                    .map(|arm| shared.spec(service, scenario, level, profile, Some(arm)))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Without `[calibration]`: the baseline at the plan's first closed-loop and first open-loop
+/// cell.
+fn default_calibration(m: &Matrix, groups: &[Vec<CellSpec>]) -> CalibrationDef {
+    let first = |open: bool| {
+        groups.iter().flatten().find(|c| {
+            c.churn.is_none() && matches!(c.load, loadgen::LoadModel::Open { .. }) == open
+        })
+    };
+    CalibrationDef {
+        service: m.baseline.clone(),
+        cells: [first(false), first(true)]
+            .into_iter()
+            .flatten()
+            .map(|c| format!("{}/{}/{}", c.scenario, c.level, c.profile))
+            .collect(),
+    }
 }
 
 /// Human listing for `matrix plan`.
@@ -196,24 +377,43 @@ pub fn render(plan: &Plan) -> String {
         "{:<4} {:<20} {:<18} {:<10} {:<10} {:>4} {:>14}",
         "#", "service", "scenario", "level", "profile", "reps", "window"
     );
-    for (i, c) in plan.cells().enumerate() {
+    for (i, c) in plan.all_cells().enumerate() {
         let _ = writeln!(
             out,
             "{:<4} {:<20} {:<18} {:<10} {:<10} {:>4} {:>14}",
             i + 1,
-            c.service,
+            match &c.arm {
+                Some(a) => format!("{} ({a})", c.service),
+                None => c.service.clone(),
+            },
             c.scenario,
             c.level,
             c.profile,
-            c.repetitions,
+            match c.adaptive {
+                Some(a) => format!("{}-{}", c.repetitions, a.max_repetitions),
+                None => c.repetitions.to_string(),
+            },
             match &c.churn {
                 Some(ch) => format!("~{} ms churn", crate::churn::estimate_ms(ch)),
                 None => format!("{}+{} ms", c.warmup_ms, c.duration_ms),
             }
         );
     }
+    if !plan.calibration.is_empty() {
+        let _ = writeln!(
+            out,
+            "calibration: {} cell(s) × 2 identical arms (A B A B), run first",
+            plan.calibration.len()
+        );
+    }
     if let Some(r) = &plan.reference {
-        let _ = writeln!(out, "drift reference (re-run once at the end): {}", r.key);
+        let _ = writeln!(
+            out,
+            "drift reference (re-run after group(s) {:?} of {}): {}",
+            plan.drift_after(),
+            plan.groups.len(),
+            r.key
+        );
     }
     let _ = writeln!(
         out,
@@ -223,6 +423,16 @@ pub fn render(plan: &Plan) -> String {
         min_sec(plan.estimate_s()),
         START_OVERHEAD_MS
     );
+    if let Some(a) = plan.all_cells().find_map(|c| c.adaptive) {
+        let _ = writeln!(
+            out,
+            "adaptive repetitions: each cell until its 95 % CI half-width is ≤ {} % or {} repetitions; worst case {} service starts, {} (m:ss)",
+            a.target_ci_pct,
+            a.max_repetitions,
+            plan.max_rep_count(),
+            min_sec(plan.worst_case_s())
+        );
+    }
     out
 }
 
@@ -305,9 +515,78 @@ memory_max_mib = 400
         assert_eq!(p.reference.as_ref().unwrap().key, "b__json2__c4__small");
         let small = p.cells().find(|c| c.profile == "small").unwrap();
         assert_eq!(small.limits.memory_max_bytes, Some(400 * 1024 * 1024));
-        // 14 cells × 2 reps × (100+200+0+overhead) + reference once.
+        // 14 cells × 2 reps × (100+200+0+overhead) + the reference at 4 drift points.
         let rep = (300 + START_OVERHEAD_MS) as f64 / 1000.0;
-        assert!((p.estimate_s() - rep * 29.0).abs() < 1e-9);
+        assert!((p.estimate_s() - rep * 32.0).abs() < 1e-9);
+        assert_eq!(p.drift_after(), vec![2, 4, 6, 7]);
+        assert!(p.calibration.is_empty());
+        assert_eq!(p.estimate_s(), p.worst_case_s());
+    }
+
+    #[test]
+    fn drift_points_are_spread_and_never_repeated() {
+        let mut p = expand(&matrix(), &Options::default()).unwrap();
+        p.drift_points = 1;
+        assert_eq!(p.drift_after(), vec![7]);
+        p.drift_points = 20;
+        assert_eq!(p.drift_after(), (1..=7).collect::<Vec<_>>());
+        p.drift_points = 0;
+        assert!(p.drift_after().is_empty());
+    }
+
+    #[test]
+    fn calibration_arms_come_first_and_only_when_asked() {
+        let text = format!(
+            "{}\n[calibration]\nservice = \"b\"\ncells = [\"ping/c4/pinned\"]\n",
+            M.replace("b/json/c4/small", "b/json2/c4/small")
+        );
+        let m = parse(Path::new("m.toml"), &text, None).unwrap();
+        let p = expand(&m, &Options::default()).unwrap();
+        assert_eq!(p.calibration.len(), 1);
+        let keys: Vec<&str> = p.calibration[0].iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "calibration-a__b__ping__c4__pinned",
+                "calibration-b__b__ping__c4__pinned"
+            ]
+        );
+        assert_eq!(p.all_cells().next().unwrap().arm.as_deref(), Some("a"));
+        assert_eq!(p.cells().count(), 14);
+        assert_eq!(p.cell_count(), 16);
+        let only = Options {
+            calibration: Calibrate::Only,
+            ..Options::default()
+        };
+        let c = expand(&m, &only).unwrap();
+        assert!(c.groups.is_empty() && c.reference.is_none());
+        assert_eq!(c.cell_count(), 2);
+        // Without [calibration]: the baseline (first service) at the first closed- and
+        // open-loop cells; this matrix has no open loop.
+        let d = expand(&matrix(), &only).unwrap();
+        assert_eq!(d.calibration.len(), 1);
+        assert_eq!(
+            d.calibration[0][0].key,
+            "calibration-a__a__ping__c1__pinned"
+        );
+    }
+
+    #[test]
+    fn adaptive_repetitions_plan_their_worst_case() {
+        let opts = Options {
+            target_ci_pct: Some(3.0),
+            ..Options::default()
+        };
+        let p = expand(&matrix(), &opts).unwrap();
+        let c = p.cells().next().unwrap();
+        assert_eq!(c.repetitions, 2);
+        assert_eq!(c.max_repetitions(), 10);
+        assert_eq!(c.adaptive.unwrap().target_ci_pct, 3.0);
+        // The drift re-run is one repetition, never adaptive.
+        assert!(p.reference.as_ref().unwrap().adaptive.is_none());
+        assert_eq!(p.max_rep_count(), 14 * 10 + 4);
+        assert!(p.worst_case_s() > p.estimate_s());
+        assert!(render(&p).contains("worst case 144 service starts"));
     }
 
     #[test]
@@ -318,6 +597,7 @@ memory_max_mib = 400
             &Options {
                 quick: true,
                 only: vec![],
+                ..Options::default()
             },
         )
         .unwrap();
@@ -328,6 +608,7 @@ memory_max_mib = 400
             &Options {
                 quick: false,
                 only: vec!["service=a".into(), "profile=small".into()],
+                ..Options::default()
             },
         )
         .unwrap();
@@ -340,7 +621,8 @@ memory_max_mib = 400
                 &m,
                 &Options {
                     quick: false,
-                    only: vec!["service=zzz".into()]
+                    only: vec!["service=zzz".into()],
+                    ..Options::default()
                 }
             )
             .is_err()
@@ -350,7 +632,8 @@ memory_max_mib = 400
                 &m,
                 &Options {
                     quick: false,
-                    only: vec!["colour=red".into()]
+                    only: vec!["colour=red".into()],
+                    ..Options::default()
                 }
             )
             .is_err()

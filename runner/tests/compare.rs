@@ -9,10 +9,10 @@ use std::path::Path;
 use std::process::Output;
 
 use fixtures::*;
-use runner::compare::metric::{self, Metric};
 use runner::compare::model::Comparison;
-use runner::compare::welch::Verdict;
 use runner::compare::{Options, compare, export};
+use runner::results::difference::Verdict;
+use runner::results::metric::{self, Metric};
 use runner::results::set::load;
 
 const OPT: Options = Options {

@@ -372,3 +372,30 @@ fn churn_values_are_checked_where_they_are_written() {
         &["scenarios[0].load.cycles: only for model = \"churn\""],
     );
 }
+
+#[test]
+fn bad_hosts_and_placements_exit_2_naming_line_and_field() {
+    let text = base()
+        + r#"
+[[hosts]]
+name = "gen"
+host = "-oProxyCommand=evil"
+work_dir = "/tmp/with space"
+
+[[profiles]]
+name = "split"
+server_cpus = "0"
+loadgen_cpus = "0"
+server_host = "nowhere"
+loadgen_hosts = ["gen", "local"]
+"#;
+    let out = plan("hosts", &text);
+    assert_rejected(
+        &out,
+        &[
+            "m.toml:23:8: hosts[0].host: \"-oProxyCommand=evil\" starts with '-'",
+            "m.toml:24:12: hosts[0].work_dir:",
+            "m.toml:30:15: profiles[1].server_host: unknown host \"nowhere\"",
+        ],
+    );
+}

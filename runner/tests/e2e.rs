@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 mod live;
 
-use live::{Scratch, bin, out_text, read};
+use live::{Scratch, bin, only_run_dir, out_text, read, tiny_matrix};
 use runner::limits::cpus::allowed_cpus;
 use runner::results::schema::{CellResult, CellStatus, ResultsFile, RunRecord, RunStatus, Stage};
 
@@ -36,45 +36,9 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 fn matrix_toml(services: &[(&str, PathBuf)], reps: u32, extra_profile: &str) -> String {
-    let (s, l) = cpus();
-    let mut t = format!(
-        r#"[defaults]
-warmup_ms = 100
-duration_ms = 250
-repetitions = {reps}
-cooldown_ms = 0
-startup_timeout_ms = 1500
-stop_grace_ms = 1000
-loadgen = "{}"
-"#,
-        bin("loadgen").display()
-    );
-    for (name, path) in services {
-        t += &format!(
-            "\n[[services]]\nname = \"{name}\"\nbinary = \"{}\"\n",
-            path.display()
-        );
-    }
-    t += &format!(
-        r#"
-[[scenarios]]
-name = "ping"
-path = "/ping"
-expect_body_bytes = 4
-load = {{ model = "closed", connections = [4] }}
-
-[[scenarios]]
-name = "open"
-path = "/json"
-load = {{ model = "open", rates_per_s = [300], max_connections = 4 }}
-
-[[profiles]]
-name = "pinned"
-server_cpus = "{s}"
-loadgen_cpus = "{l}"
-{extra_profile}"#
-    );
-    t
+    let services: Vec<(&str, PathBuf, &str)> =
+        services.iter().map(|(n, p)| (*n, p.clone(), "")).collect();
+    tiny_matrix(&services, reps, "", extra_profile)
 }
 
 fn run_matrix(args: &[&str], env_marker: Option<&str>) -> Command {
@@ -98,17 +62,6 @@ fn run_quiet(m: &Path, out: &Path, extra: &[&str], env_marker: Option<&str>) -> 
     ];
     args.extend(extra);
     run_matrix(&args, env_marker)
-}
-
-fn only_run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(dirs.len(), 1, "expected one run dir in {}", out.display());
-    dirs[0].clone()
 }
 
 /// Processes (other than us) whose environment carries `marker`.

@@ -8,8 +8,7 @@ use std::process::{Command, Stdio};
 
 mod live;
 
-use live::{Scratch, bin, out_text, read};
-use runner::limits::cpus::allowed_cpus;
+use live::{Scratch, bin, out_text, read, tiny_matrix};
 use runner::profile::{Perf, Profile};
 use runner::results::schema::{CellResult, CellStatus, FlamegraphProbe, ResultsFile, RunRecord};
 
@@ -17,41 +16,7 @@ const REPS: u32 = 2;
 
 /// One service, two cells (closed and open loop), server and generator on different CPUs.
 fn write_matrix(dir: &Path) -> PathBuf {
-    let a = allowed_cpus();
-    let (s, l) = (a[0], *a.last().unwrap());
-    let text = format!(
-        r#"[defaults]
-warmup_ms = 100
-duration_ms = 250
-repetitions = {REPS}
-cooldown_ms = 0
-startup_timeout_ms = 1500
-stop_grace_ms = 1000
-loadgen = "{}"
-
-[[services]]
-name = "hyper"
-binary = "{}"
-
-[[scenarios]]
-name = "ping"
-path = "/ping"
-expect_body_bytes = 4
-load = {{ model = "closed", connections = [4] }}
-
-[[scenarios]]
-name = "open"
-path = "/json"
-load = {{ model = "open", rates_per_s = [300], max_connections = 4 }}
-
-[[profiles]]
-name = "pinned"
-server_cpus = "{s}"
-loadgen_cpus = "{l}"
-"#,
-        bin("loadgen").display(),
-        bin("ping-tokio-hyper").display()
-    );
+    let text = tiny_matrix(&[("hyper", bin("ping-tokio-hyper"), "")], REPS, "", "");
     let p = dir.join("m.toml");
     std::fs::write(&p, text).unwrap();
     p

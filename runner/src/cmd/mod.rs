@@ -5,6 +5,7 @@
 pub mod churn;
 pub mod compare;
 pub mod diff_flamegraph;
+pub mod k8s;
 pub mod plan;
 pub mod report;
 pub mod run;

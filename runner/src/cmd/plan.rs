@@ -22,6 +22,17 @@ pub fn cmd(sel: &SelectArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `matrix calibrate --dry-run`: the calibration plan.
+pub fn calibration(sel: &SelectArgs) -> anyhow::Result<ExitCode> {
+    let m = config::load(&sel.config, binaries::exe_dir().as_deref())?;
+    let opts = plan::Options {
+        calibration: plan::Calibrate::Only,
+        ..sel.plan_options()
+    };
+    print!("{}", plan::render(&plan::expand(&m, &opts)?));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// "complete sweep matrix-full.toml: 252 cells, estimated 29:01" when `config` is a
 /// `matrix.toml` with the full sweep beside it (and that file plans without error).
 fn full_sweep_line(config: &Path, opts: &plan::Options) -> Option<String> {

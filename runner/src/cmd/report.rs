@@ -32,6 +32,13 @@ fn results_md(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
         }
         page.extend_from_slice(fg.as_bytes());
     }
+    let hosts = crate::export::hosts::section(&run.hosts, set.cells.values());
+    if !hosts.is_empty() {
+        if !page.ends_with(b"\n\n") {
+            page.push(b'\n');
+        }
+        page.extend_from_slice(hosts.as_bytes());
+    }
     Ok(page)
 }
 

@@ -1,5 +1,6 @@
-//! `matrix run`: plan → environment record → groups of cells with interleaved repetitions →
-//! drift re-run → aggregate exports. Cell files are written after every repetition, so an
+//! `matrix run` (and `matrix calibrate`): plan → environment record → calibration groups →
+//! groups of cells with interleaved repetitions, the drift reference re-run at points
+//! through them → aggregate exports. Cell files are written after every repetition, so an
 //! interruption or crash loses at most the repetition in flight.
 
 use std::collections::BTreeMap;
@@ -15,16 +16,19 @@ use crate::config::{self, Matrix};
 use crate::export;
 use crate::flamegraph::Profiler;
 use crate::floor;
+use crate::host::Fleet;
 use crate::interrupt;
-use crate::plan::{self, Options, Plan};
+use crate::plan::{self, Calibrate, Options, Plan};
 use crate::progress::Progress;
 use crate::results::group::runtimes_by_service;
 use crate::results::schema::{
-    CellResult, CellSpec, CellStatus, Drift, Floors, RunRecord, RunStatus, SCHEMA_VERSION,
+    CellResult, CellSpec, CellStatus, Drift, DriftPoint, Floors, RunRecord, RunStatus,
+    SCHEMA_VERSION,
 };
 use crate::results::stats::pct_change;
 use crate::results::store::Store;
 use crate::results::summary::summarize_cell;
+use crate::results::{adaptive, calibration, verdict};
 use crate::sample::now_unix_us;
 
 /// How the run ended, for the exit status.
@@ -48,7 +52,12 @@ impl RunEnd {
 
 /// `matrix run`: the whole run, then its exit status.
 pub fn cmd(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    run(args).map(RunEnd::exit_code)
+    run(args, Calibrate::AsConfigured).map(RunEnd::exit_code)
+}
+
+/// `matrix calibrate`: a run of the calibration alone.
+pub fn calibrate(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    run(args, Calibrate::Only).map(RunEnd::exit_code)
 }
 
 /// UTC timestamp for run ids: 2026-11-30T13-05-00Z.
@@ -104,11 +113,13 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
         status: RunStatus::Running,
         command_line: std::env::args().collect(),
         quick: args.select.quick,
+        target_ci_pct: args.select.target_ci,
+        calibration_only: plan.groups.is_empty(),
         only: args.select.only.clone(),
         config_path: args.select.config.display().to_string(),
         config_toml: m.text.clone(),
         config_sha256: format!("{:x}", Sha256::digest(m.text.as_bytes())),
-        plan: plan.cells().cloned().collect(),
+        plan: plan.all_cells().cloned().collect(),
         estimated_duration_s: plan.estimate_s(),
         environment: env,
         floors: Some(Floors {
@@ -119,6 +130,7 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
             )),
         }),
         flamegraph: None,
+        hosts: vec![],
     };
     store.write_run(&run)?;
     // The matrix file once more as a plain file, for `diff` and re-runs.
@@ -136,25 +148,43 @@ fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
     let opts = Options {
         quick: run.quick,
         only: run.only.clone(),
+        target_ci_pct: run.target_ci_pct,
+        calibration: if run.calibration_only {
+            Calibrate::Only
+        } else {
+            Calibrate::AsConfigured
+        },
     };
     let plan = plan::expand(&m, &opts)?;
     Ok((store, run, m, plan))
 }
 
-pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
+pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     interrupt::install();
     crate::process::become_subreaper();
     let (store, mut run, m, plan) = match &args.resume {
         Some(dir) => resume_run(dir)?,
         None => {
             let m = config::load(&args.select.config, exe_dir().as_deref())?;
-            let plan = plan::expand(&m, &args.select.plan_options())?;
+            let opts = Options {
+                calibration: calibrate,
+                ..args.select.plan_options()
+            };
+            let plan = plan::expand(&m, &opts)?;
             let (store, run) = start_run(args, &m, &plan)?;
             (store, run, m, plan)
         }
     };
     run.status = RunStatus::Running;
     run.finished_unix_ms = None;
+    let (fleet, hosts) = Fleet::connect(&m, &plan.cells().collect::<Vec<_>>(), &mut |n| {
+        if !args.quiet {
+            eprintln!("{n}");
+        }
+    });
+    if !hosts.is_empty() {
+        run.hosts = hosts;
+    }
     store.write_run(&run)?;
     let profiler = start_flamegraphs(args, &store, &mut run)?;
     let tmp = store.tmp_dir()?;
@@ -167,8 +197,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
             .as_ref()
             .and_then(|f| f.machine.as_ref())
             .and_then(|m| m.report.as_ref()),
+        fleet: (!fleet.endpoints.is_empty()).then_some(&fleet),
     };
-    let mut progress = Progress::new(plan.rep_count(), plan.estimate_s(), args.quiet);
+    let mut progress = Progress::new(plan.max_rep_count(), plan.estimate_s(), args.quiet);
     progress.note(&format!("run {} → {}", run.run_id, store.dir.display()));
     for w in &run.environment.provenance_warnings {
         progress.note(&format!("warning: {w}"));
@@ -176,18 +207,27 @@ pub fn run(args: &RunArgs) -> anyhow::Result<RunEnd> {
     if let Some(why) = profiler.as_ref().and_then(Profiler::unavailable) {
         progress.note(&format!("flame graphs: perf not available: {why}"));
     }
-    for group in &plan.groups {
-        if !run_group(&ctx, &store, group, &mut progress, profiler.as_ref())? {
+    let mut series = Vec::new();
+    let drift_after = plan.drift_after();
+    let mut completed = true;
+    for group in &plan.calibration {
+        completed = run_group(&ctx, &store, group, &mut progress, None)?;
+        if !completed {
             break;
         }
     }
+    for (i, group) in plan.groups.iter().enumerate() {
+        if !completed || !run_group(&ctx, &store, group, &mut progress, profiler.as_ref())? {
+            completed = false;
+            break;
+        }
+        if drift_after.contains(&(i + 1)) {
+            series.extend(drift_point(&ctx, &plan, i + 1, &mut progress));
+        }
+    }
     // Whatever was in flight when interrupted is already written with its status.
-    let interrupted = interrupt::requested();
-    let drift = if interrupted {
-        None
-    } else {
-        drift_rerun(&ctx, &store, &plan, &mut progress)
-    };
+    let interrupted = !completed || interrupt::requested();
+    let drift = drift(&store, &plan, series);
     progress.finish();
     let _ = std::fs::remove_dir_all(&tmp);
 
@@ -217,18 +257,23 @@ fn run_group(
     let mut states: Vec<CellResult> = Vec::new();
     for c in group {
         if store.cell_done(&c.key) {
-            progress.skip(u64::from(c.repetitions));
+            progress.skip(u64::from(c.max_repetitions()));
         } else {
             states.push(CellResult::new(ctx.run_id, c));
         }
     }
-    let reps = group.iter().map(|c| c.repetitions).max().unwrap_or(0);
+    // Adaptive cells may stop early: a round runs every cell still repeating.
+    let reps = group
+        .iter()
+        .map(CellSpec::max_repetitions)
+        .max()
+        .unwrap_or(0);
     for rep in 1..=reps {
         for st in states.iter_mut() {
             if interrupt::requested() {
                 return Ok(false);
             }
-            if st.status != CellStatus::Partial || rep > st.cell.repetitions {
+            if st.status != CellStatus::Partial || rep > st.cell.max_repetitions() {
                 continue;
             }
             run_rep(ctx, st, rep, progress);
@@ -301,45 +346,73 @@ fn run_rep(ctx: &Ctx, st: &mut CellResult, rep: u32, progress: &mut Progress) {
     progress.end(&st.cell, rep, r.as_ref(), failure.as_deref());
     if let Some(r) = r {
         st.reps.push(r);
-        if rep == st.cell.repetitions {
+        if let Some(stopped) = adaptive::enough(st) {
             st.status = CellStatus::Ok;
+            progress.skip(u64::from(st.cell.max_repetitions().saturating_sub(rep)));
+            st.stopped = stopped;
         }
     } else {
-        progress.skip(u64::from(st.cell.repetitions - rep));
+        progress.skip(u64::from(st.cell.max_repetitions().saturating_sub(rep)));
     }
     st.summary = summarize_cell(st);
 }
 
-fn drift_rerun(ctx: &Ctx, store: &Store, plan: &Plan, progress: &mut Progress) -> Option<Drift> {
+/// One re-run of the reference cell after `after_groups` matrix groups.
+fn drift_point(
+    ctx: &Ctx,
+    plan: &Plan,
+    after_groups: usize,
+    progress: &mut Progress,
+) -> Option<DriftPoint> {
     let spec = plan.reference.as_ref()?;
-    let first = store.read_cell(&spec.key)?;
-    let first_rep = first.reps.iter().find(|r| r.rep == 1)?;
     let mut scratch = CellResult::new(ctx.run_id, spec);
     progress.begin(spec, 0);
     let rerun = cell::run_rep(ctx, &mut scratch, 0);
     let failure = scratch.failure.as_ref().map(ToString::to_string);
     progress.end(spec, 0, rerun.as_ref(), failure.as_deref());
-    let (r_rps, r_cpu) = match &rerun {
-        Some(r) => (Some(r.report.requests_per_s), r.server.cpu_us_per_request),
-        None => (None, None),
-    };
+    Some(DriftPoint {
+        after_groups,
+        unix_ms: now_unix_us() / 1000,
+        requests_per_s: rerun.as_ref().map(|r| r.report.requests_per_s),
+        cpu_us_per_request: rerun.as_ref().and_then(|r| r.server.cpu_us_per_request),
+        failure,
+    })
+}
+
+/// The drift record: repetition 1 of the reference cell against every re-run, the last one
+/// in the classic first-vs-rerun fields.
+fn drift(store: &Store, plan: &Plan, series: Vec<DriftPoint>) -> Option<Drift> {
+    let spec = plan.reference.as_ref()?;
+    let last = series.last()?.clone();
+    let first = store.read_cell(&spec.key)?;
+    let first_rep = first.reps.iter().find(|r| r.rep == 1)?;
     let f_rps = first_rep.report.requests_per_s;
     let f_cpu = first_rep.server.cpu_us_per_request;
+    let change = |base: Option<f64>, x: Option<f64>| pct_change(base?, x?);
+    let max_change = |f: fn(&DriftPoint) -> Option<f64>, base: Option<f64>| {
+        series
+            .iter()
+            .filter_map(|p| change(base, f(p)))
+            .max_by(|a, b| a.abs().total_cmp(&b.abs()))
+    };
     Some(Drift {
         key: spec.key.clone(),
         first_requests_per_s: Some(f_rps),
-        rerun_requests_per_s: r_rps,
-        requests_per_s_drift_pct: r_rps.and_then(|r| pct_change(f_rps, r)),
+        rerun_requests_per_s: last.requests_per_s,
+        requests_per_s_drift_pct: change(Some(f_rps), last.requests_per_s),
         first_cpu_us_per_request: f_cpu,
-        rerun_cpu_us_per_request: r_cpu,
-        cpu_us_per_request_drift_pct: match (f_cpu, r_cpu) {
-            (Some(a), Some(b)) => pct_change(a, b),
-            _ => None,
+        rerun_cpu_us_per_request: last.cpu_us_per_request,
+        cpu_us_per_request_drift_pct: change(f_cpu, last.cpu_us_per_request),
+        note: match &last.failure {
+            Some(f) => format!("last re-run failed: {f}"),
+            None => format!(
+                "{} single-repetition re-run(s) through the run vs repetition 1 of the cell",
+                series.len()
+            ),
         },
-        note: match failure {
-            Some(f) => format!("re-run failed: {f}"),
-            None => "single repetition at the end vs repetition 1 of the cell".into(),
-        },
+        max_requests_per_s_drift_pct: max_change(|p| p.requests_per_s, Some(f_rps)),
+        max_cpu_us_per_request_drift_pct: max_change(|p| p.cpu_us_per_request, f_cpu),
+        series,
     })
 }
 
@@ -351,13 +424,26 @@ pub fn export_all(
     status: RunStatus,
     drift: Option<Drift>,
 ) -> anyhow::Result<RunEnd> {
+    let arms: Vec<CellResult> = plan
+        .calibration
+        .iter()
+        .flatten()
+        .filter_map(|c| store.read_cell(&c.key))
+        .collect();
     let cells: Vec<CellResult> = plan
         .cells()
         .filter_map(|c| store.read_cell(&c.key))
         .collect();
     let runtimes = runtimes_by_service(&cells);
     let summaries = cells.iter().map(summarize_cell).collect();
-    let results = export::json::results_file(&run.run_id, status, summaries, drift);
+    let mut results = export::json::results_file(&run.run_id, status, summaries, drift);
+    results.calibration = calibration::from_cells(&arms);
+    results.verdicts = verdict::against_baseline(
+        &cells.iter().collect::<Vec<_>>(),
+        &plan.baseline,
+        results.calibration.as_ref(),
+    );
+    results.baseline = Some(plan.baseline.clone()).filter(|_| !results.verdicts.is_empty());
     store.write_file("results.json", &export::json::to_bytes(&results))?;
     run.status = status;
     run.finished_unix_ms = Some(now_unix_us() / 1000);
@@ -366,8 +452,9 @@ pub fn export_all(
     page.extend_from_slice(
         export::flamegraphs::section(run.flamegraph.as_ref(), cells.iter()).as_bytes(),
     );
+    page.extend_from_slice(export::hosts::section(&run.hosts, cells.iter()).as_bytes());
     store.write_file("results.md", &page)?;
-    let failed = cells.iter().any(|c| {
+    let failed = cells.iter().chain(&arms).any(|c| {
         matches!(
             c.status,
             CellStatus::Failed | CellStatus::Interrupted | CellStatus::Partial

@@ -5,13 +5,12 @@
 pub mod comparable;
 pub mod export;
 pub mod matching;
-pub mod metric;
+pub mod mde;
 pub mod model;
-pub mod welch;
 
-use self::metric::Metric;
 use self::model::{CellComparison, Comparison, MetricComparison, Side};
-use self::welch::Verdict;
+use crate::results::difference::{self, Verdict};
+use crate::results::metric::{self, Metric};
 use crate::results::schema::{CellStatus, CellSummary};
 use crate::results::set::ResultSet;
 
@@ -44,7 +43,7 @@ pub fn compare(
     let (old_specs, new_specs) = (comparable::specs(old), comparable::specs(new));
     let m = matching::match_cells(&old.results.cells, &new.results.cells);
     let mut any_cell_diff = false;
-    let cells = m
+    let cells: Vec<CellComparison> = m
         .pairs
         .iter()
         .map(|(o, n)| {
@@ -60,14 +59,22 @@ pub fn compare(
                 suspect_reasons: suspect_reasons(o, n),
                 failures: failures(o, n),
                 new_incomplete: incomplete(n),
+                open_loop: n.offered_rate_per_s.is_some(),
                 not_comparable,
                 metrics: metric::ALL
                     .iter()
-                    .map(|&mt| compare_metric(mt, (old, o), (new, n), withhold, opt.noise_pct))
+                    .map(|&mt| {
+                        let mut mc =
+                            compare_metric(mt, (old, o), (new, n), withhold, opt.noise_pct);
+                        let cals = [&old.results.calibration, &new.results.calibration];
+                        (mc.mde_pct, mc.mde_source) = mde::of(&mc, n, cals.map(Option::as_ref));
+                        mc
+                    })
                     .collect(),
             }
         })
         .collect();
+    let warnings = mde::drift_warnings(&cells, old, new);
     Ok(Comparison {
         old: side(old),
         new: side(new),
@@ -78,6 +85,7 @@ pub fn compare(
         only_old: m.only_old,
         only_new: m.only_new,
         cells,
+        warnings,
     })
 }
 
@@ -92,13 +100,13 @@ fn compare_metric(
     let so = metric::values(o, old.cells.get(&o.key), mt);
     let sn = metric::values(n, new.cells.get(&n.key), mt);
     let difference = match (&so, &sn) {
-        (Some(a), Some(b)) => welch::difference(a, b),
+        (Some(a), Some(b)) => difference::difference(a, b),
         _ => None,
     };
     let verdict = match &difference {
         None => Verdict::Missing,
         Some(_) if withhold => Verdict::NotComparable,
-        Some(d) => welch::verdict(mt, d, noise_pct),
+        Some(d) => difference::verdict(mt, d, noise_pct),
     };
     MetricComparison {
         metric: mt,
@@ -107,6 +115,8 @@ fn compare_metric(
         new: sn,
         difference,
         verdict,
+        mde_pct: None,
+        mde_source: None,
     }
 }
 

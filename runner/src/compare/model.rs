@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use super::matching::CellId;
-use super::metric::{Metric, MetricValues, Unit};
-use super::welch::{Difference, Verdict};
+use crate::results::difference::{Difference, Verdict};
+use crate::results::metric::{Metric, MetricValues, Unit};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
@@ -21,6 +21,10 @@ pub struct Comparison {
     pub only_old: Vec<CellId>,
     pub only_new: Vec<CellId>,
     pub cells: Vec<CellComparison>,
+    /// A run drifted by more than the smallest MDE of the metric: verdicts between the runs
+    /// may be the machine moving.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One side's identity, for the header.
@@ -51,6 +55,9 @@ pub struct CellComparison {
     /// The new side did not complete (failed, unsupported, interrupted): the gate's concern.
     #[serde(skip)]
     pub new_incomplete: bool,
+    /// At a fixed offered rate, where req/s is set by the generator, not measured.
+    #[serde(skip)]
+    pub open_loop: bool,
 }
 
 impl CellComparison {
@@ -67,6 +74,19 @@ pub struct MetricComparison {
     pub new: Option<MetricValues>,
     pub difference: Option<Difference>,
     pub verdict: Verdict,
+    /// The smallest difference (percent) this comparison detects with 95 % confidence and
+    /// 80 % power, and where the spread it is computed from came from.
+    pub mde_pct: Option<f64>,
+    pub mde_source: Option<MdeSource>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MdeSource {
+    /// The runs' `[calibration]` (the larger of the two).
+    Calibration,
+    /// The two sides' own spread over their repetitions.
+    Spread,
 }
 
 impl Comparison {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use loadgen::LoadModel;
 
-use crate::results::schema::ProfileLimits;
+use crate::results::schema::{Placement, ProfileLimits};
 
 pub use validate::{ConfigError, ConfigErrors, load};
 
@@ -25,10 +25,20 @@ pub struct Matrix {
     pub loadgen: PathBuf,
     /// "service/scenario/level/profile".
     pub reference: Option<String>,
+    /// Re-runs of the reference cell through the run.
+    pub drift_points: u32,
+    /// The service the others are judged against.
+    pub baseline: String,
+    /// Adaptive repetitions: the CI half-width target (percent) and the cap.
+    pub target_ci_pct: Option<f64>,
+    pub max_repetitions: u32,
+    pub calibration: Option<CalibrationDef>,
     pub quick: Option<QuickDef>,
     pub services: Vec<ServiceDef>,
     pub scenarios: Vec<ScenarioDef>,
     pub profiles: Vec<ProfileDef>,
+    /// `[[hosts]]`: machines driven over SSH (empty for a single-machine matrix).
+    pub hosts: Vec<HostDef>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,6 +47,13 @@ pub struct Timing {
     pub duration_ms: u64,
     pub repetitions: u32,
     pub cooldown_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct CalibrationDef {
+    pub service: String,
+    /// "scenario/level/profile".
+    pub cells: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -80,4 +97,38 @@ pub struct Level {
 pub struct ProfileDef {
     pub name: String,
     pub limits: ProfileLimits,
+    /// Set when the profile names `server_host` or `loadgen_hosts`: its cells run through
+    /// the host agents (`crate::host`), even when every host is "local".
+    pub placement: Option<Placement>,
+}
+
+/// The name profiles use for the runner's own machine.
+pub const LOCAL_HOST: &str = "local";
+
+/// One `[[hosts]]` entry, validated: an SSH destination and where binaries go on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostDef {
+    pub name: String,
+    /// SSH host name or address.
+    pub host: String,
+    pub user: Option<String>,
+    pub port: Option<u16>,
+    /// Resolved against the matrix file's directory.
+    pub identity_file: Option<PathBuf>,
+    /// Where services listen / generators connect; None = `host` (resolved at run start).
+    pub address: Option<String>,
+    /// Absolute directory for shipped binaries.
+    pub work_dir: String,
+    /// "Key=Value" options for `ssh -o`.
+    pub ssh_options: Vec<String>,
+}
+
+impl HostDef {
+    /// `[user@]host` as ssh takes it.
+    pub fn destination(&self) -> String {
+        match &self.user {
+            Some(u) => format!("{u}@{}", self.host),
+            None => self.host.clone(),
+        }
+    }
 }

@@ -18,6 +18,11 @@ pub struct MatrixFile {
     pub scenarios: Vec<Scenario>,
     #[serde(default)]
     pub profiles: Vec<Profile>,
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+    /// Other machines, driven over SSH (`profiles[].server_host` / `loadgen_hosts`).
+    #[serde(default)]
+    pub hosts: Vec<HostEntry>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -35,9 +40,20 @@ pub struct Defaults {
     pub loadgen_threads: Spanned<u32>,
     /// The load generator binary (name on PATH / next to `matrix`, or a path).
     pub loadgen: Spanned<String>,
-    /// Cell re-run at the end to measure drift: "service/scenario/level/profile";
+    /// Cell re-run through the run to measure drift: "service/scenario/level/profile";
     /// default = the first cell of the plan.
     pub reference: Option<Spanned<String>>,
+    /// Re-runs of the reference cell, spread evenly through the run (the last at its end).
+    pub drift_points: Spanned<u32>,
+    /// Service every other is judged against (ratio with its 95 % interval); default: the
+    /// first service.
+    pub baseline: Option<Spanned<String>>,
+    /// Adaptive repetitions: repeat a cell until the 95 % CI half-width of its primary
+    /// metric (closed loop req/s, open loop CPU/request) is at most this many percent.
+    pub target_ci_pct: Option<Spanned<f64>>,
+    /// With `target_ci_pct` or `--target-ci`: the most repetitions a cell gets (its time
+    /// cap); default 10.
+    pub max_repetitions: Option<Spanned<u32>>,
 }
 
 /// A value the file did not give: it has no place in the file (span 0..0, reported as 1:1).
@@ -58,6 +74,10 @@ impl Default for Defaults {
             loadgen_threads: unwritten(1),
             loadgen: unwritten("loadgen".to_string()),
             reference: None,
+            drift_points: unwritten(4),
+            baseline: None,
+            target_ci_pct: None,
+            max_repetitions: None,
         }
     }
 }
@@ -72,6 +92,17 @@ pub struct Quick {
     pub duration_ms: Option<Spanned<u64>>,
     pub repetitions: Option<Spanned<u32>>,
     pub cooldown_ms: Option<Spanned<u64>>,
+}
+
+/// `[calibration]`: one service run as two identical arms, A B A B, with the run's windows
+/// and repetitions, to measure what this machine can tell apart.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Default: the baseline service.
+    pub service: Option<Spanned<String>>,
+    /// Cells as "scenario/level/profile".
+    pub cells: Spanned<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -142,4 +173,33 @@ pub struct Profile {
     pub memory_max_mib: Option<Spanned<u64>>,
     /// `--workers` for the service; default = number of server CPUs.
     pub workers: Option<Spanned<u32>>,
+    /// The `[[hosts]]` name the service runs on ("local" = this machine). Giving this or
+    /// `loadgen_hosts` makes every cell of the profile a multi-host cell.
+    pub server_host: Option<Spanned<String>>,
+    /// The hosts the load is split between (default: ["local"]); each returns its full
+    /// histograms and the cell's percentiles come from their merge.
+    pub loadgen_hosts: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// `[[hosts]]`: one machine reached with the system OpenSSH client.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostEntry {
+    /// What profiles call it (not "local", which is this machine).
+    pub name: Spanned<String>,
+    /// SSH destination: a host name or address.
+    pub host: Spanned<String>,
+    pub user: Option<Spanned<String>>,
+    pub port: Option<Spanned<u16>>,
+    /// `ssh -i`, relative to the matrix file.
+    pub identity_file: Option<Spanned<String>>,
+    /// The address a service on this host listens on and generators connect to; default:
+    /// `host` (resolved when the run starts if it is a name).
+    pub address: Option<Spanned<String>>,
+    /// Where the binaries are shipped to on the host (absolute); default
+    /// "/tmp/pingmatrix".
+    pub work_dir: Option<Spanned<String>>,
+    /// Extra `ssh -o` options, "Key=Value" each (e.g. "UserKnownHostsFile=...").
+    #[serde(default)]
+    pub ssh_options: Vec<Spanned<String>>,
 }

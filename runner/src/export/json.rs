@@ -26,6 +26,9 @@ pub fn results_file(
         suspect_cells: cells.iter().filter(|c| c.suspect).count() as u32,
         cells,
         drift,
+        baseline: None,
+        verdicts: Vec::new(),
+        calibration: None,
     }
 }
 

@@ -99,7 +99,10 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
     let _ = writeln!(o, "# pingmatrix results — {}\n", run.run_id);
     header(&mut o, run, res);
     how_to_read(&mut o, res);
+    super::verdicts::calibration(&mut o, res);
+    super::verdicts::against_baseline(&mut o, res);
     load_tables(&mut o, res);
+    super::verdicts::repetitions(&mut o, res);
     super::churn::section(&mut o, res);
     startup_and_memory(&mut o, res, runtimes);
     startup_floor(&mut o, run);
@@ -207,6 +210,10 @@ fn load_tables(o: &mut String, res: &ResultsFile) {
 
 /// One row per (service, profile): start-up over every start, idle and peak RSS.
 fn startup_and_memory(o: &mut String, res: &ResultsFile, runtimes: &BTreeMap<String, String>) {
+    // A `matrix calibrate` run has only its arms.
+    if res.cells.is_empty() {
+        return;
+    }
     let _ = writeln!(o, "## Start-up and memory\n");
     let _ = writeln!(
         o,
@@ -339,7 +346,64 @@ fn machine_floor(o: &mut String, run: &RunRecord) {
 }
 
 fn drift(o: &mut String, res: &ResultsFile) {
-    if let Some(d) = &res.drift {
+    if let Some(d) = res.drift.as_ref().filter(|d| !d.series.is_empty()) {
+        let _ = writeln!(o, "## Drift\n");
+        let _ = writeln!(
+            o,
+            "Reference cell `{}` re-run {} time(s) through the run (one repetition each, after the matrix group given), against its repetition 1. A comparison of two services in this run is paired on rounds, so drift shared by both cancels; between two runs (`matrix compare`) it does not, and compare warns when a run's drift exceeds the MDE.\n",
+            d.key,
+            d.series.len()
+        );
+        let first = d.first_requests_per_s.map_or("–".into(), rate_cell);
+        let first_cpu = d
+            .first_cpu_us_per_request
+            .map_or("–".into(), |c| format!("{c:.1} µs"));
+        let point = |v: Option<f64>, base: Option<f64>, f: &dyn Fn(f64) -> String| match (v, base) {
+            (Some(v), Some(b)) if b != 0.0 => format!("{} ({:+.1} %)", f(v), (v - b) / b * 100.0),
+            (Some(v), _) => f(v),
+            _ => "✗".into(),
+        };
+        let rps: Vec<String> = d
+            .series
+            .iter()
+            .map(|p| point(p.requests_per_s, d.first_requests_per_s, &|v| rate_cell(v)))
+            .collect();
+        let cpu: Vec<String> = d
+            .series
+            .iter()
+            .map(|p| {
+                point(p.cpu_us_per_request, d.first_cpu_us_per_request, &|v| {
+                    format!("{v:.1} µs")
+                })
+            })
+            .collect();
+        let after: Vec<String> = d
+            .series
+            .iter()
+            .map(|p| p.after_groups.to_string())
+            .collect();
+        let _ = writeln!(
+            o,
+            "| | repetition 1 | {} |",
+            after
+                .iter()
+                .map(|a| format!("after group {a}"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(o, "|---|---|{}", "---|".repeat(after.len()));
+        let _ = writeln!(o, "| req/s | {first} | {} |", rps.join(" | "));
+        let _ = writeln!(o, "| CPU/request | {first_cpu} | {} |\n", cpu.join(" | "));
+        let _ = writeln!(
+            o,
+            "Largest drift: req/s {} · CPU/request {}. {}\n",
+            d.max_requests_per_s_drift_pct
+                .map_or("–".into(), |p| format!("{p:+.1} %")),
+            d.max_cpu_us_per_request_drift_pct
+                .map_or("–".into(), |p| format!("{p:+.1} %")),
+            d.note
+        );
+    } else if let Some(d) = &res.drift {
         let _ = writeln!(o, "## Drift\n");
         let _ = writeln!(
             o,

@@ -3,5 +3,7 @@
 
 pub mod churn;
 pub mod flamegraphs;
+pub mod hosts;
 pub mod json;
 pub mod markdown;
+pub mod verdicts;

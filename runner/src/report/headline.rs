@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::results::difference::{NOISE_PCT, Verdict};
 use crate::results::group::{CEILING, first_seen};
+use crate::results::metric::Metric;
 use crate::results::schema::{CellStatus, CellSummary, Stat};
 use crate::results::set::ResultSet;
 use crate::results::stats;
@@ -41,18 +43,144 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
         .filter(|c| c.scenario == scenario && c.profile == profile)
         .collect();
     let mut o = intro(set, &cells, &scenario, &profile, readme_dir)?;
-    let _ = writeln!(
+    let judged = set
+        .results
+        .baseline
+        .as_deref()
+        .filter(|_| !set.results.verdicts.is_empty());
+    let _ = write!(
         o,
         "| service | peak req/s | at | p99 at peak | server CPU/request at peak | start-up (median) | idle RSS | peak RSS |"
     );
-    let _ = writeln!(o, "|---|---:|---|---:|---:|---:|---:|---:|");
+    match judged {
+        Some(b) => {
+            let _ = writeln!(
+                o,
+                " req/s vs {b} at the same level |\n|---|---:|---|---:|---:|---:|---:|---:|---|"
+            );
+        }
+        None => {
+            let _ = writeln!(o, "\n|---|---:|---|---:|---:|---:|---:|---:|");
+        }
+    }
     for s in first_seen(cells.iter().map(|c| &c.service)) {
         let mine: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.service == s).collect();
-        let _ = writeln!(o, "| {s} | {} |", row(&mine, &cells).join(" | "));
+        let mut cols = row(&mine, &cells);
+        if let Some(b) = judged {
+            cols.push(against(set, &mine, b));
+        }
+        let _ = writeln!(o, "| {s} | {} |", cols.join(" | "));
     }
     let _ = writeln!(o);
+    if let Some(b) = judged {
+        sensitivity(&mut o, set, &cells, b);
+    }
     plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
     Ok(o)
+}
+
+/// The service's req/s at its peak level against the baseline's at that level.
+fn against(set: &ResultSet, mine: &[&CellSummary], baseline: &str) -> String {
+    let Some(c) = peak(mine) else {
+        return "–".into();
+    };
+    if c.service == baseline {
+        return "(baseline)".into();
+    }
+    set.results
+        .verdicts
+        .iter()
+        .find(|v| v.key == c.key)
+        .and_then(|v| v.metric(Metric::RequestsPerS))
+        .map_or_else(
+            || "–".into(),
+            |v| {
+                let mde = v
+                    .mde_pct
+                    .map_or_else(String::new, |m| format!(" (MDE {m:.0} %)"));
+                match v.verdict {
+                    Verdict::NoChange => format!("{} indistinguishable here{mde}", v.brief()),
+                    _ => v.brief(),
+                }
+            },
+        )
+}
+
+/// What the run could tell apart: the calibration's MDE per metric for the headline's loop,
+/// and which services could not be told from the baseline.
+fn sensitivity(o: &mut String, set: &ResultSet, cells: &[&CellSummary], baseline: &str) {
+    let res = &set.results;
+    let same_as_base: Vec<&str> = first_seen(cells.iter().map(|c| &c.service))
+        .into_iter()
+        .filter(|s| s != baseline)
+        .filter(|s| {
+            let mine: Vec<&CellSummary> =
+                cells.iter().copied().filter(|c| &c.service == s).collect();
+            peak(&mine).is_some_and(|p| {
+                res.verdicts.iter().any(|v| {
+                    v.key == p.key
+                        && v.metric(Metric::RequestsPerS)
+                            .is_some_and(|m| m.verdict == Verdict::NoChange)
+                })
+            })
+        })
+        .map(|s| {
+            cells
+                .iter()
+                .find(|c| c.service == s)
+                .map_or("", |c| c.service.as_str())
+        })
+        .collect();
+    let _ = write!(
+        o,
+        "Ratios are service / `{baseline}` at the same level, with the 95 % interval paired on rounds; ≈ = indistinguishable here (interval includes 1× or the change is under {NOISE_PCT} %)."
+    );
+    if !same_as_base.is_empty() {
+        let _ = write!(
+            o,
+            " On this machine, at these settings, {} cannot be told apart from `{baseline}` in req/s.",
+            same_as_base
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let _ = writeln!(o);
+    match res
+        .calibration
+        .as_ref()
+        .and_then(|k| k.cells.iter().find(|c| !c.open_loop).or(k.cells.first()))
+    {
+        Some(c) => {
+            let mdes: Vec<String> = [
+                Metric::RequestsPerS,
+                Metric::CpuUsPerRequest,
+                Metric::LatencyP99Us,
+                Metric::StartupUs,
+                Metric::IdleRssBytes,
+            ]
+            .iter()
+            .filter_map(|&m| Some(format!("{} {:.0} %", m.label(), c.metric(m)?.mde_pct?)))
+            .collect();
+            let _ = writeln!(
+                o,
+                "\nWhat this machine can tell apart (calibration: `{}` against itself, A B A B, {} rounds at {}/{}/{}): the minimum detectable effect (95 % confidence, 80 % power) within this run is {}. Smaller differences may be real but are not shown by this run.\n",
+                res.calibration.as_ref().map_or("", |k| k.service.as_str()),
+                c.pairs,
+                c.scenario,
+                c.level,
+                c.profile,
+                mdes.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "\nThis run had no calibration, so the smallest difference it could detect is unknown (add `[calibration]` to the matrix file).\n"
+            );
+        }
+    }
 }
 
 /// What was run, on what, and how to read the marks.

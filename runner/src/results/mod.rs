@@ -1,10 +1,17 @@
 //! The data layer every reader and writer of results uses: the on-disk schema, the run
 //! directory store, loading a finished result set, the statistics and suspect rules a cell is
-//! summarised with, grouping of cells for tables and charts, and value formatting with units.
+//! summarised with, the metrics and the statistics of a difference between two samples (with
+//! their power), grouping of cells for tables and charts, and value formatting with units.
 //! It imports nothing from the layers that produce or present results.
 
+pub mod adaptive;
+pub mod calibration;
 pub mod churn;
+pub mod difference;
 pub mod group;
+pub mod merge;
+pub mod metric;
+pub mod power;
 pub mod schema;
 pub mod set;
 pub mod stats;
@@ -12,3 +19,4 @@ pub mod store;
 pub mod summary;
 pub mod suspect;
 pub mod units;
+pub mod verdict;

@@ -29,6 +29,12 @@ pub struct RunRecord {
     /// argv exactly as given.
     pub command_line: Vec<String>,
     pub quick: bool,
+    /// `--target-ci` as given (resume expands the same plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci_pct: Option<f64>,
+    /// `matrix calibrate`: the run holds only the calibration.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub calibration_only: bool,
     /// `--only` filters as given.
     pub only: Vec<String>,
     /// Path of the matrix file as given on the command line.
@@ -47,6 +53,48 @@ pub struct RunRecord {
     /// not available. Absent for runs without flame graphs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flamegraph: Option<FlamegraphProbe>,
+    /// Multi-host runs: every host a cell used, its environment and the binaries shipped to
+    /// it. Absent for single-machine runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostRecord>,
+}
+
+/// One host of a multi-host run as the runner found it when the run (or its resumption)
+/// started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    /// The `[[hosts]]` name ("local" = the runner's machine).
+    pub name: String,
+    /// `[user@]host[:port]` as ssh was given it; "local" for the runner's machine.
+    pub destination: String,
+    /// Where a service on it listens / generators connect.
+    pub address: Option<String>,
+    /// The binaries run there: sha256 on this machine, and as checked on arrival.
+    pub binaries: BTreeMap<String, ShippedBinary>,
+    /// Its clock minus the runner's, estimated over the SSH channel (µs); only used to
+    /// line up the server's CPU samples with the generators' windows.
+    pub clock_offset_us: Option<i64>,
+    /// Round trip of that estimate (µs): the offset is good to about half of it.
+    pub clock_rtt_us: Option<u64>,
+    /// The host's own environment record (the fields run.json has for this machine).
+    pub environment: Option<Environment>,
+    /// Why the host could not be used (its cells failed with this reason).
+    pub unavailable: Option<String>,
+}
+
+/// One binary on a host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShippedBinary {
+    /// Path on this machine.
+    pub local_path: String,
+    /// Path on the host.
+    pub remote_path: String,
+    pub sha256: String,
+    /// "local" (run in place), "copied" (sent over ssh), "cached" (already there with the
+    /// same sha256) or "nix-copy" (`nix copy --to ssh://`).
+    pub via: String,
+    /// sha256 computed on the host after arrival equals `sha256`.
+    pub verified: bool,
 }
 
 /// What the harness itself costs on this machine, measured at the start of the run.
@@ -255,9 +303,34 @@ pub struct CellSpec {
     /// itself and reads the service's RSS; `load` is not run by loadgen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<super::churn::ChurnSpec>,
+    /// Adaptive repetitions: `repetitions` is then the least a cell gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<super::adaptive::Adaptive>,
+    /// A calibration arm ("a" or "b"): the same service twice, to measure the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
+    /// A multi-host cell: which host serves and which generate the load. Absent for a
+    /// single-machine cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Placement>,
+}
+
+/// Where a multi-host cell runs, by `[[hosts]]` name ("local" = the runner's machine).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub server_host: String,
+    /// The load is split between these (connections or rate), in this order.
+    pub loadgen_hosts: Vec<String>,
 }
 
 impl CellSpec {
+    /// The most repetitions this cell can take (the plan's worst case).
+    pub fn max_repetitions(&self) -> u32 {
+        self.adaptive.map_or(self.repetitions, |a| {
+            a.max_repetitions.max(self.repetitions)
+        })
+    }
+
     /// The generator's spec for one repetition of this cell against the service on `port`.
     pub fn load_spec(&self, port: u16) -> LoadSpec {
         let conns = match self.load {
@@ -326,6 +399,9 @@ pub struct CellResult {
     /// no summary reads it. Absent for runs without flame graphs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flamegraph: Option<CellFlamegraph>,
+    /// Adaptive repetitions: how many the cell took and why it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<super::adaptive::Stopping>,
 }
 
 /// The profiled repetition of a cell: run after the measured ones, with `perf record` on the
@@ -496,6 +572,18 @@ pub struct RepResult {
     /// Open loop: this repetition's send lag set against the machine's timer floor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor_check: Option<FloorCheck>,
+    /// Multi-host cells: each generator host's own complete report; `report` is their
+    /// merge (percentiles from the added histograms). Empty for single-machine cells.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<GeneratorRun>,
+}
+
+/// One generator host's share of a multi-host repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorRun {
+    pub host: String,
+    pub report: Report,
+    pub loadgen_exit_code: Option<i32>,
 }
 
 /// An open-loop repetition's send lag next to the machine's timer wake-up lateness measured
@@ -581,6 +669,14 @@ pub struct ResultsFile {
     pub drift: Option<Drift>,
     pub failed_cells: u32,
     pub suspect_cells: u32,
+    /// The service every other is judged against, and those verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<super::verdict::BaselineVerdict>,
+    /// What this machine could tell apart in this run (`[calibration]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<super::calibration::Calibration>,
 }
 
 /// Dispersion of one metric over repetitions. The CI is the Student-t interval of the mean
@@ -644,6 +740,9 @@ pub struct CellSummary {
     /// Connection churn cells: RSS across the open/close cycles and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub churn: Option<super::churn::ChurnSummary>,
+    /// Adaptive repetitions: how many the cell took and why it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<super::adaptive::Stopping>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -657,6 +756,26 @@ pub struct Drift {
     pub rerun_cpu_us_per_request: Option<f64>,
     pub cpu_us_per_request_drift_pct: Option<f64>,
     pub note: String,
+    /// Every re-run through the run, in order (the last is `rerun_*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<DriftPoint>,
+    /// The largest |change| of any re-run against repetition 1, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests_per_s_drift_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cpu_us_per_request_drift_pct: Option<f64>,
+}
+
+/// One re-run of the drift reference cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftPoint {
+    /// Matrix groups finished before it (of `plan.groups`).
+    pub after_groups: usize,
+    pub unix_ms: u64,
+    pub requests_per_s: Option<f64>,
+    pub cpu_us_per_request: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 #[cfg(test)]
@@ -682,6 +801,7 @@ mod tests {
         let line = now.banner.unwrap();
         assert_eq!(line.io_driver, "io_uring");
         assert_eq!(line.deviations[0].id, "x");
+        assert_eq!(line.burn_ns, 0, "recorded before --burn-ns: read as 0");
         assert_eq!(before.banner, Some(line));
         let none: Holder = serde_json::from_str(r#"{"banner":null}"#).unwrap();
         assert!(none.banner.is_none());

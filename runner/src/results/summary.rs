@@ -43,6 +43,7 @@ impl CellResult {
             churn: vec![],
             summary: Default::default(),
             flamegraph: None,
+            stopped: None,
         };
         r.summary = summarize_cell(&r);
         r
@@ -132,6 +133,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         suspect_reasons: reasons,
         failure: c.failure.as_ref().map(ToString::to_string),
         churn: c.cell.churn.map(|s| churn::summarize(&s, &c.churn)),
+        stopped: c.stopped.clone(),
     }
 }
 

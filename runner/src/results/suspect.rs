@@ -201,6 +201,9 @@ mod tests {
             },
             service_args: vec![],
             churn: None,
+            adaptive: None,
+            arm: None,
+            hosts: None,
         }
     }
 
@@ -232,6 +235,7 @@ mod tests {
             generator: Generator::default(),
             verdict: Saturation::default(),
             latency_hdr_v2_b64: String::new(),
+            open_loop_hdr_v2_b64: None,
             problems: vec![],
         }
     }
@@ -251,6 +255,7 @@ mod tests {
                 cgroup: None,
                 loadgen_exit_code: Some(0),
                 floor_check: None,
+                generators: vec![],
             })
             .collect();
         c

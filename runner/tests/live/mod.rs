@@ -4,6 +4,8 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::path::{Path, PathBuf};
+
+use runner::limits::cpus::allowed_cpus;
 use std::process::Output;
 use std::time::Instant;
 
@@ -57,4 +59,69 @@ pub fn out_text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// A tiny matrix on ~250 ms windows: closed loop at 4 connections (`ping`) and open loop at
+/// 300/s (`open`), one `pinned` profile (server on the first allowed CPU, generator on the
+/// last). `services` are (name, binary, TOML args list body); `defaults` lines go into
+/// `[defaults]`, `tail` after the profile.
+pub fn tiny_matrix(
+    services: &[(&str, PathBuf, &str)],
+    reps: u32,
+    defaults: &str,
+    tail: &str,
+) -> String {
+    let cpus = allowed_cpus();
+    let (s, l) = (cpus[0], *cpus.last().unwrap());
+    let mut t = format!(
+        r#"[defaults]
+warmup_ms = 100
+duration_ms = 250
+repetitions = {reps}
+cooldown_ms = 0
+startup_timeout_ms = 1500
+stop_grace_ms = 1000
+loadgen = "{}"
+{defaults}
+"#,
+        bin("loadgen").display()
+    );
+    for (name, path, args) in services {
+        t += &format!(
+            "\n[[services]]\nname = \"{name}\"\nbinary = \"{}\"\nargs = [{args}]\n",
+            path.display()
+        );
+    }
+    t += &format!(
+        r#"
+[[scenarios]]
+name = "ping"
+path = "/ping"
+expect_body_bytes = 4
+load = {{ model = "closed", connections = [4] }}
+
+[[scenarios]]
+name = "open"
+path = "/json"
+load = {{ model = "open", rates_per_s = [300], max_connections = 4 }}
+
+[[profiles]]
+name = "pinned"
+server_cpus = "{s}"
+loadgen_cpus = "{l}"
+{tail}"#
+    );
+    t
+}
+
+/// The one run directory `matrix run --out out` made.
+pub fn only_run_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "expected one run dir in {}", out.display());
+    dirs[0].clone()
 }

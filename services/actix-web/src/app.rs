@@ -46,12 +46,15 @@ fn get_only(path: &str) -> actix_web::Resource {
     web::resource(path).default_service(web::to(method_not_allowed))
 }
 
-/// `Server` on every response, and header names in canonical case (actix-http writes them
-/// lower-case unless asked).
+/// The `--burn-ns` cost and `Server` on every response, and header names in canonical case
+/// (actix-http writes them lower-case unless asked).
 async fn server_header<B>(
     rsp: impl Future<Output = Result<ServiceResponse<B>, Error>>,
 ) -> Result<ServiceResponse<B>, Error> {
     let mut rsp = rsp.await?;
+    // Every routed response passes here once (resources and default services): the
+    // `--burn-ns` cost.
+    ping_common::burn::per_request();
     rsp.response_mut().head_mut().set_camel_case_headers(true);
     rsp.headers_mut()
         .insert(header::SERVER, HeaderValue::from_static(SERVICE));

@@ -66,6 +66,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             pinned: false,
             allowed_cpus: ping_common::cpus::allowed_cpus(),
             deviations: deviations(),
+            burn_ns: ping_common::burn::per_request_ns(),
             io_uring_fds: None,
         }
         .print()?;

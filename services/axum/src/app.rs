@@ -60,10 +60,12 @@ async fn not_found() -> StatusCode {
     StatusCode::NOT_FOUND
 }
 
-/// `Server` and `Date` on every response, and the headers in the contract's order (hyper
-/// writes a `HeaderMap` in insertion order): Server, Date, Allow, Content-Length,
-/// Content-Type, then anything else.
+/// The `--burn-ns` cost, `Server` and `Date` on every response, and the headers in the
+/// contract's order (hyper writes a `HeaderMap` in insertion order): Server, Date, Allow,
+/// Content-Length, Content-Type, then anything else.
 async fn canonical_headers(rsp: Response<Body>) -> Response<Body> {
+    // Every routed response passes here once (routes and fallbacks): the `--burn-ns` cost.
+    ping_common::burn::per_request();
     let (mut parts, body) = rsp.into_parts();
     let mut headers = HeaderMap::with_capacity(5);
     headers.insert(header::SERVER, HeaderValue::from_static(SERVICE));

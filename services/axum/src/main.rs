@@ -62,6 +62,7 @@ async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
         pinned: false,
         allowed_cpus: ping_common::cpus::allowed_cpus(),
         deviations: hyper_stack::deviations(),
+        burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds: None,
     }
     .print()

@@ -1,4 +1,4 @@
-//! Command line shared by every service: `--listen`, `--workers`, `--help`.
+//! Command line shared by every service: `--listen`, `--workers`, `--burn-ns`, `--help`.
 //!
 //! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`; a service that
 //! fails after that exits with code 1 and `<service>: <error>` on stderr ([`run_service`]).
@@ -7,7 +7,10 @@ use std::fmt::Display;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use clap::builder::RangedI64ValueParser;
 use clap::{CommandFactory, FromArgMatches, Parser};
+
+use crate::burn::MAX_BURN_NS;
 
 /// Arguments every ping service accepts.
 #[derive(Debug, Clone, Parser)]
@@ -25,6 +28,17 @@ pub struct Args {
     /// Worker threads [default: the CPUs this process may run on (affinity mask / cpuset)].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub workers: Option<u16>,
+
+    /// Calibration aid: spin N ns of CPU per request, 0 to 1000000000 (1 s).
+    // Parsed as i64 so that a negative value gets "-1 is not in 0..=1000000000".
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_BURN_NS as i64)
+    )]
+    pub burn_ns: u64,
 }
 
 impl Args {
@@ -43,13 +57,16 @@ impl Args {
     }
 }
 
-/// A service's `main`: parses the arguments, runs `run`, and reports its error (with its
-/// causes, `{:#}`) on stderr as `<service>: <error>`, exiting with code 1.
+/// A service's `main`: parses the arguments, sets the per-request `--burn-ns` cost, runs `run`,
+/// and reports its error (with its causes, `{:#}`) on stderr as `<service>: <error>`, exiting
+/// with code 1.
 pub fn run_service<E: Display>(
     service: &'static str,
     run: impl FnOnce(Args) -> Result<(), E>,
 ) -> ExitCode {
-    match run(Args::from_env(service)) {
+    let args = Args::from_env(service);
+    crate::burn::set_per_request_ns(args.burn_ns);
+    match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{service}: {e:#}");
@@ -68,6 +85,7 @@ mod tests {
         assert_eq!(a.listen, "127.0.0.1:8080".parse().unwrap());
         assert!(a.workers.is_none());
         assert!(a.workers() >= 1);
+        assert_eq!(a.burn_ns, 0);
     }
 
     #[test]
@@ -75,6 +93,14 @@ mod tests {
         let a = Args::try_parse_from(["x", "--listen", "127.0.0.1:0", "--workers", "3"]).unwrap();
         assert_eq!(a.listen.port(), 0);
         assert_eq!(a.workers(), 3);
+        for (given, want) in [
+            ("0", 0),
+            ("2000000", 2_000_000),
+            ("1000000000", MAX_BURN_NS),
+        ] {
+            let a = Args::try_parse_from(["x", "--burn-ns", given]).unwrap();
+            assert_eq!(a.burn_ns, want);
+        }
     }
 
     #[test]
@@ -84,9 +110,20 @@ mod tests {
             vec!["x", "--workers", "many"],
             vec!["x", "--listen", "nowhere"],
             vec!["x", "--bogus"],
+            vec!["x", "--burn-ns", "-1"],
+            vec!["x", "--burn-ns=-1"],
+            vec!["x", "--burn-ns", "1000000001"],
+            vec!["x", "--burn-ns", "99999999999999999999"],
+            vec!["x", "--burn-ns", "1ms"],
+            vec!["x", "--burn-ns"],
         ] {
             let err = Args::try_parse_from(&bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");
         }
+        let err = Args::try_parse_from(["x", "--burn-ns", "-1"]).unwrap_err();
+        assert!(
+            err.to_string().contains("-1 is not in 0..=1000000000"),
+            "{err}"
+        );
     }
 }

@@ -2,9 +2,11 @@
 //!
 //! Every service binary uses this crate for the parts that must not differ between runtimes:
 //! command line, allowed-CPU count, the start-up JSON line, routing and sleep-query parsing,
-//! the JSON body, the cached `Date` value and the canonical response bytes. The HTTP and
+//! the JSON body, the cached `Date` value, the canonical response bytes and the `--burn-ns`
+//! per-request cost. The HTTP and
 //! runtime parts live in each service crate.
 
+pub mod burn;
 pub mod cli;
 pub mod cpus;
 pub mod date;

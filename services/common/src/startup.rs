@@ -21,6 +21,7 @@ pub const REQUIRED_FIELDS: &[&str] = &[
     "pid",
     "listen",
     "deviations",
+    "burn_ns",
 ];
 
 /// Scheduling model the service advertises.
@@ -98,6 +99,10 @@ pub struct StartupLine {
     /// CPUs this process may run on when it started.
     pub allowed_cpus: Vec<usize>,
     pub deviations: Vec<Deviation>,
+    /// `--burn-ns`: CPU ns spun per request (0 unless calibrating). Lines recorded before the
+    /// flag existed lack it and read as 0.
+    #[serde(default)]
+    pub burn_ns: u64,
     /// monoio only: `anon_inode:[io_uring]` fds counted in `/proc/self/fd` after start-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_uring_fds: Option<usize>,
@@ -146,6 +151,7 @@ mod tests {
             pinned: true,
             allowed_cpus: vec![0, 1],
             deviations: vec![Deviation::new("a", "b")],
+            burn_ns: 0,
             io_uring_fds: None,
         };
         let s = serde_json::to_string(&line).unwrap();
@@ -155,9 +161,16 @@ mod tests {
         }
         assert_eq!(v["model"], "thread-per-core");
         assert_eq!(v["listen"], "127.0.0.1:41234");
+        assert_eq!(v["burn_ns"], 0, "printed also when 0");
         assert_eq!(serde_json::from_str::<StartupLine>(&s).unwrap(), line);
         assert!(line.has_deviation("a"));
         assert_eq!(StartupLine::parse(&s).unwrap(), line);
+    }
+
+    #[test]
+    fn lines_without_burn_ns_read_as_zero() {
+        let old = r#"{"service":"ping-x","runtime":"x","runtime_version":"1.0.0","http":"h","model":"coroutine","workers":1,"io_driver":"epoll","pid":7,"listen":"127.0.0.1:1","server_header":"M","pinned":false,"allowed_cpus":[0],"deviations":[]}"#;
+        assert_eq!(StartupLine::parse(old).unwrap().burn_ns, 0);
     }
 
     #[test]

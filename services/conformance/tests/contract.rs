@@ -38,6 +38,8 @@ macro_rules! conformance {
             many_headers = robustness,
             concurrent_1000 = load,
             sleep_does_not_block = load,
+            burn_ns_per_request = burn,
+            burn_ns_out_of_range_exit_2 = burn,
         ]);)*
     };
     (@service $module:ident, $bin:literal, [$($check:ident = $group:ident),* $(,)?]) => {

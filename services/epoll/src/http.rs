@@ -77,6 +77,7 @@ impl Session {
                         next = Next::Sleep(ms);
                         break;
                     }
+                    ping_common::burn::per_request();
                     Reply::for_route(route).encode(SERVICE, said_close, out);
                     self.close_after = !keep_alive;
                 }
@@ -89,6 +90,7 @@ impl Session {
     /// The pending `/sleep` is over: answer it.
     pub fn wake(&mut self, out: &mut Vec<u8>) {
         if let Some((said_close, keep_alive)) = self.sleeping.take() {
+            ping_common::burn::per_request();
             Reply::for_route(Route::Sleep { ms: 0 }).encode(SERVICE, said_close, out);
             self.close_after = !keep_alive;
         }

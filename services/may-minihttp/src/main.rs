@@ -50,6 +50,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         pinned: may::config().get_worker_pin(),
         allowed_cpus: ping_common::cpus::allowed_cpus(),
         deviations: deviations::declared(),
+        burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds: None,
     }
     .print()?;

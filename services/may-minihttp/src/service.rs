@@ -39,6 +39,7 @@ impl HttpService for Ping {
                         // Parks this coroutine only; the worker runs others meanwhile.
                         may::coroutine::sleep(Duration::from_millis(ms));
                     }
+                    ping_common::burn::per_request();
                     Reply::for_route(route)
                 }
             }

@@ -82,6 +82,7 @@ pub async fn serve(mut stream: TcpStream) {
                         }
                         monoio::time::sleep(Duration::from_millis(ms)).await;
                     }
+                    ping_common::burn::per_request();
                     Reply::for_route(route).encode(SERVICE, said_close, &mut output);
                     if !keep_alive {
                         close = true;

@@ -70,6 +70,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         pinned: pin,
         allowed_cpus: allowed,
         deviations: Vec::new(),
+        burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds,
     }
     .print()?;

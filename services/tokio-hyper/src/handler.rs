@@ -22,6 +22,7 @@ pub async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Inf
     if let Route::Sleep { ms } = route {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
+    ping_common::burn::per_request();
     Ok(to_response(Reply::for_route(route)))
 }
 

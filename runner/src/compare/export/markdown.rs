@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use super::super::model::Comparison;
-use super::super::welch::Verdict;
 use super::{
-    change, machine_line, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
+    change, machine_line, mde, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
 };
+use crate::results::difference::Verdict;
 
 pub fn render(c: &Comparison) -> String {
     let mut o = String::new();
@@ -30,12 +30,15 @@ pub fn render(c: &Comparison) -> String {
             why.join("; ")
         );
     }
+    for w in &c.warnings {
+        let _ = writeln!(o, "> **Warning:** {w}.\n");
+    }
     let _ = writeln!(o, "Summary: {}.\n", summary(c));
     let _ = writeln!(
         o,
-        "| cell | metric | old | new | new/old | change [95 % CI] | verdict |"
+        "| cell | metric | old | new | new/old | change [95 % CI] | MDE | verdict |"
     );
-    let _ = writeln!(o, "|---|---|---:|---:|---:|---|---|");
+    let _ = writeln!(o, "|---|---|---:|---:|---:|---|---:|---|");
     for cell in &c.cells {
         for (i, m) in cell.metrics.iter().enumerate() {
             let name = if i == 0 {
@@ -50,12 +53,13 @@ pub fn render(c: &Comparison) -> String {
             };
             let _ = writeln!(
                 o,
-                "| {name} | {} | {} | {} | {} | {} | {v} |",
+                "| {name} | {} | {} | {} | {} | {} | {} | {v} |",
                 m.metric.label(),
                 side_value(m, true),
                 side_value(m, false),
                 ratio(m),
                 change(m),
+                mde(m),
             );
         }
     }

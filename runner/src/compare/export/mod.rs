@@ -5,8 +5,8 @@ pub mod json;
 pub mod markdown;
 pub mod terminal;
 
-use super::model::{CellComparison, Comparison, MetricComparison};
-use super::welch::Verdict;
+use super::model::{CellComparison, Comparison, MdeSource, MetricComparison};
+use crate::results::difference::Verdict;
 use crate::results::units::value;
 
 pub fn side_value(m: &MetricComparison, old: bool) -> String {
@@ -29,6 +29,15 @@ pub fn change(m: &MetricComparison) -> String {
     match (d.ci95_low_pct, d.ci95_high_pct) {
         (Some(lo), Some(hi)) => format!("{:+.1} % [{lo:+.1}, {hi:+.1}]", d.change_pct),
         _ => format!("{:+.1} % [no CI]", d.change_pct),
+    }
+}
+
+/// "6.2 %" from the runs' calibration, "~9.8 %" from the two sides' own spread.
+pub fn mde(m: &MetricComparison) -> String {
+    match (m.mde_pct, m.mde_source) {
+        (Some(x), Some(MdeSource::Spread)) => format!("~{x:.1} %"),
+        (Some(x), _) => format!("{x:.1} %"),
+        _ => "–".into(),
     }
 }
 
@@ -101,7 +110,7 @@ pub fn machine_line(c: &Comparison) -> String {
 
 pub fn rule(c: &Comparison) -> String {
     format!(
-        "{}. Verdict \"no change\" unless the CI excludes zero and the change exceeds {} %.",
+        "{}. Verdict \"no change\" unless the CI excludes zero and the change exceeds {} %. MDE: the smallest difference these repetitions detect (95 % confidence, 80 % power), from the runs' calibration, or (~) from the two sides' own spread.",
         c.method, c.noise_pct
     )
 }

@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use super::super::model::Comparison;
-use super::super::welch::Verdict;
 use super::{
-    change, machine_line, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
+    change, machine_line, mde, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
 };
+use crate::results::difference::Verdict;
 
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
@@ -44,6 +44,9 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             let _ = writeln!(o, "  - {}: {}", cell.id, cell.not_comparable.join("; "));
         }
     }
+    for w in &c.warnings {
+        let _ = writeln!(o, "{}", paint(YELLOW, &format!("warning: {w}")));
+    }
     let _ = writeln!(o, "{}", summary(c));
     for (what, ids) in [("old", &c.only_old), ("new", &c.only_new)] {
         for id in ids.iter() {
@@ -69,8 +72,8 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         }
         let _ = writeln!(
             o,
-            "  {:<12} {:>10} {:>10} {:>8}  {:<32} verdict",
-            "metric", "old", "new", "new/old", "change [95 % CI]"
+            "  {:<12} {:>10} {:>10} {:>8}  {:<32} {:>8}  verdict",
+            "metric", "old", "new", "new/old", "change [95 % CI]", "MDE"
         );
         for m in &cell.metrics {
             let v = verdict(m);
@@ -82,12 +85,13 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             };
             let _ = writeln!(
                 o,
-                "  {:<12} {:>10} {:>10} {:>8}  {:<32} {v}",
+                "  {:<12} {:>10} {:>10} {:>8}  {:<32} {:>8}  {v}",
                 m.metric.label(),
                 side_value(m, true),
                 side_value(m, false),
                 ratio(m),
                 change(m),
+                mde(m),
             );
         }
     }

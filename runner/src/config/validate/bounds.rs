@@ -35,3 +35,24 @@ pub const MAX_MEMORY_MIB: u64 = 16 << 20;
 /// within a handful (issue 12: 8 cycles of 3,000 connections), and each round costs a
 /// settle pause, so a hundred is already a long repetition.
 pub const MAX_CHURN_CYCLES: u32 = 100;
+
+/// Re-runs of the reference cell for drift. Each costs one repetition; twenty already draw
+/// the drift's shape on the longest matrix.
+pub const MAX_DRIFT_POINTS: u32 = 20;
+
+/// Adaptive repetitions stop when repetitions run out (`max_repetitions`) unless told
+/// otherwise: ten is where a 10 % effect at a 5 % spread per repetition is detected (paired,
+/// 95 % / 80 %) with room to spare.
+pub const DEFAULT_MAX_REPETITIONS: u32 = 10;
+
+/// `target_ci_pct` / `--target-ci`: a 95 % CI half-width in percent of the mean. 0 would
+/// never be reached; more than 100 % is no target (a CI that wide says nothing).
+pub fn check_target_ci(pct: f64) -> Result<f64, String> {
+    if pct.is_finite() && pct > 0.0 && pct <= 100.0 {
+        Ok(pct)
+    } else {
+        Err(format!(
+            "must be a percentage above 0 and at most 100 (the 95 % CI half-width); got {pct}"
+        ))
+    }
+}

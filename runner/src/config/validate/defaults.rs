@@ -6,7 +6,10 @@ use toml::Spanned;
 
 use super::Errs;
 use super::binaries::Binaries;
-use super::bounds::{MAX_MS, MAX_REPETITIONS, MAX_THREADS};
+use super::bounds::{
+    DEFAULT_MAX_REPETITIONS, MAX_DRIFT_POINTS, MAX_MS, MAX_REPETITIONS, MAX_THREADS,
+    check_target_ci,
+};
 use crate::config::schema::{Defaults, Quick};
 use crate::config::{QuickDef, Timing};
 
@@ -18,6 +21,9 @@ pub(super) struct Settings {
     pub request_timeout_ms: u64,
     pub loadgen_threads: u32,
     pub loadgen: PathBuf,
+    pub drift_points: u32,
+    pub target_ci_pct: Option<f64>,
+    pub max_repetitions: u32,
 }
 
 pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Settings {
@@ -28,6 +34,7 @@ pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Setti
         repetitions: count(errs, &d.repetitions, field("repetitions"), MAX_REPETITIONS),
         cooldown_ms: ms(errs, &d.cooldown_ms, field("cooldown_ms"), 0),
     };
+    let (target_ci_pct, max_repetitions) = adaptive(errs, d, timing.repetitions);
     Settings {
         timing,
         startup_timeout_ms: ms(errs, &d.startup_timeout_ms, field("startup_timeout_ms"), 1),
@@ -40,7 +47,50 @@ pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Setti
             MAX_THREADS,
         ),
         loadgen: binaries.resolve(errs, &d.loadgen, "defaults.loadgen"),
+        drift_points: drift_points(errs, &d.drift_points),
+        target_ci_pct,
+        max_repetitions,
     }
+}
+
+fn drift_points(errs: &mut Errs, v: &Spanned<u32>) -> u32 {
+    let n = *v.get_ref();
+    if n > MAX_DRIFT_POINTS {
+        errs.at(
+            v.span(),
+            "defaults.drift_points",
+            format!("must be between 0 and {MAX_DRIFT_POINTS}; got {n}"),
+        );
+    }
+    n
+}
+
+/// `target_ci_pct` and `max_repetitions` (which also caps `--target-ci`): the cap defaults
+/// to ten, and to no fewer than the repetitions every cell gets anyway.
+fn adaptive(errs: &mut Errs, d: &Defaults, repetitions: u32) -> (Option<f64>, u32) {
+    let cap = d.max_repetitions.as_ref().map_or(
+        DEFAULT_MAX_REPETITIONS.max(repetitions),
+        |v| {
+            let n = *v.get_ref();
+            if !(repetitions..=MAX_REPETITIONS).contains(&n) {
+                errs.at(
+                    v.span(),
+                    "defaults.max_repetitions",
+                    format!(
+                        "must be between defaults.repetitions ({repetitions}) and {MAX_REPETITIONS}; got {n}"
+                    ),
+                );
+            }
+            n
+        },
+    );
+    let target = d.target_ci_pct.as_ref().map(|t| {
+        if let Err(e) = check_target_ci(*t.get_ref()) {
+            errs.at(t.span(), "defaults.target_ci_pct", e);
+        }
+        *t.get_ref()
+    });
+    (target, cap)
 }
 
 /// The `[quick]` windows, checked like those of `[defaults]` (its cells: see `cells`).

@@ -9,7 +9,9 @@
 //! - `profiles`: `[[profiles]]` (cpusets, quota, memory, workers);
 //! - `scenarios`: `[[scenarios]]` (request path, profile restrictions), and `load`: its
 //!   load levels;
-//! - `cells`: the cells named by `quick.cells` and `defaults.reference`;
+//! - `cells`: the cells named by `quick.cells`, `defaults.reference` and `[calibration]`,
+//!   and the services named by `defaults.baseline` and `calibration.service`;
+//! - `hosts`: `[[hosts]]` (SSH destinations) and where profiles place server and generators;
 //! - `names` and `binaries`: rules shared by several sections;
 //! - `bounds`: the fixed limits (windows, threads, rates) and why; `host`: what this machine
 //!   allows (CPUs, open files, local ports).
@@ -20,6 +22,7 @@ mod cells;
 mod churn;
 mod defaults;
 mod host;
+pub mod hosts;
 mod load;
 mod names;
 mod profiles;
@@ -32,6 +35,8 @@ use std::path::Path;
 
 use super::Matrix;
 use super::schema::MatrixFile;
+pub use bounds::check_target_ci;
+
 use binaries::Binaries;
 use host::Host;
 
@@ -153,8 +158,10 @@ fn check(
 ) -> Matrix {
     let d = defaults::check(errs, &f.defaults, binaries);
     let services = services::check(errs, &f.services, binaries);
-    let profiles = profiles::check(errs, &f.profiles, &host.allowed_cpus);
+    let hosts = hosts::check(errs, &f.hosts, binaries.base);
+    let profiles = profiles::check(errs, &f.profiles, &host.allowed_cpus, &hosts);
     let scenarios = scenarios::check(errs, &f.scenarios, &profiles, host, d.loadgen_threads);
+    hosts::check_split(errs, &f.scenarios, &scenarios, &profiles);
     let cells = cells::Cells {
         services: &services,
         scenarios: &scenarios,
@@ -167,6 +174,11 @@ fn check(
     if let Some(r) = &f.defaults.reference {
         cells.check_reference(errs, r);
     }
+    let baseline = cells.check_baseline(errs, f.defaults.baseline.as_ref());
+    let calibration = f
+        .calibration
+        .as_ref()
+        .map(|c| cells.check_calibration(errs, c, &baseline));
     Matrix {
         path: path.to_path_buf(),
         text: text.to_string(),
@@ -177,10 +189,16 @@ fn check(
         loadgen_threads: d.loadgen_threads,
         loadgen: d.loadgen,
         reference: f.defaults.reference.as_ref().map(|r| r.get_ref().clone()),
+        drift_points: d.drift_points,
+        baseline,
+        target_ci_pct: d.target_ci_pct,
+        max_repetitions: d.max_repetitions,
+        calibration,
         quick,
         services,
         scenarios,
         profiles,
+        hosts,
     }
 }
 

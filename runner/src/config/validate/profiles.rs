@@ -6,13 +6,19 @@ use toml::Spanned;
 use super::Errs;
 use super::bounds::{MAX_MEMORY_MIB, MAX_THREADS};
 use super::names::Names;
-use crate::config::ProfileDef;
 use crate::config::schema::Profile;
+use crate::config::{HostDef, LOCAL_HOST, ProfileDef};
 use crate::limits::cpus::{format_cpus, parse_cpus};
 use crate::results::schema::ProfileLimits;
 
-/// `allowed`: the CPUs in this process's affinity mask.
-pub(super) fn check(errs: &mut Errs, profiles: &[Profile], allowed: &[u32]) -> Vec<ProfileDef> {
+/// `allowed`: the CPUs in this process's affinity mask. A role placed on another host
+/// (`server_host`, `loadgen_hosts`) has its CPUs checked on that host when the run starts.
+pub(super) fn check(
+    errs: &mut Errs,
+    profiles: &[Profile],
+    allowed: &[u32],
+    hosts: &[HostDef],
+) -> Vec<ProfileDef> {
     if profiles.is_empty() {
         errs.at(0..0, "profiles", "no [[profiles]] defined");
     }
@@ -23,8 +29,26 @@ pub(super) fn check(errs: &mut Errs, profiles: &[Profile], allowed: &[u32]) -> V
         .map(|(i, p)| {
             let field = |f: &str| format!("profiles[{i}].{f}");
             let name = names.add(errs, &p.name, field("name"));
-            let server_cpus = cpus(errs, &p.server_cpus, field("server_cpus"), allowed);
-            let loadgen_cpus = cpus(errs, &p.loadgen_cpus, field("loadgen_cpus"), allowed);
+            let placement = super::hosts::placement(errs, p, hosts, field);
+            let local = |h: Option<&str>| h.is_none_or(|h| h == LOCAL_HOST);
+            let server_local = local(placement.as_ref().map(|p| p.server_host.as_str()));
+            let loadgen_local = placement
+                .as_ref()
+                .is_none_or(|p| p.loadgen_hosts.iter().any(|h| h == LOCAL_HOST));
+            let all: Vec<u32> = (0..nix::sched::CpuSet::count() as u32).collect();
+            let mine = |is_local: bool| if is_local { allowed } else { all.as_slice() };
+            let server_cpus = cpus(
+                errs,
+                &p.server_cpus,
+                field("server_cpus"),
+                mine(server_local),
+            );
+            let loadgen_cpus = cpus(
+                errs,
+                &p.loadgen_cpus,
+                field("loadgen_cpus"),
+                mine(loadgen_local),
+            );
             let cpu_quota = quota(errs, p.cpu_quota.as_ref(), field("cpu_quota"), &server_cpus);
             let memory_max_mib = memory(errs, p.memory_max_mib.as_ref(), field("memory_max_mib"));
             let workers = workers(errs, p.workers.as_ref(), field("workers"), &server_cpus);
@@ -37,6 +61,7 @@ pub(super) fn check(errs: &mut Errs, profiles: &[Profile], allowed: &[u32]) -> V
                     memory_max_bytes: memory_max_mib.map(|m| m * 1024 * 1024),
                     workers,
                 },
+                placement,
             }
         })
         .collect()

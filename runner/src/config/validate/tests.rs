@@ -28,7 +28,7 @@ server_cpus = "0"
 loadgen_cpus = "0"
 "#;
 
-fn parse_str(text: &str) -> Result<Matrix, ConfigErrors> {
+pub(super) fn parse_str(text: &str) -> Result<Matrix, ConfigErrors> {
     parse(Path::new("m.toml"), text, None)
 }
 

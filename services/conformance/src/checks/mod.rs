@@ -1,6 +1,7 @@
 //! The contract checks, one function per contract point, each taking a service binary name.
 //! `tests/contract.rs` runs all of them against every service.
 
+pub mod burn;
 pub mod connection;
 pub mod endpoints;
 pub mod load;

@@ -51,6 +51,7 @@ pub fn startup_line(bin: &str) {
         "{}",
         s.io_driver
     );
+    assert_eq!(s.burn_ns, 0, "--burn-ns defaults to 0");
     // Default workers: the CPUs this process (and so its child) may run on.
     assert_eq!(s.workers, ping_common::cpus::allowed_cpu_count());
     for d in &s.deviations {

@@ -1,13 +1,13 @@
 //! The metrics a comparison covers, which direction is better for each, and how to read
 //! their per-repetition values out of a cell (falling back to results.json summaries).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::results::schema::{CellResult, CellSummary, Stat};
 use crate::results::stats;
 pub use crate::results::units::Unit;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     RequestsPerS,
@@ -28,6 +28,14 @@ pub const ALL: [Metric; 7] = [
     Metric::PeakRssBytes,
     Metric::CpuUsPerRequest,
 ];
+
+/// The metrics a cell under `load` measures: at a fixed offered rate req/s is the
+/// generator's setting, not a measurement.
+pub fn measured_under(load: &loadgen::LoadModel) -> impl Iterator<Item = Metric> + use<> {
+    let open = matches!(load, loadgen::LoadModel::Open { .. });
+    ALL.into_iter()
+        .filter(move |&m| !(open && m == Metric::RequestsPerS))
+}
 
 impl Metric {
     pub fn label(self) -> &'static str {
@@ -113,30 +121,33 @@ impl MetricValues {
 /// Per-repetition values from the cell file. Repetition 0 (the drift re-run) is excluded,
 /// as in the run's own summary; start-up samples use every start.
 pub fn from_cell(c: &CellResult, m: Metric) -> Option<MetricValues> {
+    MetricValues::from_values(by_rep(c, m).into_iter().map(|(_, v)| v).collect())
+}
+
+/// The measured values of `m` in a cell with the repetition each came from (start-up and
+/// idle RSS: the start that served it, every start counted), in recorded order; the drift
+/// re-run (repetition 0) excluded.
+pub fn by_rep(c: &CellResult, m: Metric) -> Vec<(u32, f64)> {
     let reps = c.reps.iter().filter(|r| r.rep > 0);
-    let values: Vec<f64> = match m {
-        Metric::RequestsPerS => reps.map(|r| r.report.requests_per_s).collect(),
-        Metric::LatencyP50Us => reps.map(|r| r.report.latency_us.p50 as f64).collect(),
-        Metric::LatencyP99Us => reps.map(|r| r.report.latency_us.p99 as f64).collect(),
+    let starts = c.starts.iter();
+    let u = |x: u64| x as f64;
+    match m {
+        Metric::RequestsPerS => reps.map(|r| (r.rep, r.report.requests_per_s)).collect(),
+        Metric::LatencyP50Us => reps.map(|r| (r.rep, u(r.report.latency_us.p50))).collect(),
+        Metric::LatencyP99Us => reps.map(|r| (r.rep, u(r.report.latency_us.p99))).collect(),
         Metric::PeakRssBytes => reps
-            .filter_map(|r| r.server.rss_peak_bytes)
-            .map(|b| b as f64)
+            .filter_map(|r| Some((r.rep, u(r.server.rss_peak_bytes?))))
             .collect(),
-        Metric::CpuUsPerRequest => reps.filter_map(|r| r.server.cpu_us_per_request).collect(),
-        Metric::StartupUs => c
-            .starts
-            .iter()
-            .filter_map(|s| s.first_200_us)
-            .map(|x| x as f64)
+        Metric::CpuUsPerRequest => reps
+            .filter_map(|r| Some((r.rep, r.server.cpu_us_per_request?)))
             .collect(),
-        Metric::IdleRssBytes => c
-            .starts
-            .iter()
-            .filter_map(|s| s.idle_rss_bytes)
-            .map(|x| x as f64)
+        Metric::StartupUs => starts
+            .filter_map(|s| Some((s.rep, u(s.first_200_us?))))
             .collect(),
-    };
-    MetricValues::from_values(values)
+        Metric::IdleRssBytes => starts
+            .filter_map(|s| Some((s.rep, u(s.idle_rss_bytes?))))
+            .collect(),
+    }
 }
 
 /// From results.json alone: mean/stdev/n where the summary keeps them, a point otherwise.

@@ -1,5 +1,6 @@
 //! The statistics of a difference: Welch's t interval for (new − old) of the means, reported
-//! relative to the old mean, and the verdict rule.
+//! relative to the old mean; the paired interval of the ratio when the two samples were taken
+//! side by side (repetition i of one next to repetition i of the other); and the verdict rule.
 //!
 //! Why Welch and not a bootstrap: with the 3–5 repetitions a matrix affords, a bootstrap
 //! resamples from at most 5 values and its interval is far too narrow. Welch's t does not
@@ -8,13 +9,13 @@
 //! the few-percent spread of a usable cell this understates the width by a few percent of
 //! itself, far below the noise threshold.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::metric::{Metric, MetricValues};
-use crate::results::stats::t_975;
+use crate::results::stats::{self, t_975};
 
 /// The difference of means, new − old, with its 95 % Welch interval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Difference {
     /// new mean / old mean.
     pub ratio: f64,
@@ -23,8 +24,11 @@ pub struct Difference {
     /// 95 % CI of `change_pct`; `None` when either side has fewer than 2 values.
     pub ci95_low_pct: Option<f64>,
     pub ci95_high_pct: Option<f64>,
-    /// Welch–Satterthwaite degrees of freedom (floored before looking up t).
+    /// Welch–Satterthwaite degrees of freedom (floored before looking up t); n − 1 paired.
     pub df: Option<f64>,
+    /// Paired on repetitions: `ratio` is the geometric mean of the per-pair ratios.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paired: bool,
 }
 
 pub fn difference(old: &MetricValues, new: &MetricValues) -> Option<Difference> {
@@ -40,7 +44,54 @@ pub fn difference(old: &MetricValues, new: &MetricValues) -> Option<Difference> 
         ci95_low_pct: ci.map(|c| c.0),
         ci95_high_pct: ci.map(|c| c.1),
         df: ci.map(|c| c.2),
+        paired: false,
     })
+}
+
+/// Paired difference of `new` against `old`, matched on repetition number: the mean of the
+/// per-pair log ratios with its Student-t interval (n − 1 df), turned back into a ratio.
+/// Pairing removes what both sides shared in a round (the machine's drift); logs make the
+/// interval of a ratio symmetric. None with no pair, or a value ≤ 0 in a pair.
+pub fn paired(old: &[(u32, f64)], new: &[(u32, f64)]) -> Option<Difference> {
+    let logs: Vec<f64> = old
+        .iter()
+        .filter_map(|(rep, a)| {
+            let b = new.iter().find(|(r, _)| r == rep)?.1;
+            Some((b / a).ln())
+        })
+        .collect();
+    if logs.is_empty() || logs.iter().any(|l| !l.is_finite()) {
+        return None;
+    }
+    let m = stats::mean(&logs)?;
+    let pct = |x: f64| (x.exp() - 1.0) * 100.0;
+    let ci = stats::stdev(&logs).map(|s| {
+        let half = t_975(logs.len() - 1) * s / (logs.len() as f64).sqrt();
+        (pct(m - half), pct(m + half))
+    });
+    Some(Difference {
+        ratio: m.exp(),
+        change_pct: pct(m),
+        ci95_low_pct: ci.map(|c| c.0),
+        ci95_high_pct: ci.map(|c| c.1),
+        df: ci.map(|_| (logs.len() - 1) as f64),
+        paired: true,
+    })
+}
+
+/// Paired when both sides have the same repetitions (a run that interleaved them), Welch
+/// otherwise.
+pub fn between(old: &[(u32, f64)], new: &[(u32, f64)]) -> Option<Difference> {
+    let reps = |v: &[(u32, f64)]| {
+        let mut r: Vec<u32> = v.iter().map(|x| x.0).collect();
+        r.sort_unstable();
+        r
+    };
+    if old.len() >= 2 && reps(old) == reps(new) {
+        return paired(old, new);
+    }
+    let values = |v: &[(u32, f64)]| MetricValues::from_values(v.iter().map(|x| x.1).collect());
+    difference(&values(old)?, &values(new)?)
 }
 
 /// Half-width of the 95 % interval of new.mean − old.mean and the degrees of freedom.
@@ -63,7 +114,7 @@ fn welch(old: &MetricValues, new: &MetricValues) -> Option<(f64, f64)> {
     Some((t * se2.sqrt(), df))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Better,
@@ -92,6 +143,11 @@ impl Verdict {
         }
     }
 }
+
+/// The default noise threshold (percent): a significant change smaller than this is "no
+/// change" — below it, a real difference of two builds or runtimes rarely matters, and on a
+/// shared machine it is where the drift of one round to the next lives.
+pub const NOISE_PCT: f64 = 2.0;
 
 /// "No change" unless the CI excludes zero AND |change| exceeds the noise threshold.
 pub fn verdict(m: Metric, d: &Difference, noise_pct: f64) -> Verdict {
@@ -173,6 +229,53 @@ mod tests {
             verdict(Metric::RequestsPerS, &d, 2.0),
             Verdict::Undetermined
         );
+    }
+
+    #[test]
+    fn pairing_removes_a_shared_drift() {
+        // Both sides drift by the same 20 % over the rounds; new is 5 % above old in each.
+        let old: Vec<(u32, f64)> = (1..=5)
+            .map(|r| (r, 100.0 * (1.0 + 0.05 * r as f64)))
+            .collect();
+        let new: Vec<(u32, f64)> = old.iter().map(|&(r, v)| (r, v * 1.05)).collect();
+        let d = paired(&old, &new).unwrap();
+        assert!(d.paired);
+        assert!((d.ratio - 1.05).abs() < 1e-12);
+        assert!((d.ci95_low_pct.unwrap() - 5.0).abs() < 1e-9);
+        assert_eq!(verdict(Metric::RequestsPerS, &d, 2.0), Verdict::Better);
+        // Unpaired, the same values are lost in the drift.
+        let values = |v: &[(u32, f64)]| MetricValues::from_values(v.iter().map(|x| x.1).collect());
+        let w = difference(&values(&old).unwrap(), &values(&new).unwrap()).unwrap();
+        assert_eq!(verdict(Metric::RequestsPerS, &w, 2.0), Verdict::NoChange);
+    }
+
+    #[test]
+    fn paired_interval_by_hand() {
+        // log ratios ln(1.1), ln(1.0), ln(1.2): mean m, sd s, half = 4.303 · s / √3.
+        let old = [(1, 10.0), (2, 10.0), (3, 10.0)];
+        let new = [(1, 11.0), (2, 10.0), (3, 12.0)];
+        let logs = [1.1f64.ln(), 0.0, 1.2f64.ln()];
+        let m = logs.iter().sum::<f64>() / 3.0;
+        let s = stats::stdev(&logs).unwrap();
+        let half = 4.303 * s / 3f64.sqrt();
+        let d = paired(&old, &new).unwrap();
+        assert!((d.ratio - m.exp()).abs() < 1e-12);
+        assert!((d.ci95_low_pct.unwrap() - ((m - half).exp() - 1.0) * 100.0).abs() < 1e-9);
+        assert!((d.ci95_high_pct.unwrap() - ((m + half).exp() - 1.0) * 100.0).abs() < 1e-9);
+        assert_eq!(d.df, Some(2.0));
+    }
+
+    #[test]
+    fn between_pairs_only_matching_repetitions() {
+        let a = [(1, 10.0), (2, 11.0), (3, 9.0)];
+        assert!(
+            between(&a, &[(1, 10.0), (2, 11.0), (3, 9.5)])
+                .unwrap()
+                .paired
+        );
+        assert!(!between(&a, &[(1, 10.0), (2, 11.0)]).unwrap().paired);
+        assert!(paired(&[(1, 0.0)], &[(1, 1.0)]).is_none());
+        assert!(paired(&[(1, 1.0)], &[(2, 1.0)]).is_none());
     }
 
     #[test]

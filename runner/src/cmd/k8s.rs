@@ -1,0 +1,95 @@
+//! `matrix k8s render` (manifests per cell, no cluster needed) and `matrix ingest` (the
+//! generator Jobs' reports → a result set).
+
+use std::process::ExitCode;
+
+use sha2::{Digest, Sha256};
+
+use crate::cli::{IngestArgs, K8sRenderArgs};
+use crate::k8s::{self, Images};
+use crate::plan::{self, Plan};
+use crate::results::schema::{CellSpec, RunRecord, RunStatus, SCHEMA_VERSION};
+use crate::results::store::Store;
+use crate::sample::now_unix_us;
+use crate::{binaries, config};
+
+pub fn render(args: &K8sRenderArgs) -> anyhow::Result<ExitCode> {
+    let m = config::load(&args.select.config, binaries::exe_dir().as_deref())?;
+    let p = plan::expand(&m, &args.select.plan_options())?;
+    let images = Images {
+        prefix: args.image_prefix.clone(),
+        tag: args.tag.clone(),
+    };
+    let (n, skipped) = k8s::render(&m, &p.cells().collect::<Vec<_>>(), &images, &args.out)?;
+    println!("{n} cell(s) rendered into {}", args.out.display());
+    for s in skipped {
+        println!("skipped {s}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
+    let plan_path = args.manifests.join("plan.json");
+    let planned: Vec<CellSpec> = crate::results::store::read_json(&plan_path)?;
+    let matrix_path = args.manifests.join("matrix.toml");
+    let text = std::fs::read_to_string(&matrix_path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", matrix_path.display()))?;
+    let now_ms = now_unix_us() / 1000;
+    let (store, run_id) = Store::create_new(
+        &args.out,
+        &format!("{}-k8s", super::run::utc_stamp(now_ms / 1000)),
+    )?;
+    let mut cells = Vec::new();
+    for spec in &planned {
+        let reports = k8s::ingest::reports_for(&args.reports, &spec.key)?;
+        let reports = reports.into_iter().map(|(_, r)| r).collect();
+        if let Some(c) = k8s::ingest::cell_result(&run_id, spec, reports) {
+            store.write_cell(&c)?;
+            cells.push(c);
+        }
+    }
+    anyhow::ensure!(
+        !cells.is_empty(),
+        "no reports for any planned cell in {} (expected <cell key>.<n>.json)",
+        args.reports.display()
+    );
+    let specs: Vec<CellSpec> = cells.iter().map(|c| c.cell.clone()).collect();
+    let loadgen = std::path::PathBuf::from("loadgen");
+    let mut run = RunRecord {
+        schema_version: SCHEMA_VERSION,
+        run_id: run_id.clone(),
+        started_unix_ms: now_ms,
+        finished_unix_ms: None,
+        status: RunStatus::Running,
+        command_line: std::env::args().collect(),
+        quick: false,
+        target_ci_pct: None,
+        calibration_only: false,
+        only: vec![],
+        config_path: matrix_path.display().to_string(),
+        config_sha256: format!("{:x}", Sha256::digest(text.as_bytes())),
+        config_toml: text,
+        plan: specs.clone(),
+        estimated_duration_s: 0.0,
+        // The machine that ingested, not the cluster's nodes (not visible from reports).
+        environment: crate::env::collect(&matrix_path, &loadgen, Default::default()),
+        floors: None,
+        flamegraph: None,
+        hosts: vec![],
+    };
+    store.write_run(&run)?;
+    let plan = Plan {
+        groups: vec![specs],
+        calibration: vec![],
+        reference: None,
+        drift_points: 0,
+        baseline: String::new(),
+    };
+    super::run::export_all(&store, &mut run, &plan, RunStatus::Completed, None)?;
+    println!(
+        "{} cell(s) ingested into {} (server CPU and memory: not measured in the cluster)",
+        cells.len(),
+        store.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

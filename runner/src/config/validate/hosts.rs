@@ -1,0 +1,366 @@
+//! `[[hosts]]` and where profiles place their server and generators: names (unique, not
+//! "local"), SSH destinations that cannot be read as ssh options, an identity file that
+//! exists, an absolute work directory without shell-special characters, and `server_host` /
+//! `loadgen_hosts` that name defined hosts. Nothing here touches the network: reachability,
+//! keys and cgroup support are checked when the run starts, per host.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::path::Path;
+
+use toml::Spanned;
+
+use super::Errs;
+use super::names::Names;
+use crate::config::schema::{HostEntry, Profile, Scenario};
+use crate::config::{HostDef, LOCAL_HOST, ProfileDef, ScenarioDef};
+use crate::results::schema::Placement;
+use loadgen::LoadModel;
+
+/// Where binaries go on a host unless `work_dir` says otherwise.
+pub const DEFAULT_WORK_DIR: &str = "/tmp/pingmatrix";
+
+/// Most generator hosts one cell may split its load between.
+pub const MAX_LOADGEN_HOSTS: usize = 16;
+
+pub(super) fn check(errs: &mut Errs, hosts: &[HostEntry], base: &Path) -> Vec<HostDef> {
+    let mut names = Names::default();
+    hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let field = |f: &str| format!("hosts[{i}].{f}");
+            let name = names.add(errs, &h.name, field("name"));
+            if name == LOCAL_HOST {
+                errs.at(
+                    h.name.span(),
+                    field("name"),
+                    "\"local\" is this machine's name in profiles; choose another",
+                );
+            }
+            word(errs, &h.host, field("host"), "host");
+            if let Some(u) = &h.user {
+                word(errs, u, field("user"), "user");
+            }
+            if let Some(p) = &h.port
+                && *p.get_ref() == 0
+            {
+                errs.at(p.span(), field("port"), "must be 1..=65535");
+            }
+            let identity_file = h.identity_file.as_ref().map(|f| {
+                let p = base.join(f.get_ref());
+                if !p.is_file() {
+                    errs.at(
+                        f.span(),
+                        field("identity_file"),
+                        format!("{} is not a readable file", p.display()),
+                    );
+                }
+                p
+            });
+            if let Some(a) = &h.address
+                && a.get_ref().parse::<IpAddr>().is_err()
+            {
+                errs.at(
+                    a.span(),
+                    field("address"),
+                    format!("{:?} is not an IP address", a.get_ref()),
+                );
+            }
+            let work_dir = h
+                .work_dir
+                .as_ref()
+                .map_or(DEFAULT_WORK_DIR.to_string(), |w| {
+                    work_dir(errs, w, field("work_dir"));
+                    w.get_ref().clone()
+                });
+            for o in &h.ssh_options {
+                ssh_option(errs, o, field("ssh_options"));
+            }
+            HostDef {
+                name,
+                host: h.host.get_ref().clone(),
+                user: h.user.as_ref().map(|u| u.get_ref().clone()),
+                port: h.port.as_ref().map(|p| *p.get_ref()),
+                identity_file,
+                address: h.address.as_ref().map(|a| a.get_ref().clone()),
+                work_dir,
+                ssh_options: h.ssh_options.iter().map(|o| o.get_ref().clone()).collect(),
+            }
+        })
+        .collect()
+}
+
+/// A host or user name: non-empty, no whitespace or control characters, and not starting
+/// with '-' (ssh would read it as an option).
+fn word(errs: &mut Errs, v: &Spanned<String>, field: String, what: &str) {
+    let s = v.get_ref();
+    if s.is_empty() {
+        errs.at(v.span(), field, format!("{what} is empty"));
+    } else if s.starts_with('-') {
+        errs.at(
+            v.span(),
+            field,
+            format!("{s:?} starts with '-', which ssh would read as an option"),
+        );
+    } else if s
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '@' && what == "user")
+    {
+        errs.at(
+            v.span(),
+            field,
+            format!("{s:?} contains whitespace or a control character"),
+        );
+    }
+}
+
+/// An absolute path made of characters that need no quoting in a remote shell.
+fn work_dir(errs: &mut Errs, v: &Spanned<String>, field: String) {
+    let s = v.get_ref();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+".contains(c);
+    if !s.starts_with('/') {
+        errs.at(v.span(), field, format!("{s:?} must be an absolute path"));
+    } else if !s.chars().all(plain) || s.split('/').any(|p| p == "..") {
+        errs.at(
+            v.span(),
+            field,
+            format!("{s:?}: use letters, digits and '/._-+' only, without '..'"),
+        );
+    }
+}
+
+/// "Key=Value", as `ssh -o` takes it.
+fn ssh_option(errs: &mut Errs, v: &Spanned<String>, field: String) {
+    let s = v.get_ref();
+    let ok = match s.split_once('=') {
+        Some((k, _)) => !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric()),
+        None => false,
+    };
+    if !ok || s.chars().any(char::is_control) {
+        errs.at(
+            v.span(),
+            field,
+            format!("{s:?} is not an ssh option of the form Key=Value"),
+        );
+    }
+}
+
+/// A profile's placement: None when it names neither `server_host` nor `loadgen_hosts`.
+pub(super) fn placement(
+    errs: &mut Errs,
+    p: &Profile,
+    hosts: &[HostDef],
+    field: impl Fn(&str) -> String,
+) -> Option<Placement> {
+    if p.server_host.is_none() && p.loadgen_hosts.is_none() {
+        return None;
+    }
+    let known = |errs: &mut Errs, v: &Spanned<String>, f: String| {
+        let n = v.get_ref();
+        if n != LOCAL_HOST && !hosts.iter().any(|h| &h.name == n) {
+            let defined: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+            errs.at(
+                v.span(),
+                f,
+                format!(
+                    "unknown host {n:?} (defined: \"local\"{}{})",
+                    if defined.is_empty() { "" } else { ", " },
+                    defined.join(", ")
+                ),
+            );
+        }
+        n.clone()
+    };
+    let server_host = match &p.server_host {
+        Some(s) => known(errs, s, field("server_host")),
+        None => LOCAL_HOST.to_string(),
+    };
+    let loadgen_hosts = match &p.loadgen_hosts {
+        None => vec![LOCAL_HOST.to_string()],
+        Some(list) => {
+            if list.get_ref().is_empty() {
+                errs.at(
+                    list.span(),
+                    field("loadgen_hosts"),
+                    "needs at least one host",
+                );
+            } else if list.get_ref().len() > MAX_LOADGEN_HOSTS {
+                errs.at(
+                    list.span(),
+                    field("loadgen_hosts"),
+                    format!("at most {MAX_LOADGEN_HOSTS} generator hosts"),
+                );
+            }
+            let mut seen = BTreeSet::new();
+            list.get_ref()
+                .iter()
+                .map(|h| {
+                    let n = known(errs, h, field("loadgen_hosts"));
+                    if !seen.insert(n.clone()) {
+                        errs.at(
+                            h.span(),
+                            field("loadgen_hosts"),
+                            format!("{n:?} is listed twice"),
+                        );
+                    }
+                    n
+                })
+                .collect()
+        }
+    };
+    Some(Placement {
+        server_host,
+        loadgen_hosts,
+    })
+}
+
+/// Every level of a scenario that runs on a multi-host profile must split between its
+/// generator hosts (at least one connection each), and churn cells (the runner's own client
+/// against a local service) cannot run there.
+pub(super) fn check_split(
+    errs: &mut Errs,
+    raw: &[Scenario],
+    scenarios: &[ScenarioDef],
+    profiles: &[ProfileDef],
+) {
+    for (i, (r, s)) in raw.iter().zip(scenarios).enumerate() {
+        for p in profiles {
+            let Some(pl) = &p.placement else { continue };
+            if s.profiles.as_ref().is_some_and(|ps| !ps.contains(&p.name)) {
+                continue;
+            }
+            let n = pl.loadgen_hosts.len() as u32;
+            for level in &s.levels {
+                let problem = if level.churn.is_some() {
+                    Some(
+                        "a churn level runs the runner's own client against a service on \
+                         this machine; it cannot run on a multi-host profile (restrict the \
+                         scenario's `profiles`)"
+                            .to_string(),
+                    )
+                } else {
+                    let conns = match level.model {
+                        LoadModel::Closed { connections, .. }
+                        | LoadModel::Open { connections, .. } => connections,
+                    };
+                    (conns < n).then(|| {
+                        format!(
+                            "level {} has {conns} connection(s), fewer than the {n} generator \
+                         hosts of profile {:?} it is split between",
+                            level.label, p.name
+                        )
+                    })
+                };
+                if let Some(m) = problem {
+                    errs.at(r.load.model.span(), format!("scenarios[{i}].load"), m);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::parse_str;
+    use super::*;
+
+    const BASE: &str = r#"
+[defaults]
+loadgen = "/bin/true"
+
+[[services]]
+name = "svc"
+binary = "/bin/true"
+
+[[scenarios]]
+name = "ping"
+path = "/ping"
+load = { model = "closed", connections = [1, 16] }
+
+[[profiles]]
+name = "pinned"
+server_cpus = "0"
+loadgen_cpus = "0"
+"#;
+
+    fn with(extra: &str) -> String {
+        format!("{BASE}{extra}")
+    }
+
+    #[test]
+    fn hosts_and_placement_are_read() {
+        let m = parse_str(
+            &with(
+                r#"
+[[hosts]]
+name = "srv"
+host = "127.0.10.1"
+user = "bench"
+port = 2222
+ssh_options = ["UserKnownHostsFile=/dev/null"]
+
+[[hosts]]
+name = "gen1"
+host = "gen1.example"
+address = "127.0.10.2"
+
+[[profiles]]
+name = "split"
+server_cpus = "0"
+loadgen_cpus = "0"
+server_host = "srv"
+loadgen_hosts = ["gen1", "local"]
+"#,
+            )
+            .replace("[1, 16]", "[2, 16]"),
+        )
+        .unwrap();
+        assert_eq!(m.hosts.len(), 2);
+        assert_eq!(m.hosts[0].destination(), "bench@127.0.10.1");
+        assert_eq!(m.hosts[0].work_dir, DEFAULT_WORK_DIR);
+        assert_eq!(m.profiles[0].placement, None);
+        let p = m.profiles[1].placement.as_ref().unwrap();
+        assert_eq!(p.server_host, "srv");
+        assert_eq!(p.loadgen_hosts, ["gen1", "local"]);
+    }
+
+    #[test]
+    fn bad_hosts_are_named_with_their_line() {
+        let e = parse_str(&with(
+            r#"
+[[hosts]]
+name = "local"
+host = "-oProxyCommand=x"
+port = 0
+work_dir = "relative/dir"
+ssh_options = ["-v"]
+identity_file = "/nonexistent/key"
+address = "not-an-ip"
+
+[[profiles]]
+name = "split"
+server_cpus = "0"
+loadgen_cpus = "0"
+server_host = "nowhere"
+loadgen_hosts = ["local", "local"]
+"#,
+        ))
+        .unwrap_err();
+        let text = e.to_string();
+        for want in [
+            "hosts[0].name: \"local\" is this machine's name",
+            "hosts[0].host: \"-oProxyCommand=x\" starts with '-'",
+            "hosts[0].port: must be 1..=65535",
+            "hosts[0].work_dir: \"relative/dir\" must be an absolute path",
+            "hosts[0].ssh_options: \"-v\" is not an ssh option",
+            "hosts[0].identity_file: /nonexistent/key is not a readable file",
+            "hosts[0].address: \"not-an-ip\" is not an IP address",
+            "profiles[1].server_host: unknown host \"nowhere\" (defined: \"local\", local)",
+            "profiles[1].loadgen_hosts: \"local\" is listed twice",
+            "scenarios[0].load: level c1 has 1 connection(s), fewer than the 2 generator hosts",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+    }
+}

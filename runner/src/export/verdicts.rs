@@ -1,0 +1,197 @@
+//! results.md's sections on what the run can tell apart: the calibration (per metric, the
+//! spread of one repetition, the A/A interval and the minimum detectable effect), every
+//! service against the baseline with its interval — "≈" where this machine can't tell them
+//! apart — and, under adaptive repetitions, how many each cell took and why it stopped.
+//! Each is written only when the run has it.
+
+use std::fmt::Write as _;
+
+use crate::results::calibration::{Calibration, CalibrationMetric};
+use crate::results::difference::{NOISE_PCT, Verdict};
+use crate::results::metric::Metric;
+use crate::results::power::{ALPHA, POWER};
+use crate::results::schema::ResultsFile;
+use crate::results::verdict::{BaselineVerdict, MetricVerdict, ratio_ci};
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".into(), |v| format!("{v:.1} %"))
+}
+
+/// The calibration table: one row per cell and metric.
+pub fn calibration(o: &mut String, res: &ResultsFile) {
+    let Some(cal) = &res.calibration else {
+        return;
+    };
+    let _ = writeln!(o, "## What this machine can tell apart (calibration)\n");
+    let _ = writeln!(
+        o,
+        "`{}` ran as two identical arms A and B, interleaved A B A B with this run's windows and repetitions. Per metric: the spread of one repetition (CV of A / B), B against A paired on rounds (it should include 1×), and the **minimum detectable effect** — the smallest true difference a comparison at these settings detects with {:.0} % confidence and {:.0} % power: within this run (paired on rounds, as the verdicts below) and between two runs (`matrix compare`, independent samples). A difference smaller than the MDE may be real but cannot be shown here.\n",
+        cal.service,
+        (1.0 - ALPHA) * 100.0,
+        POWER * 100.0
+    );
+    let _ = writeln!(
+        o,
+        "| cell | metric | n | CV A / B | B / A (95 % CI) | MDE in a run | MDE between runs | rounds for 10 % |"
+    );
+    let _ = writeln!(o, "|---|---|---:|---|---|---:|---:|---:|");
+    for c in &cal.cells {
+        let cell = format!("{}/{}/{}", c.scenario, c.level, c.profile);
+        for m in &c.metrics {
+            let _ = writeln!(o, "| {cell} | {} |", calibration_row(m).join(" | "));
+        }
+        for f in &c.failures {
+            let _ = writeln!(o, "| {cell} | ✗ {f} | | | | | | |");
+        }
+    }
+    let _ = writeln!(o);
+    let misled: Vec<String> = misled(cal);
+    if !misled.is_empty() {
+        let _ = writeln!(
+            o,
+            "⚠ The A/A comparison itself gave a verdict on {}: at the 95 % level about one comparison in twenty does by chance; more means this machine was unsteady during the run.\n",
+            misled.join(", ")
+        );
+    }
+}
+
+fn calibration_row(m: &CalibrationMetric) -> Vec<String> {
+    vec![
+        m.metric.label().to_string(),
+        m.n.to_string(),
+        format!("{} / {}", pct(m.cv_a_pct), pct(m.cv_b_pct)),
+        m.aa.as_ref().map_or_else(|| "–".into(), ratio_ci)
+            + if matches!(m.verdict, Verdict::Better | Verdict::Worse) {
+                " ⚠"
+            } else {
+                ""
+            },
+        pct(m.mde_pct),
+        pct(m.mde_between_runs_pct),
+        m.reps_for_10_pct
+            .map_or_else(|| "–".into(), |n| n.to_string()),
+    ]
+}
+
+/// Metrics (with their cell) where A and B were called different.
+pub fn misled(cal: &Calibration) -> Vec<String> {
+    cal.cells
+        .iter()
+        .flat_map(|c| {
+            c.metrics
+                .iter()
+                .filter(|m| matches!(m.verdict, Verdict::Better | Verdict::Worse))
+                .map(move |m| format!("{} at {}/{}", m.metric.label(), c.scenario, c.level))
+        })
+        .collect()
+}
+
+/// Metrics shown against the baseline: peak RSS is a point per cell and rarely moves.
+const SHOWN: [Metric; 6] = [
+    Metric::RequestsPerS,
+    Metric::CpuUsPerRequest,
+    Metric::LatencyP50Us,
+    Metric::LatencyP99Us,
+    Metric::StartupUs,
+    Metric::IdleRssBytes,
+];
+
+/// One table per scenario/level/profile: every service's ratio to the baseline.
+pub fn against_baseline(o: &mut String, res: &ResultsFile) {
+    let (Some(base), false) = (&res.baseline, res.verdicts.is_empty()) else {
+        return;
+    };
+    let _ = writeln!(o, "## Against the baseline: `{base}`\n");
+    let _ = writeln!(
+        o,
+        "Each service as a ratio to `{base}` in the same cell (service / baseline), with the 95 % interval of the ratio — paired on rounds: repetition i of both ran side by side. **Bold** = a difference this run can show (interval excludes 1× and the change exceeds {NOISE_PCT} %); ≈ = **indistinguishable here**: the interval includes 1× (or the change is under {NOISE_PCT} %), so the two are not ranked. The MDE in each header is the smallest difference these settings detect (95 % confidence, 80 % power), from the calibration{}.\n",
+        if res.calibration.is_some() {
+            ""
+        } else {
+            " — this run had none, so it is unknown"
+        }
+    );
+    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+    for v in &res.verdicts {
+        let k = (v.scenario.as_str(), v.level.as_str(), v.profile.as_str());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (scenario, level, profile) in keys {
+        let rows: Vec<&BaselineVerdict> = res
+            .verdicts
+            .iter()
+            .filter(|v| {
+                (v.scenario.as_str(), v.level.as_str(), v.profile.as_str())
+                    == (scenario, level, profile)
+            })
+            .collect();
+        let shown: Vec<Metric> = SHOWN
+            .iter()
+            .copied()
+            .filter(|&m| rows.iter().any(|r| r.metric(m).is_some()))
+            .collect();
+        let header: Vec<String> = shown
+            .iter()
+            .map(|&m| {
+                let mde = rows
+                    .iter()
+                    .filter_map(|r| r.metric(m)?.mde_pct)
+                    .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+                match mde {
+                    Some(x) => format!("{} (MDE {x:.0} %)", m.label()),
+                    None => m.label().to_string(),
+                }
+            })
+            .collect();
+        let _ = writeln!(o, "### {scenario} · {level} · profile {profile}\n");
+        let _ = writeln!(o, "| service | {} |", header.join(" | "));
+        let _ = writeln!(o, "|---|{}", "---|".repeat(shown.len()));
+        for r in rows {
+            let cols: Vec<String> = shown
+                .iter()
+                .map(|&m| r.metric(m).map_or_else(|| "–".into(), MetricVerdict::brief))
+                .collect();
+            let _ = writeln!(o, "| {} | {} |", r.service, cols.join(" | "));
+        }
+        let _ = writeln!(o);
+    }
+}
+
+/// Under adaptive repetitions: how many each cell took, and the cells that hit the cap.
+pub fn repetitions(o: &mut String, res: &ResultsFile) {
+    let stopped: Vec<_> = res
+        .cells
+        .iter()
+        .filter_map(|c| Some((c, c.stopped.as_ref()?)))
+        .collect();
+    let Some((_, first)) = stopped.first() else {
+        return;
+    };
+    let capped: Vec<_> = stopped
+        .iter()
+        .filter(|(_, s)| s.reason == crate::results::adaptive::StopReason::Cap)
+        .collect();
+    let reps: Vec<f64> = stopped
+        .iter()
+        .map(|(_, s)| f64::from(s.repetitions))
+        .collect();
+    let _ = writeln!(o, "## Repetitions (adaptive)\n");
+    let _ = writeln!(
+        o,
+        "Each cell repeated until the 95 % CI half-width of its primary metric (closed loop: req/s; open loop: CPU/request) was at most {} %, or its cap. Repetitions per cell: median {}, {}–{}; {} of {} cells reached the target.\n",
+        first.target_ci_pct,
+        crate::results::stats::median(&reps).unwrap_or(0.0),
+        reps.iter().copied().fold(f64::INFINITY, f64::min),
+        reps.iter().copied().fold(0.0, f64::max),
+        stopped.len() - capped.len(),
+        stopped.len()
+    );
+    for (c, s) in &capped {
+        let _ = writeln!(o, "- `{}`: {}", c.key, s.describe());
+    }
+    if !capped.is_empty() {
+        let _ = writeln!(o);
+    }
+}

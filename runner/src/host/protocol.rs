@@ -1,0 +1,124 @@
+//! What the runner and a host's agent (`matrix agent`) say to each other: one JSON object
+//! per line, requests on the agent's stdin, replies on its stdout. Externally tagged
+//! (`{"load": {...}}`): an internal tag would buffer the report and lose its integer map
+//! keys. The session ends when the agent's stdin closes; whatever the agent started dies
+//! with it.
+
+use std::collections::BTreeMap;
+
+use loadgen::{LoadSpec, Report};
+use ping_common::startup::StartupLine;
+use serde::{Deserialize, Serialize};
+
+use crate::results::schema::{
+    AppliedLimits, CgroupCounters, EndpointCheck, Environment, ProfileLimits, ServerUsage, Stage,
+    StartRecord,
+};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Request {
+    /// The agent's wall clock, for the offset estimate.
+    Clock,
+    /// The host's environment record, with these binaries (name → path on the host).
+    Env {
+        binaries: BTreeMap<String, String>,
+        loadgen: String,
+    },
+    /// Start the service confined, wait for its first 200, verify it, then sample it until
+    /// `Stop`.
+    Serve(Box<Serve>),
+    /// The measured window on the agent's clock: stop sampling, stop the service, report.
+    Stop {
+        window_start_unix_us: u64,
+        window_s: f64,
+        responses: u64,
+    },
+    /// Run loadgen with `spec`, confined to `cpus`.
+    Load {
+        loadgen: String,
+        spec: Box<LoadSpec>,
+        cpus: Vec<u32>,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Serve {
+    pub binary: String,
+    /// The address to listen on (the port is chosen by the agent).
+    pub listen_ip: String,
+    pub args: Vec<String>,
+    pub limits: ProfileLimits,
+    pub rep: u32,
+    pub path: String,
+    pub startup_timeout_ms: u64,
+    pub stop_grace_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// First line of every session.
+    Hello {
+        pid: u32,
+        unix_us: u64,
+    },
+    Clock {
+        unix_us: u64,
+    },
+    Env {
+        environment: Box<Environment>,
+    },
+    Ready(Box<Ready>),
+    Stopped(Box<Stopped>),
+    Loaded {
+        report: Box<Report>,
+        exit_code: Option<i32>,
+    },
+    Failed(Box<Failed>),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ready {
+    pub port: u16,
+    pub start: StartRecord,
+    pub limits: Option<AppliedLimits>,
+    pub startup_line: Option<StartupLine>,
+    pub verification: Vec<EndpointCheck>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stopped {
+    pub start: StartRecord,
+    pub usage: ServerUsage,
+    pub cgroup: Option<CgroupCounters>,
+    /// The service had exited before the stop ("exit status: 1").
+    pub died: Option<String>,
+    pub stderr_tail: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Failed {
+    pub stage: Stage,
+    pub reason: String,
+    pub stderr_tail: Option<String>,
+    /// The service's start, when it got that far (already stopped).
+    pub start: Option<StartRecord>,
+    pub limits: Option<AppliedLimits>,
+    pub verification: Vec<EndpointCheck>,
+    pub startup_line: Option<StartupLine>,
+}
+
+impl Failed {
+    pub fn at(stage: Stage, reason: impl Into<String>) -> Failed {
+        Failed {
+            stage,
+            reason: reason.into(),
+            stderr_tail: None,
+            start: None,
+            limits: None,
+            verification: vec![],
+            startup_line: None,
+        }
+    }
+}

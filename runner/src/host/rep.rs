@@ -1,0 +1,306 @@
+//! One repetition of a multi-host cell: the service started, verified and sampled by the
+//! agent on the server host; the load split between the generator hosts (connections, or
+//! the rate and its connection bound) and started on all of them at once; each host's full
+//! report kept, their histograms merged into the cell's report; the server's CPU taken over
+//! the window all generators were loading it, on the server's clock.
+//!
+//! Latency is measured only on generator hosts; clocks are only used to line up the
+//! server's CPU samples with the window, through offsets estimated over the SSH channel.
+
+use std::time::Duration;
+
+use loadgen::{LoadModel, LoadSpec};
+
+use super::Fleet;
+use super::protocol::{Failed, Reply, Request, Serve};
+use super::session::Session;
+use crate::config::Matrix;
+use crate::results::merge::{merge_reports, split_count};
+use crate::results::schema::{CellResult, CellSpec, GeneratorRun, RepResult, Stage};
+
+/// Why the repetition ended: stage, reason (naming the host), service stderr tail.
+pub type RepFailure = (Stage, String, Option<String>);
+
+/// The cell's load for generator `i` of `n`.
+pub fn share(spec: &LoadSpec, i: usize, n: usize) -> LoadSpec {
+    let mut s = spec.clone();
+    let n32 = n as u32;
+    s.model = match spec.model {
+        LoadModel::Closed {
+            connections,
+            pipeline,
+        } => LoadModel::Closed {
+            connections: split_count(connections, n32)[i],
+            pipeline,
+        },
+        LoadModel::Open {
+            rate_per_s,
+            connections,
+        } => LoadModel::Open {
+            rate_per_s: rate_per_s / n as f64,
+            connections: split_count(connections, n32)[i],
+        },
+    };
+    s.threads = s.threads.min(s.connections()).max(1);
+    s
+}
+
+fn from_failed(res: &mut CellResult, host: &str, f: Failed) -> RepFailure {
+    if res.limits.is_none() {
+        res.limits = f.limits;
+    }
+    if res.startup_line.is_none() {
+        res.startup_line = f.startup_line;
+    }
+    if !f.verification.is_empty() {
+        res.verification = f.verification;
+    }
+    if let Some(s) = f.start {
+        res.starts.push(s);
+    }
+    (f.stage, format!("host {host}: {}", f.reason), f.stderr_tail)
+}
+
+pub fn run_rep(
+    fleet: &Fleet,
+    m: &Matrix,
+    res: &mut CellResult,
+    rep: u32,
+) -> Result<RepResult, RepFailure> {
+    let cell = res.cell.clone();
+    let place =
+        cell.hosts
+            .clone()
+            .ok_or((Stage::Spawn, "not a multi-host cell".to_string(), None))?;
+    let spawn_err = |e: String| (Stage::Spawn, e, None);
+    let server = fleet.get(&place.server_host).map_err(spawn_err)?;
+    let mut srv = server.session().map_err(spawn_err)?;
+    let binary = server.bins.get(&cell.service).cloned().ok_or_else(|| {
+        spawn_err(format!(
+            "host {}: {} was not shipped",
+            server.name, cell.service
+        ))
+    })?;
+    let serve = Serve {
+        binary,
+        listen_ip: server.address.to_string(),
+        args: cell.service_args.clone(),
+        limits: cell.limits.clone(),
+        rep,
+        path: cell.path.clone(),
+        startup_timeout_ms: m.startup_timeout_ms,
+        stop_grace_ms: m.stop_grace_ms,
+    };
+    let ready_within = Duration::from_millis(m.startup_timeout_ms + m.stop_grace_ms + 15_000);
+    let ready = match srv.ask(&Request::Serve(Box::new(serve)), ready_within) {
+        Ok(Reply::Ready(r)) => r,
+        Ok(Reply::Failed(f)) => return Err(from_failed(res, &server.name, *f)),
+        Ok(other) => {
+            return Err(spawn_err(format!(
+                "host {}: unexpected {other:?}",
+                server.name
+            )));
+        }
+        Err(e) => return Err((Stage::Startup, e, None)),
+    };
+    if res.limits.is_none() {
+        res.limits = ready.limits.clone();
+    }
+    if res.startup_line.is_none() {
+        res.startup_line = ready.startup_line.clone();
+    }
+    if res.verification.is_empty() {
+        res.verification = ready.verification.clone();
+    }
+    let start = ready.start.clone();
+    let mut total = cell.load_spec(ready.port);
+    total.url = format!(
+        "http://{}{}",
+        std::net::SocketAddr::new(server.address, ready.port),
+        cell.path
+    );
+    let outcome = generate(fleet, &cell, &total, &place.loadgen_hosts);
+    // The stop goes out whatever the generators did, so the service's record is complete.
+    let (window_start_unix_us, window_s, responses) = match &outcome {
+        Ok(runs) => window_on_server(fleet, server.clock_offset_us, runs),
+        Err(_) => (0, 0.0, 0),
+    };
+    let stop = Request::Stop {
+        window_start_unix_us,
+        window_s,
+        responses,
+    };
+    let stopped = match srv.ask(&stop, Duration::from_millis(m.stop_grace_ms + 15_000)) {
+        Ok(Reply::Stopped(s)) => s,
+        Ok(Reply::Failed(f)) => return Err(from_failed(res, &server.name, *f)),
+        Ok(other) => {
+            return Err((
+                Stage::Stop,
+                format!("host {}: unexpected {other:?}", server.name),
+                None,
+            ));
+        }
+        Err(e) => {
+            res.starts.push(start);
+            return Err((Stage::Stop, e, None));
+        }
+    };
+    drop(srv);
+    res.starts.push(stopped.start.clone());
+    let runs = outcome.map_err(|e| (Stage::Load, e, stopped.stderr_tail.clone()))?;
+    if let Some(st) = &stopped.died {
+        return Err((
+            Stage::Load,
+            format!(
+                "host {}: service exited during the load with {st}",
+                server.name
+            ),
+            stopped.stderr_tail.clone(),
+        ));
+    }
+    let parts: Vec<(&str, &loadgen::Report)> =
+        runs.iter().map(|g| (g.host.as_str(), &g.report)).collect();
+    let report = merge_reports(&total, &parts).map_err(|e| (Stage::Load, e, None))?;
+    Ok(RepResult {
+        rep,
+        started_unix_ms: report.started_unix_ms,
+        server: stopped.usage,
+        cgroup: stopped.cgroup,
+        loadgen_exit_code: runs.iter().filter_map(|g| g.loadgen_exit_code).max(),
+        floor_check: None,
+        report,
+        generators: runs,
+    })
+}
+
+/// The window every generator was loading the server, on the server's clock, and the
+/// responses completed in it (each host's rate times the common window).
+fn window_on_server(fleet: &Fleet, server_offset: i64, runs: &[GeneratorRun]) -> (u64, f64, u64) {
+    let on_server = |g: &GeneratorRun| {
+        let off = fleet.get(&g.host).map_or(0, |e| e.clock_offset_us);
+        let start = g.report.started_unix_ms as i64 * 1000 - off + server_offset;
+        (start, start + (g.report.window_s * 1e6) as i64)
+    };
+    let spans: Vec<(i64, i64)> = runs.iter().map(on_server).collect();
+    let start = spans.iter().map(|s| s.0).max().unwrap_or(0);
+    let end = spans.iter().map(|s| s.1).min().unwrap_or(0);
+    let window_s = ((end - start).max(0)) as f64 / 1e6;
+    let responses: f64 = runs
+        .iter()
+        .map(|g| g.report.requests_per_s * window_s)
+        .sum();
+    (start.max(0) as u64, window_s, responses.round() as u64)
+}
+
+/// Starts every generator's share at once (sessions first, then the requests back to
+/// back), then collects the reports. The error names the host.
+fn generate(
+    fleet: &Fleet,
+    cell: &CellSpec,
+    total: &LoadSpec,
+    hosts: &[String],
+) -> Result<Vec<GeneratorRun>, String> {
+    let n = hosts.len();
+    let mut sessions: Vec<(String, Session, String)> = Vec::new();
+    for h in hosts {
+        let ep = fleet.get(h)?;
+        let session = ep.session()?;
+        let loadgen = ep
+            .bins
+            .get("loadgen")
+            .cloned()
+            .ok_or_else(|| format!("host {h}: loadgen was not shipped"))?;
+        sessions.push((h.clone(), session, loadgen));
+    }
+    for (i, (h, s, loadgen)) in sessions.iter_mut().enumerate() {
+        let req = Request::Load {
+            loadgen: loadgen.clone(),
+            spec: Box::new(share(total, i, n)),
+            cpus: cell.limits.loadgen_cpus.clone(),
+        };
+        s.send(&req).map_err(|e| format!("host {h}: {e}"))?;
+    }
+    let budget = Duration::from_millis(
+        total.warmup_ms + total.duration_ms.unwrap_or(0) + total.timeout_ms + 30_000,
+    );
+    let mut runs = Vec::new();
+    let mut errors = Vec::new();
+    for (h, s, _) in &mut sessions {
+        match s.recv(budget) {
+            Ok(Reply::Loaded { report, exit_code }) => runs.push(GeneratorRun {
+                host: h.clone(),
+                report: *report,
+                loadgen_exit_code: exit_code,
+            }),
+            Ok(Reply::Failed(f)) => {
+                errors.push(format!("host {h}: {}: {}", f.stage.as_str(), f.reason))
+            }
+            Ok(other) => errors.push(format!("host {h}: unexpected {other:?}")),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(runs)
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(model: LoadModel) -> LoadSpec {
+        LoadSpec {
+            url: "http://127.0.0.1:1/ping".into(),
+            model,
+            threads: 2,
+            keepalive: true,
+            duration_ms: Some(1000),
+            requests: None,
+            warmup_ms: 0,
+            timeout_ms: 1000,
+            expect_status: 200,
+            expect_body_bytes: None,
+            headers: vec![],
+        }
+    }
+
+    #[test]
+    fn load_is_split_by_connections_or_rate() {
+        let closed = spec(LoadModel::Closed {
+            connections: 3,
+            pipeline: 4,
+        });
+        let a = share(&closed, 0, 2);
+        let b = share(&closed, 1, 2);
+        assert_eq!(
+            a.model,
+            LoadModel::Closed {
+                connections: 2,
+                pipeline: 4
+            }
+        );
+        assert_eq!(
+            b.model,
+            LoadModel::Closed {
+                connections: 1,
+                pipeline: 4
+            }
+        );
+        assert_eq!((a.threads, b.threads), (2, 1));
+        let open = spec(LoadModel::Open {
+            rate_per_s: 5000.0,
+            connections: 64,
+        });
+        for i in 0..2 {
+            assert_eq!(
+                share(&open, i, 2).model,
+                LoadModel::Open {
+                    rate_per_s: 2500.0,
+                    connections: 32
+                }
+            );
+        }
+    }
+}

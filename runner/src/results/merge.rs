@@ -1,0 +1,367 @@
+//! One report from the reports of several generator hosts that split a cell's load between
+//! them. Every latency figure comes from the hosts' full HDR histograms added together —
+//! the percentiles of all requests, exactly as one generator would have recorded them — never
+//! from averaging percentiles. Counts, bytes, rates and the generators' CPU are sums.
+//!
+//! What cannot be exact without synchronised clocks is said where it is: the hosts' windows
+//! start a few milliseconds apart, so `window_s` is the longest of them and the throughput
+//! is the sum of each host's own rate; the per-second timeline is aligned by second index,
+//! and its per-second p50/p99 are the highest of the hosts' (each host's own timeline stays
+//! in the cell file).
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use loadgen::report::{Generator, Interval, OpenLoopHistograms, Percentiles, Saturation};
+use loadgen::{LoadSpec, Report};
+
+/// Decodes a report's histogram field (HDR V2 + deflate, base64).
+pub fn decode(b64: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("bad HDR histogram: {e:?}"))
+}
+
+/// The sum of the histograms (an auto-resizing target, so differing maxima add).
+fn add_all<'a>(encoded: impl Iterator<Item = &'a str>) -> Result<Histogram<u64>, String> {
+    let mut sum: Option<Histogram<u64>> = None;
+    for b64 in encoded {
+        let h = decode(b64)?;
+        let into = match &mut sum {
+            Some(s) => s,
+            None => sum.insert({
+                let mut e = Histogram::new(h.sigfig()).map_err(|e| format!("{e:?}"))?;
+                e.auto(true);
+                e
+            }),
+        };
+        into.add(&h)
+            .map_err(|e| format!("cannot add histograms: {e:?}"))?;
+    }
+    sum.ok_or_else(|| "no histograms to merge".to_string())
+}
+
+fn encode(h: &Histogram<u64>) -> Result<String, String> {
+    loadgen::hdr_v2_b64(h)
+}
+
+/// Merges `(host, report)` of every generator host of one repetition into the cell's report;
+/// `spec` is the cell's whole load (before it was split).
+pub fn merge_reports(spec: &LoadSpec, parts: &[(&str, &Report)]) -> Result<Report, String> {
+    let (_, first) = parts.first().ok_or("no generator reports to merge")?;
+    let latency = add_all(parts.iter().map(|(_, r)| r.latency_hdr_v2_b64.as_str()))?;
+    let latency_us = loadgen::percentiles(&latency);
+    let open: Vec<&OpenLoopHistograms> = parts
+        .iter()
+        .filter_map(|(_, r)| r.open_loop_hdr_v2_b64.as_ref())
+        .collect();
+    let (open_loop, service_time_us, send_lag_us, schedule_lag_us) = if open.is_empty() {
+        (None, latency_us.clone(), None, None)
+    } else if open.len() != parts.len() {
+        return Err("some generator reports carry open-loop histograms and some do not".into());
+    } else {
+        let service = add_all(open.iter().map(|o| o.service_time.as_str()))?;
+        let send = add_all(open.iter().map(|o| o.send_lag.as_str()))?;
+        let schedule = add_all(open.iter().map(|o| o.schedule_lag.as_str()))?;
+        (
+            Some(OpenLoopHistograms {
+                service_time: encode(&service)?,
+                send_lag: encode(&send)?,
+                schedule_lag: encode(&schedule)?,
+            }),
+            loadgen::percentiles(&service),
+            Some(loadgen::percentiles(&send)),
+            Some(loadgen::percentiles(&schedule)),
+        )
+    };
+    let mut counts = loadgen::report::Counts::default();
+    let mut connections = loadgen::report::ConnectionCounts::default();
+    let mut status_counts: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut verdict = Saturation::default();
+    let mut problems = Vec::new();
+    for (host, r) in parts {
+        add_counts(&mut counts, &r.counts);
+        let (c, o) = (&mut connections, &r.connections);
+        c.requested += o.requested;
+        c.established += o.established;
+        c.reconnected += o.reconnected;
+        c.failed += o.failed;
+        c.protocol_violations += o.protocol_violations;
+        for (code, n) in &r.status_counts {
+            *status_counts.entry(*code).or_default() += n;
+        }
+        verdict.saturated |= r.verdict.saturated;
+        verdict
+            .reasons
+            .extend(r.verdict.reasons.iter().map(|x| format!("{host}: {x}")));
+        problems.extend(r.problems.iter().map(|x| format!("{host}: {x}")));
+        if r.loadgen_version != first.loadgen_version {
+            problems.push(format!(
+                "{host}: loadgen {} differs from {}",
+                r.loadgen_version, first.loadgen_version
+            ));
+        }
+    }
+    let sum = |f: fn(&Report) -> f64| parts.iter().map(|(_, r)| f(r)).sum::<f64>();
+    Ok(Report {
+        schema_version: first.schema_version,
+        loadgen_version: first.loadgen_version.clone(),
+        spec: spec.clone(),
+        started_unix_ms: parts
+            .iter()
+            .map(|(_, r)| r.started_unix_ms)
+            .min()
+            .unwrap_or(0),
+        window_s: parts.iter().map(|(_, r)| r.window_s).fold(0.0, f64::max),
+        requests_per_s: sum(|r| r.requests_per_s),
+        ok_per_s: sum(|r| r.ok_per_s),
+        latency_us,
+        service_time_us,
+        send_lag_us,
+        schedule_lag_us,
+        counts,
+        connections,
+        status_counts,
+        bytes_read: parts.iter().map(|(_, r)| r.bytes_read).sum(),
+        bytes_written: parts.iter().map(|(_, r)| r.bytes_written).sum(),
+        timeline: timeline(parts),
+        generator: generator(parts),
+        verdict,
+        latency_hdr_v2_b64: encode(&latency)?,
+        open_loop_hdr_v2_b64: open_loop,
+        problems,
+    })
+}
+
+fn add_counts(a: &mut loadgen::report::Counts, b: &loadgen::report::Counts) {
+    a.sent += b.sent;
+    a.ok += b.ok;
+    a.non_2xx += b.non_2xx;
+    a.timeouts += b.timeouts;
+    a.in_flight_at_end += b.in_flight_at_end;
+    a.queued += b.queued;
+    a.backlog_at_end += b.backlog_at_end;
+    let (e, f) = (&mut a.errors, &b.errors);
+    e.connect += f.connect;
+    e.read += f.read;
+    e.write += f.write;
+    e.parse += f.parse;
+    e.reset += f.reset;
+    e.status_mismatch += f.status_mismatch;
+    e.body_mismatch += f.body_mismatch;
+}
+
+/// Seconds aligned by index: sums of responses, rates and errors; the highest p50/p99.
+fn timeline(parts: &[(&str, &Report)]) -> Vec<Interval> {
+    let n = parts
+        .iter()
+        .map(|(_, r)| r.timeline.len())
+        .max()
+        .unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            let mut iv = Interval {
+                t_s: i as u32,
+                ..Interval::default()
+            };
+            for s in parts.iter().filter_map(|(_, r)| r.timeline.get(i)) {
+                iv.responses += s.responses;
+                iv.requests_per_s += s.requests_per_s;
+                iv.errors += s.errors;
+                iv.p50_us = iv.p50_us.max(s.p50_us);
+                iv.p99_us = iv.p99_us.max(s.p99_us);
+            }
+            iv
+        })
+        .collect()
+}
+
+/// All hosts' generator threads together.
+fn generator(parts: &[(&str, &Report)]) -> Generator {
+    let gens = || parts.iter().map(|(_, r)| &r.generator);
+    let cpu_s: f64 = gens().map(|g| g.cpu_user_s + g.cpu_sys_s).sum();
+    let responses: f64 = parts
+        .iter()
+        .map(|(_, r)| r.requests_per_s * r.window_s)
+        .sum();
+    let sent: u64 = parts.iter().map(|(_, r)| r.counts.sent).sum();
+    let wakeups: f64 = parts
+        .iter()
+        .map(|(_, r)| r.generator.wakeups_per_request * r.counts.sent as f64)
+        .sum();
+    let mut allowed: Vec<u32> = gens()
+        .flat_map(|g| g.allowed_cpus.iter().copied())
+        .collect();
+    allowed.sort_unstable();
+    allowed.dedup();
+    Generator {
+        threads: gens().map(|g| g.threads).sum(),
+        cpu_user_s: gens().map(|g| g.cpu_user_s).sum(),
+        cpu_sys_s: gens().map(|g| g.cpu_sys_s).sum(),
+        cpu_us_per_request: if responses > 0.0 {
+            cpu_s * 1e6 / responses
+        } else {
+            0.0
+        },
+        busiest_thread_busy: gens().map(|g| g.busiest_thread_busy).fold(0.0, f64::max),
+        per_thread_busy: gens().flat_map(|g| g.per_thread_busy.clone()).collect(),
+        per_thread_spin_wait: gens()
+            .flat_map(|g| g.per_thread_spin_wait.clone())
+            .collect(),
+        wakeups_per_request: if sent > 0 { wakeups / sent as f64 } else { 0.0 },
+        allowed_cpus: allowed,
+    }
+}
+
+/// Splits `total` into `n` near-equal whole parts, larger ones first (64 → 32+32, 5 → 3+2).
+pub fn split_count(total: u32, n: u32) -> Vec<u32> {
+    let n = n.max(1);
+    (0..n)
+        .map(|i| total / n + u32::from(i < total % n))
+        .collect()
+}
+
+/// Whether two summaries hold the same count and percentiles (mean and stdev aside: float
+/// sums in another order may differ in the last bit).
+pub fn same_percentiles(a: &Percentiles, b: &Percentiles) -> bool {
+    (
+        a.samples, a.min, a.p50, a.p75, a.p90, a.p99, a.p999, a.p9999, a.max,
+    ) == (
+        b.samples, b.min, b.p50, b.p75, b.p90, b.p99, b.p999, b.p9999, b.max,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadgen::LoadModel;
+
+    fn hist(values: &[u64]) -> Histogram<u64> {
+        let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for v in values {
+            h.record(*v).unwrap();
+        }
+        h
+    }
+
+    fn spec(rate: f64) -> LoadSpec {
+        LoadSpec {
+            url: "http://127.0.0.1:1/ping".into(),
+            model: LoadModel::Open {
+                rate_per_s: rate,
+                connections: 8,
+            },
+            threads: 1,
+            keepalive: true,
+            duration_ms: Some(1000),
+            requests: None,
+            warmup_ms: 0,
+            timeout_ms: 1000,
+            expect_status: 200,
+            expect_body_bytes: None,
+            headers: vec![],
+        }
+    }
+
+    fn report(values: &[u64], lags: &[u64]) -> Report {
+        let h = hist(values);
+        let lag = hist(lags);
+        Report {
+            schema_version: 1,
+            loadgen_version: "0.1.0".into(),
+            spec: spec(500.0),
+            started_unix_ms: 1000,
+            window_s: 1.0,
+            requests_per_s: values.len() as f64,
+            ok_per_s: values.len() as f64,
+            latency_us: loadgen::percentiles(&h),
+            service_time_us: loadgen::percentiles(&h),
+            send_lag_us: Some(loadgen::percentiles(&lag)),
+            schedule_lag_us: Some(loadgen::percentiles(&lag)),
+            counts: loadgen::report::Counts {
+                sent: values.len() as u64,
+                ok: values.len() as u64,
+                ..Default::default()
+            },
+            connections: Default::default(),
+            status_counts: [(200, values.len() as u64)].into(),
+            bytes_read: 10,
+            bytes_written: 5,
+            timeline: vec![],
+            generator: Generator {
+                threads: 1,
+                cpu_user_s: 0.1,
+                cpu_sys_s: 0.1,
+                ..Default::default()
+            },
+            verdict: Saturation::default(),
+            latency_hdr_v2_b64: encode(&h).unwrap(),
+            open_loop_hdr_v2_b64: Some(OpenLoopHistograms {
+                service_time: encode(&h).unwrap(),
+                send_lag: encode(&lag).unwrap(),
+                schedule_lag: encode(&lag).unwrap(),
+            }),
+            problems: vec![],
+        }
+    }
+
+    /// Deterministic, skewed samples: one host fast with a long tail, the other slower.
+    fn samples(seed: u64, n: usize, scale: u64) -> Vec<u64> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let u = (x >> 33) % 10_000;
+                scale + u * u / 1000
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merged_percentiles_equal_those_of_all_samples() {
+        let a = samples(1, 20_000, 40);
+        let b = samples(2, 7_000, 900);
+        let lag_a = samples(3, 20_000, 1);
+        let lag_b = samples(4, 7_000, 5);
+        let (ra, rb) = (report(&a, &lag_a), report(&b, &lag_b));
+        let m = merge_reports(&spec(1000.0), &[("gen1", &ra), ("gen2", &rb)]).unwrap();
+        let all: Vec<u64> = a.iter().chain(&b).copied().collect();
+        let lags: Vec<u64> = lag_a.iter().chain(&lag_b).copied().collect();
+        let want = loadgen::percentiles(&hist(&all));
+        assert!(
+            same_percentiles(&m.latency_us, &want),
+            "{:?} vs {want:?}",
+            m.latency_us
+        );
+        assert!((m.latency_us.mean - want.mean).abs() < 1e-6);
+        assert!(same_percentiles(&m.service_time_us, &want));
+        let want_lag = loadgen::percentiles(&hist(&lags));
+        assert!(same_percentiles(m.send_lag_us.as_ref().unwrap(), &want_lag));
+        // The merged histogram round-trips too.
+        let back = loadgen::percentiles(&decode(&m.latency_hdr_v2_b64).unwrap());
+        assert!(same_percentiles(&back, &want));
+        // Averaging the hosts' p99s would have been far off: the merge is not an average.
+        let avg = (ra.latency_us.p99 + rb.latency_us.p99) / 2;
+        assert_ne!(avg, m.latency_us.p99);
+        assert_eq!(m.counts.sent, 27_000);
+        assert_eq!(m.status_counts[&200], 27_000);
+        assert_eq!(m.requests_per_s, 27_000.0);
+        assert_eq!(m.generator.threads, 2);
+        assert_eq!(m.spec, spec(1000.0));
+    }
+
+    #[test]
+    fn counts_split_into_near_equal_parts() {
+        assert_eq!(split_count(64, 2), [32, 32]);
+        assert_eq!(split_count(5, 2), [3, 2]);
+        assert_eq!(split_count(7, 3), [3, 2, 2]);
+        assert_eq!(split_count(4, 1), [4]);
+    }
+}

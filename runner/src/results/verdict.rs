@@ -1,0 +1,200 @@
+//! Verdicts within a run: every service against the baseline service at the same scenario,
+//! level and profile — the ratio with its 95 % interval, paired on rounds when the run
+//! interleaved the repetitions (it always does; cells of different lengths fall back to
+//! Welch), the verdict, and the MDE this machine allows for that comparison, from the run's
+//! calibration. "No change" here reads "indistinguishable here (MDE x %)".
+
+use serde::{Deserialize, Serialize};
+
+use loadgen::LoadModel;
+
+use super::calibration::Calibration;
+use super::difference::{self, Difference, NOISE_PCT, Verdict};
+use super::metric::{self, Metric, by_rep};
+use super::power::Design;
+use super::schema::{CellResult, CellStatus};
+
+/// One service against the baseline in one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineVerdict {
+    pub key: String,
+    pub service: String,
+    pub baseline: String,
+    pub scenario: String,
+    pub level: String,
+    pub profile: String,
+    pub metrics: Vec<MetricVerdict>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricVerdict {
+    pub metric: Metric,
+    /// Service against baseline (`ratio` = service / baseline).
+    pub difference: Option<Difference>,
+    pub verdict: Verdict,
+    /// Smallest difference this comparison would detect (95 % / 80 %), percent, from the
+    /// run's calibration; None without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mde_pct: Option<f64>,
+}
+
+impl BaselineVerdict {
+    pub fn metric(&self, m: Metric) -> Option<&MetricVerdict> {
+        self.metrics.iter().find(|x| x.metric == m)
+    }
+}
+
+impl MetricVerdict {
+    /// "1.12× [1.05, 1.19] faster" or "indistinguishable here (MDE 9 %)".
+    pub fn describe(&self) -> String {
+        let mde = self.mde_pct.map_or_else(
+            || "MDE unknown: no calibration".into(),
+            |m| format!("MDE {m:.0} %"),
+        );
+        let Some(d) = &self.difference else {
+            return "–".into();
+        };
+        let ci = match (d.ci95_low_pct, d.ci95_high_pct) {
+            (Some(lo), Some(hi)) => format!(" [{:.2}, {:.2}]", 1.0 + lo / 100.0, 1.0 + hi / 100.0),
+            _ => String::new(),
+        };
+        match self.verdict {
+            Verdict::Better | Verdict::Worse => {
+                format!("{:.2}×{ci} {}", d.ratio, self.verdict.word(self.metric))
+            }
+            Verdict::NoChange => format!("{:.2}×{ci} indistinguishable here ({mde})", d.ratio),
+            _ => format!("{:.2}× (no interval)", d.ratio),
+        }
+    }
+}
+
+/// "0.98× [0.93–1.04]"; bounds beyond 100× read "≥100" (an interval that wide says only
+/// that nothing is known).
+pub fn ratio_ci(d: &Difference) -> String {
+    let bound = |pct: f64| {
+        let r = 1.0 + pct / 100.0;
+        if r >= 100.0 {
+            "≥100".to_string()
+        } else {
+            format!("{r:.2}")
+        }
+    };
+    match (d.ci95_low_pct, d.ci95_high_pct) {
+        (Some(lo), Some(hi)) => format!("{:.2}× [{}–{}]", d.ratio, bound(lo), bound(hi)),
+        _ => format!("{:.2}× (no CI)", d.ratio),
+    }
+}
+
+impl MetricVerdict {
+    /// For tables: "**1.20× [1.12–1.28]** faster" / "≈ 1.03× [0.96–1.10]".
+    pub fn brief(&self) -> String {
+        let Some(d) = &self.difference else {
+            return "–".into();
+        };
+        match self.verdict {
+            Verdict::Better | Verdict::Worse => {
+                format!("**{}** {}", ratio_ci(d), self.verdict.word(self.metric))
+            }
+            Verdict::NoChange => format!("≈ {}", ratio_ci(d)),
+            _ => ratio_ci(d),
+        }
+    }
+}
+
+fn measured(c: &CellResult) -> bool {
+    matches!(c.status, CellStatus::Ok | CellStatus::Partial) && !c.reps.is_empty()
+}
+
+/// Every measured matrix cell of another service against the baseline's cell in the same
+/// scenario/level/profile. Churn cells and calibration arms are not judged.
+pub fn against_baseline(
+    cells: &[&CellResult],
+    baseline: &str,
+    calibration: Option<&Calibration>,
+) -> Vec<BaselineVerdict> {
+    let judged = |c: &&&CellResult| c.cell.arm.is_none() && c.cell.churn.is_none() && measured(c);
+    let mut out = Vec::new();
+    for c in cells
+        .iter()
+        .filter(judged)
+        .filter(|c| c.cell.service != baseline)
+    {
+        let Some(base) = cells.iter().filter(judged).find(|b| {
+            b.cell.service == baseline
+                && (&b.cell.scenario, &b.cell.level, &b.cell.profile)
+                    == (&c.cell.scenario, &c.cell.level, &c.cell.profile)
+        }) else {
+            continue;
+        };
+        let open = matches!(c.cell.load, LoadModel::Open { .. });
+        let cal = calibration
+            .and_then(|k| k.cell_for(&c.cell.scenario, &c.cell.level, &c.cell.profile, open));
+        let metrics = metric::measured_under(&c.cell.load)
+            .map(|m| {
+                let (old, new) = (by_rep(base, m), by_rep(c, m));
+                let d = difference::between(&old, &new);
+                let verdict = d
+                    .as_ref()
+                    .map_or(Verdict::Missing, |d| difference::verdict(m, d, NOISE_PCT));
+                let design = match &d {
+                    Some(d) if d.paired => Design::Paired,
+                    _ => Design::TwoSample,
+                };
+                let n = old.len().min(new.len()) as u32;
+                MetricVerdict {
+                    metric: m,
+                    mde_pct: cal.and_then(|k| k.metric(m)?.mde_at(design, n)),
+                    difference: d,
+                    verdict,
+                }
+            })
+            .collect();
+        out.push(BaselineVerdict {
+            key: c.cell.key.clone(),
+            service: c.cell.service.clone(),
+            baseline: baseline.to_string(),
+            scenario: c.cell.scenario.clone(),
+            level: c.cell.level.clone(),
+            profile: c.cell.profile.clone(),
+            metrics,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(v: Verdict, ratio: f64, ci: Option<(f64, f64)>, mde: Option<f64>) -> MetricVerdict {
+        MetricVerdict {
+            metric: Metric::RequestsPerS,
+            difference: Some(Difference {
+                ratio,
+                change_pct: (ratio - 1.0) * 100.0,
+                ci95_low_pct: ci.map(|c| c.0),
+                ci95_high_pct: ci.map(|c| c.1),
+                df: Some(4.0),
+                paired: true,
+            }),
+            verdict: v,
+            mde_pct: mde,
+        }
+    }
+
+    #[test]
+    fn an_interval_that_includes_one_reads_indistinguishable() {
+        let v = verdict(Verdict::NoChange, 1.03, Some((-4.0, 10.0)), Some(9.4));
+        assert_eq!(
+            v.describe(),
+            "1.03× [0.96, 1.10] indistinguishable here (MDE 9 %)"
+        );
+        let v = verdict(Verdict::Better, 1.2, Some((12.0, 28.0)), Some(9.4));
+        assert_eq!(v.describe(), "1.20× [1.12, 1.28] faster");
+        let v = verdict(Verdict::NoChange, 1.0, Some((-1.0, 1.0)), None);
+        assert_eq!(
+            v.describe(),
+            "1.00× [0.99, 1.01] indistinguishable here (MDE unknown: no calibration)"
+        );
+    }
+}
