@@ -120,6 +120,10 @@ pub struct StartupFloor {
     /// the clone was refused. Absent in runs before the runner launched vfork-style.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<String>,
+    /// What precedes every measured start (the responder's here and the services'): an
+    /// unmeasured warm-up start of the same command. Absent in runs without warm-ups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up: Option<String>,
 }
 
 /// `loadgen --floor` on the generator's CPU: timer wake-up lateness at the run's open-loop
@@ -537,6 +541,11 @@ pub struct StartRecord {
     /// child's clock was not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_us: Option<u64>,
+    /// exec → first 200 of the unmeasured warm-up start of the same command that ran just
+    /// before this one (`service::warm`): the colder start, kept for the record. None in
+    /// runs before warm-ups and for starts on other hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_first_200_us: Option<u64>,
     /// VmRSS right after the first 200 and verification.
     pub idle_rss_bytes: Option<u64>,
     pub stop: Option<StopRecord>,

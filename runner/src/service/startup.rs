@@ -4,7 +4,8 @@
 //! so nothing the runner does to launch it counts; the child is launched vfork-style
 //! (`Proc::launch`), so that execve costs what it costs from any launcher rather than
 //! tearing down a copy of the runner. The probe runs from the generator's CPUs, retries at
-//! once on a refused connection and sleeps only 50 µs between attempts.
+//! once on a refused connection and sleeps only 50 µs between attempts. Measured starts
+//! follow a warm-up start (`service::warm`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
