@@ -145,6 +145,7 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         connect_us: None,
         first_200_us: None,
         launch_us: None,
+        warmup_first_200_us: None,
         idle_rss_bytes: None,
         stop: None,
     };

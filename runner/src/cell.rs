@@ -18,7 +18,7 @@ use crate::results::schema::{
     RepResult, Stage, StartRecord,
 };
 use crate::sample::{self, Sampler};
-use crate::service::{spawn, startup, startup_line, stop, verify};
+use crate::service::{spawn, startup, startup_line, stop, verify, warm};
 
 /// What a repetition needs from the run.
 pub struct Ctx<'a> {
@@ -174,7 +174,7 @@ fn steps(
     if res.limits.is_none() {
         res.limits = merged_limits(&confs.server, &confs.loadgen);
     }
-    let (mut proc, mut start) = spawn_service(&cell, binary, &confs.server, rep)?;
+    let (mut proc, mut start) = spawn_service(ctx, &cell, binary, &confs.server, rep)?;
     let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
     let ready = wait_ready(ctx, &cell, &mut proc, addr, &mut start)
         .and_then(|()| check_service(res, &proc, addr, &cell.path));
@@ -219,21 +219,49 @@ fn confine(cell: &CellSpec) -> Result<Confinements, Stop> {
     Ok(Confinements { server, loadgen })
 }
 
+/// Starts the service for repetition `rep`, right after its warm-up start
+/// ([`warm::warm_up`]: same command and confinement, unmeasured, so the measured start is a
+/// warm one whatever ran before it).
 fn spawn_service(
+    ctx: &Ctx,
     cell: &CellSpec,
     binary: &Path,
     conf: &Confinement,
     rep: u32,
 ) -> Result<(Proc, StartRecord), Stop> {
+    let warmup_first_200_us = warm::warm_up(
+        binary,
+        cell.limits.workers,
+        &cell.service_args,
+        conf,
+        &cell.limits.loadgen_cpus,
+        Duration::from_millis(ctx.matrix.startup_timeout_ms),
+    )
+    .map_err(|f| {
+        let stage = if f.at_spawn {
+            Stage::Spawn
+        } else {
+            Stage::Startup
+        };
+        Stop::at(stage, f.reason).with_tail(f.stderr_tail)
+    })?;
     let port =
         spawn::free_port().map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
-    let proc =
-        spawn::spawn(binary, port, cell.limits.workers, &cell.service_args, conf).map_err(|e| {
-            Stop::at(
-                Stage::Spawn,
-                format!("cannot start {}: {e}", binary.display()),
-            )
-        })?;
+    // Launched from the generator's CPUs, where the readiness probe runs next.
+    let proc = spawn::spawn(
+        binary,
+        port,
+        cell.limits.workers,
+        &cell.service_args,
+        conf,
+        &cell.limits.loadgen_cpus,
+    )
+    .map_err(|e| {
+        Stop::at(
+            Stage::Spawn,
+            format!("cannot start {}: {e}", binary.display()),
+        )
+    })?;
     let start = StartRecord {
         rep,
         pid: proc.pid,
@@ -241,6 +269,7 @@ fn spawn_service(
         connect_us: None,
         first_200_us: None,
         launch_us: None,
+        warmup_first_200_us: Some(warmup_first_200_us),
         idle_rss_bytes: None,
         stop: None,
     };
@@ -386,7 +415,7 @@ pub fn run_churn_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<ChurnR
         if res.limits.is_none() {
             res.limits = merged_limits(&confs.server, &confs.loadgen);
         }
-        let (mut proc, mut start) = spawn_service(&cell, binary, &confs.server, rep)?;
+        let (mut proc, mut start) = spawn_service(ctx, &cell, binary, &confs.server, rep)?;
         let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
         let ready = wait_ready(ctx, &cell, &mut proc, addr, &mut start)
             .and_then(|()| check_service(res, &proc, addr, &cell.path));

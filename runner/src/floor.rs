@@ -18,14 +18,14 @@ use crate::results::schema::{
     StartupFloor,
 };
 use crate::results::stats;
-use crate::service::{spawn, startup};
+use crate::service::{spawn, startup, warm};
 
 /// Starts measured; a few ms each.
 pub const STARTUP_SAMPLES: u32 = 10;
 const RESPONDER: &str = "pingmatrix-responder";
 
 /// `STARTUP_SAMPLES` starts of the responder under the first profile's server confinement,
-/// probed from its generator CPUs. Unavailable (with the reason) when the responder is not
+/// probed from its generator CPUs, each after a warm-up start as the services' are. Unavailable (with the reason) when the responder is not
 /// next to `matrix` or does not start.
 pub fn startup(exe_dir: Option<&Path>, limits: Option<&ProfileLimits>) -> StartupFloor {
     let binary = exe_dir.map(|d| d.join(RESPONDER));
@@ -34,6 +34,8 @@ pub fn startup(exe_dir: Option<&Path>, limits: Option<&ProfileLimits>) -> Startu
         first_200_us: None,
         launch_us: None,
         unavailable: Some(reason),
+        launch: crate::process::launch_method(),
+        warm_up: None,
     };
     let Some(binary) = binary.filter(|b| b.is_file()) else {
         return unavailable(format!("{RESPONDER} not found next to matrix"));
@@ -54,8 +56,13 @@ pub fn startup(exe_dir: Option<&Path>, limits: Option<&ProfileLimits>) -> Startu
         first_200_us: stats::summarize(&first),
         launch_us: stats::summarize(&launch),
         unavailable: None,
+        launch: crate::process::launch_method(),
+        warm_up: Some(WARM_UP.into()),
     }
 }
+
+/// What run.json says precedes every measured start.
+const WARM_UP: &str = "each measured start (responder and services) follows an unmeasured warm-up start of the same command under the same confinement, killed after its first 200; the warm-up's own figure is the start's warmup_first_200_us";
 
 fn one_start(binary: &Path, limits: Option<&ProfileLimits>) -> Result<(u64, Option<u64>), String> {
     let (server_cpus, probe_cpus) = limits.map_or((vec![], vec![]), |l| {
@@ -67,12 +74,15 @@ fn one_start(binary: &Path, limits: Option<&ProfileLimits>) -> Result<(u64, Opti
         memory_max_bytes: None,
     };
     let conf = limits::confine(Role::Server, &request).map_err(|e| e.to_string())?;
+    // As every service start: warm, after an unmeasured one.
+    let timeout = Duration::from_secs(5);
+    warm::warm_up(binary, 1, &[], &conf, &probe_cpus, timeout).map_err(|f| f.reason)?;
     let port = spawn::free_port().map_err(|e| format!("no free port: {e}"))?;
-    let mut proc: Proc = spawn::spawn(binary, port, 1, &[], &conf)
+    let mut proc: Proc = spawn::spawn(binary, port, 1, &[], &conf, &probe_cpus)
         .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let ready = limits::cpus::on_cpus(&probe_cpus, || {
-        startup::wait_ready(&mut proc, addr, Duration::from_secs(5))
+        startup::wait_ready(&mut proc, addr, timeout)
     })?;
     drop(proc);
     Ok((ready.first_200_us, ready.launch_us))

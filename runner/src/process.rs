@@ -3,22 +3,26 @@
 //! group and reaps it: no orphan survives any error path.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::limits::Confinement;
 
+mod launch;
+
 const TAIL_LINES: usize = 40;
 
 pub struct Proc {
-    child: Child,
     pub pid: u32,
-    /// Just before `spawn()`.
+    /// Just before the launch (clone or `spawn()`).
     pub spawned_at: Instant,
     /// The same moment on CLOCK_MONOTONIC in ns ([`mono_ns`]).
     pub spawned_at_ns: u64,
@@ -31,27 +35,26 @@ pub struct Proc {
     status: Option<ExitStatus>,
 }
 
-impl Proc {
-    pub fn spawn(mut cmd: Command, confinement: &Confinement) -> std::io::Result<Proc> {
-        confinement.install(&mut cmd);
-        let stamp = ExecStamp::install(&mut cmd)?;
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let spawned_at = Instant::now();
-        let spawned_at_ns = mono_ns();
-        let spawned = cmd.spawn();
-        let exec_at_ns = stamp.read();
-        let mut child = spawned?;
-        let pid = child.id();
+/// The child's stdout/stderr pipes and the threads draining them, set up before the child
+/// exists: nothing is left for the runner to do on the service's clock once it has exec'd.
+struct Output {
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    lines: Receiver<String>,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl Output {
+    fn new() -> std::io::Result<Output> {
+        let (out_r, out_w) = pipe()?;
+        let (err_r, err_w) = pipe()?;
         let (tx, rx) = channel();
-        let out = child.stdout.take().expect("piped stdout");
-        let err = child.stderr.take().expect("piped stderr");
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let t2 = tail.clone();
         let readers = vec![
             std::thread::spawn(move || {
-                for line in BufReader::new(out).lines() {
+                for line in BufReader::new(std::fs::File::from(out_r)).lines() {
                     let Ok(line) = line else { break };
                     if tx.send(line).is_err() {
                         // Nobody listens any more: keep draining so the child never blocks.
@@ -60,7 +63,7 @@ impl Proc {
                 }
             }),
             std::thread::spawn(move || {
-                let mut r = BufReader::new(err);
+                let mut r = BufReader::new(std::fs::File::from(err_r));
                 let mut buf = Vec::new();
                 loop {
                     buf.clear();
@@ -77,17 +80,125 @@ impl Proc {
                 }
             }),
         ];
-        Ok(Proc {
-            child,
-            pid,
-            spawned_at,
-            spawned_at_ns,
-            exec_at_ns,
-            stdout_lines: rx,
-            stderr_tail: tail,
+        Ok(Output {
+            stdout: out_w,
+            stderr: err_w,
+            lines: rx,
+            tail,
             readers,
-            status: None,
         })
+    }
+
+    /// The `Proc` around a started child. Drops the write ends: the readers see end-of-file
+    /// once the child (and anything it passed them to) is gone.
+    fn into_proc(self, pid: u32, at: (Instant, u64), exec_at_ns: Option<u64>) -> Proc {
+        Proc {
+            pid,
+            spawned_at: at.0,
+            spawned_at_ns: at.1,
+            exec_at_ns,
+            stdout_lines: self.lines,
+            stderr_tail: self.tail,
+            readers: self.readers,
+            status: None,
+        }
+    }
+}
+
+/// A close-on-exec pipe: (read end, write end).
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two fds; both are owned right after.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh fds from pipe2, owned once each.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// How services are launched in this run, once the first launch has decided it.
+static LAUNCH: OnceLock<String> = OnceLock::new();
+
+/// How this run launched its services ([`Proc::launch`]), for run.json: vfork-style, or
+/// fork and why. None before the first launch.
+pub fn launch_method() -> Option<String> {
+    LAUNCH.get().cloned()
+}
+
+const VFORK: &str = "clone(CLONE_VM|CLONE_VFORK), as posix_spawn: the child's execve has no copy of the runner's memory to tear down";
+
+impl Proc {
+    /// Starts `cmd` under `confinement` (fork, then the confinement and the exec clock
+    /// between fork and exec). For the generator and helper commands; services start
+    /// through [`Proc::launch`].
+    pub fn spawn(mut cmd: Command, confinement: &Confinement) -> std::io::Result<Proc> {
+        let output = Output::new()?;
+        confinement.install(&mut cmd);
+        let stamp = ExecStamp::install(&mut cmd)?;
+        cmd.stdin(Stdio::null())
+            .stdout(output.stdout.try_clone()?)
+            .stderr(output.stderr.try_clone()?);
+        let spawned_at = Instant::now();
+        let spawned_at_ns = mono_ns();
+        let spawned = cmd.spawn();
+        let exec_at_ns = stamp.read();
+        // The command holds copies of the write ends: gone with it.
+        drop(cmd);
+        let child = spawned?;
+        // Reaped by pid from here on (`Child` neither waits nor kills when dropped).
+        let pid = child.id();
+        drop(child);
+        Ok(output.into_proc(pid, (spawned_at, spawned_at_ns), exec_at_ns))
+    }
+
+    /// Starts a service: `program args…` under `confinement`, launched vfork-style
+    /// ([`launch`]) with its clock read just before `execve`. While it launches, the
+    /// calling thread is pinned to `launcher_cpus` (when given) — so the exec does not wake
+    /// it on the service's CPU — and the child, unless the confinement pins it, gets the
+    /// mask the thread had before. Falls back to [`Proc::spawn`] (fork) where the clone is
+    /// refused, and says so in [`launch_method`].
+    pub fn launch(
+        program: &Path,
+        args: &[OsString],
+        confinement: &Confinement,
+        launcher_cpus: &[u32],
+    ) -> std::io::Result<Proc> {
+        if LAUNCH.get().is_some_and(|m| m != VFORK) {
+            return Proc::spawn(command(program, args), confinement);
+        }
+        let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+            .map_err(std::io::Error::from)?;
+        let setup = confinement.child_setup().or_affinity(before);
+        let started = crate::limits::cpus::on_cpus(launcher_cpus, || {
+            // Created here, the drain threads inherit the launcher's CPUs: when the service
+            // writes its start-up line they wake there, not on its CPU.
+            let output = Output::new()?;
+            let stdin = std::fs::File::open("/dev/null")?.into();
+            let spawned_at = Instant::now();
+            let spawned_at_ns = mono_ns();
+            let l = launch::launch(
+                program,
+                args,
+                (&stdin, &output.stdout, &output.stderr),
+                &setup,
+            );
+            Ok::<_, std::io::Error>((l, output, (spawned_at, spawned_at_ns)))
+        })?;
+        match started {
+            (Ok(l), output, at) => {
+                let _ = LAUNCH.set(VFORK.into());
+                Ok(output.into_proc(l.pid, at, Some(l.exec_at_ns)))
+            }
+            (Err(f), _, _) if f.refused() => {
+                let _ = LAUNCH.set(format!(
+                    "fork: clone(CLONE_VM|CLONE_VFORK) refused ({}); start-up includes the child's execve tearing down its copy of the runner's memory",
+                    std::io::Error::from(f)
+                ));
+                Proc::spawn(command(program, args), confinement)
+            }
+            (Err(f), _, _) => Err(f.into()),
+        }
     }
 
     /// Exit status if the process has exited (reaps it). Before reaping, the rest of the
@@ -96,9 +207,24 @@ impl Proc {
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() && self.leader_exited() {
             self.signal_group(libc::SIGKILL);
-            self.status = self.child.wait().ok();
+            self.status = self.reap();
         }
         self.status
+    }
+
+    /// Waits for the leader and reaps it.
+    fn reap(&self) -> Option<ExitStatus> {
+        let mut st = 0;
+        loop {
+            // SAFETY: waitpid on our own, not yet reaped child.
+            let r = unsafe { libc::waitpid(self.pid as libc::pid_t, &mut st, 0) };
+            if r == self.pid as libc::pid_t {
+                return Some(ExitStatus::from_raw(st));
+            }
+            if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return None;
+            }
+        }
     }
 
     /// Has the leader exited? (waitid with WNOWAIT: looks without reaping.)
@@ -161,7 +287,7 @@ impl Proc {
     pub fn kill(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
             self.signal_group(libc::SIGKILL);
-            self.status = self.child.wait().ok();
+            self.status = self.reap();
         }
         self.status
     }
@@ -175,6 +301,13 @@ impl Proc {
     }
 }
 
+/// `program args…` as a `Command`.
+fn command(program: &Path, args: &[OsString]) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    cmd
+}
+
 /// CLOCK_MONOTONIC in ns: the clock `Proc::exec_at_ns` is on.
 pub fn mono_ns() -> u64 {
     // SAFETY: clock_gettime writes one timespec.
@@ -183,9 +316,10 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// A close-on-exec pipe the child writes its clock to as the very last step before
+/// A close-on-exec pipe a forked child writes its clock to as the very last step before
 /// `execve`, so start-up time excludes fork, cgroup attach and everything else the runner
-/// does to launch it — and grows with nothing in the runner.
+/// does to launch it. (Not the execve itself: a forked child's exec first tears down its
+/// copy of the runner's memory, which is why services launch vfork-style instead.)
 struct ExecStamp {
     read: std::fs::File,
     write: std::os::fd::OwnedFd,
@@ -193,14 +327,8 @@ struct ExecStamp {
 
 impl ExecStamp {
     fn install(cmd: &mut Command) -> std::io::Result<ExecStamp> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two fds; both are owned right after.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fresh fds from pipe2, owned once each.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        use std::os::fd::AsRawFd;
+        let (read, write) = pipe()?;
         let fd = write.as_raw_fd();
         // SAFETY: clock_gettime and write are async-signal-safe; nothing allocates. Registered
         // after the confinement's pre_exec, so it runs last.
@@ -312,5 +440,134 @@ pub fn output_within(cmd: Command, timeout: Duration) -> Result<(ExitStatus, Str
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::{self, Request, Role};
+
+    fn launch(program: &str, args: &[&str], conf: &Confinement, cpus: &[u32]) -> Proc {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        Proc::launch(Path::new(program), &args, conf, cpus).expect("launch")
+    }
+
+    fn stdout_of(mut p: Proc) -> String {
+        p.wait_timeout(Duration::from_secs(10)).expect("exits");
+        p.collect_stdout()
+    }
+
+    /// A field of /proc/self/status as the child saw it.
+    fn field<'a>(status: &'a str, name: &str) -> &'a str {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+            .trim()
+    }
+
+    #[test]
+    fn launch_drains_output_and_reports_exit_and_exec_clock() {
+        let before = mono_ns();
+        let mut p = launch(
+            "sh",
+            &["-c", "echo out; echo err >&2; exit 3"],
+            &Confinement::default(),
+            &[],
+        );
+        let st = p.wait_timeout(Duration::from_secs(10)).expect("exits");
+        assert_eq!(st.code(), Some(3));
+        let exec = p.exec_at_ns.expect("the child's clock");
+        assert!(before <= p.spawned_at_ns && p.spawned_at_ns <= exec && exec <= mono_ns());
+        assert_eq!(p.stderr_tail().as_deref(), Some("err"));
+        assert_eq!(p.collect_stdout(), "out");
+        assert!(launch_method().is_some());
+    }
+
+    #[test]
+    fn launch_of_a_missing_binary_fails_with_not_found() {
+        let args = [OsString::from("x")];
+        let e = Proc::launch(
+            Path::new("/nonexistent/pingmatrix-test"),
+            &args,
+            &Confinement::default(),
+            &[],
+        )
+        .err()
+        .expect("no such binary");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+        let e = Proc::launch(
+            Path::new("pingmatrix-no-such-program"),
+            &args,
+            &Confinement::default(),
+            &[],
+        )
+        .err()
+        .expect("not on PATH");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+    }
+
+    #[test]
+    fn launched_child_has_default_signals_its_own_group_and_stdin_closed() {
+        // The test harness ignores SIGPIPE, like every Rust program: the child must not.
+        let status = stdout_of(launch(
+            "cat",
+            &["/proc/self/status"],
+            &Confinement::default(),
+            &[],
+        ));
+        assert_eq!(u64::from_str_radix(field(&status, "SigBlk"), 16), Ok(0));
+        let ignored = u64::from_str_radix(field(&status, "SigIgn"), 16).unwrap();
+        assert_eq!(ignored & (1 << (libc::SIGPIPE - 1)), 0, "SIGPIPE ignored");
+        assert_eq!(u64::from_str_radix(field(&status, "SigCgt"), 16), Ok(0));
+        // "pid (comm) state ppid pgrp …": its own group.
+        let stat = stdout_of(launch(
+            "sh",
+            &["-c", "cat /proc/$$/stat"],
+            &Confinement::default(),
+            &[],
+        ));
+        let f: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        let pid = stat.split_whitespace().next().unwrap();
+        assert_eq!(f[2], pid, "{stat}");
+        assert_eq!(
+            stdout_of(launch("sh", &["-c", "wc -c"], &Confinement::default(), &[])),
+            "0"
+        );
+    }
+
+    #[test]
+    fn launcher_cpus_pin_only_the_launch_and_the_child_keeps_its_own_mask() {
+        let all = crate::limits::cpus::allowed_cpus();
+        let (first, last) = (all[0], *all.last().unwrap());
+        let list = |s: &str| field(s, "Cpus_allowed_list").to_string();
+        // Nothing in the confinement: the child gets the mask the thread had, not the
+        // launcher's CPUs.
+        let s = stdout_of(launch(
+            "cat",
+            &["/proc/self/status"],
+            &Confinement::default(),
+            &[last],
+        ));
+        assert_eq!(list(&s), crate::limits::cpus::format_cpus(&all));
+        assert_eq!(crate::limits::cpus::allowed_cpus(), all);
+        // Pinned by its confinement (cgroup where usable, affinity always).
+        let conf = limits::confine(
+            Role::Server,
+            &Request {
+                cpus: vec![first],
+                cpu_quota: None,
+                memory_max_bytes: None,
+            },
+        )
+        .expect("affinity is always possible");
+        let s = stdout_of(launch("cat", &["/proc/self/status"], &conf, &[last]));
+        assert_eq!(list(&s), first.to_string());
     }
 }

@@ -180,6 +180,15 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
     assert_eq!(f.n, runner::floor::STARTUP_SAMPLES);
     assert!(f.median > 0.0 && f.median < 1_000_000.0, "{f:?}");
     assert!(floor.launch_us.is_some());
+    // How the services were launched is on record (vfork-style here; fork says why).
+    assert!(
+        floor
+            .launch
+            .as_deref()
+            .is_some_and(|l| l.starts_with("clone(") || l.starts_with("fork:")),
+        "{:?}",
+        floor.launch
+    );
     // The machine's timer floor at the run's open-loop rate (300/s), on the generator's CPU.
     let machine = run
         .floors
@@ -211,6 +220,13 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
         "{:?}",
         ok.starts
     );
+    // Every measured start followed a warm-up start, whose own figure is kept.
+    assert!(
+        ok.starts.iter().all(|s| s.warmup_first_200_us.is_some()),
+        "{:?}",
+        ok.starts
+    );
+    assert!(floor.warm_up.is_some());
     assert!(
         ok.verification.iter().all(|v| v.passed),
         "{:?}",
@@ -261,13 +277,15 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
             .contains("refusing to start")
     );
 
+    // It never answers its warm-up start, so no measured start follows.
     let never = cell("never__ping__c4__pinned");
     assert_eq!(never.status, CellStatus::Failed);
-    assert!(never.failure.unwrap().reason.contains("not ready within"));
-    assert_eq!(
-        never.starts[0].stop.as_ref().unwrap().signal_sent,
-        "SIGTERM"
+    let reason = never.failure.unwrap().reason;
+    assert!(
+        reason.starts_with("warm-up start: ") && reason.contains("not ready within"),
+        "{reason}"
     );
+    assert!(never.starts.is_empty(), "{:?}", never.starts);
 
     let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
     assert!(md.contains("| hyper |"), "{md}");

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nix::sched::sched_setaffinity;
+use nix::sched::{CpuSet, sched_setaffinity};
 use nix::unistd::Pid;
 
 use crate::env::cgroup::{CGROUP_ROOT, CgroupVersion};
@@ -82,6 +82,55 @@ pub struct Confinement {
     pub version: Option<CgroupVersion>,
 }
 
+/// A child's steps into its confinement between fork (or clone) and exec — cgroup attach,
+/// affinity, parent-death signal — prepared beforehand so that applying them allocates
+/// nothing and only makes async-signal-safe calls.
+#[derive(Debug, Clone)]
+pub struct ChildSetup {
+    /// `cgroup.procs` files the child writes "0" into (moves itself).
+    procs_files: Vec<CString>,
+    affinity: Option<CpuSet>,
+}
+
+impl ChildSetup {
+    /// Pins the child to `cpus` when the confinement itself pins it nowhere (a launcher that
+    /// pinned its own thread elsewhere passes the mask it had before).
+    pub fn or_affinity(mut self, cpus: CpuSet) -> ChildSetup {
+        self.affinity.get_or_insert(cpus);
+        self
+    }
+
+    /// Applies the steps to the calling process (errors carry the OS error code only, so
+    /// nothing allocates; `errno` is left set too).
+    ///
+    /// # Safety
+    /// Meant for a child between fork/clone and exec: it must run on the child's side only.
+    pub unsafe fn apply(&self) -> std::io::Result<()> {
+        for p in &self.procs_files {
+            // SAFETY: NUL-terminated path prepared before; plain syscalls.
+            unsafe {
+                let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                if r != 1 {
+                    return Err(e);
+                }
+            }
+        }
+        if let Some(set) = &self.affinity {
+            sched_setaffinity(Pid::from_raw(0), set).map_err(std::io::Error::from)?;
+        }
+        // No orphans even if the runner itself is SIGKILLed.
+        // SAFETY: prctl with plain integers.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+        Ok(())
+    }
+}
+
 /// Builds the confinement for `req`: cgroups when available (required for quota / memory),
 /// affinity always.
 pub fn confine(role: Role, req: &Request) -> Result<Confinement, Unsupported> {
@@ -130,33 +179,22 @@ impl Confinement {
         Ok(())
     }
 
+    /// What the child does between fork (or clone) and exec to enter this confinement.
+    pub fn child_setup(&self) -> ChildSetup {
+        ChildSetup {
+            procs_files: self.procs_files.clone(),
+            affinity: self.affinity.as_deref().map(cpus::cpu_set),
+        }
+    }
+
     /// Installs process-group, cgroup attach, affinity and parent-death signal into `cmd`.
     pub fn install(&self, cmd: &mut Command) {
-        let procs = self.procs_files.clone();
-        let set = self.affinity.as_deref().map(cpus::cpu_set);
+        let setup = self.child_setup();
         cmd.process_group(0);
-        // SAFETY: only async-signal-safe calls (open/write/close/sched_setaffinity/prctl) on
-        // data prepared before fork; nothing allocates.
+        // SAFETY: `ChildSetup::apply` only makes async-signal-safe calls on data prepared
+        // before fork; nothing allocates.
         unsafe {
-            cmd.pre_exec(move || {
-                for p in &procs {
-                    let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    let r = libc::write(fd, b"0".as_ptr().cast(), 1);
-                    libc::close(fd);
-                    if r != 1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if let Some(set) = &set {
-                    sched_setaffinity(Pid::from_raw(0), set).map_err(std::io::Error::from)?;
-                }
-                // No orphans even if the runner itself is SIGKILLed.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
+            cmd.pre_exec(move || setup.apply());
         }
     }
 

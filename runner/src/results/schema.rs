@@ -116,6 +116,14 @@ pub struct StartupFloor {
     pub launch_us: Option<Stat>,
     /// Why it was not measured.
     pub unavailable: Option<String>,
+    /// How the services (and the responder) were launched: vfork-style, or fork and why
+    /// the clone was refused. Absent in runs before the runner launched vfork-style.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<String>,
+    /// What precedes every measured start (the responder's here and the services'): an
+    /// unmeasured warm-up start of the same command. Absent in runs without warm-ups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up: Option<String>,
 }
 
 /// `loadgen --floor` on the generator's CPU: timer wake-up lateness at the run's open-loop
@@ -528,10 +536,16 @@ pub struct StartRecord {
     /// before `execve` (after fork and its confinement); cells recorded before that clock
     /// existed started at the runner's `spawn` call (see `launch_us`).
     pub first_200_us: Option<u64>,
-    /// The runner's `spawn` call → the child's exec: fork plus cgroup attach and affinity,
-    /// the launch cost kept out of start-up time. None where the child's clock was not read.
+    /// The runner's `spawn` call → the child's exec: clone (fork in older runs) plus cgroup
+    /// attach and affinity, the launch cost kept out of start-up time. None where the
+    /// child's clock was not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_us: Option<u64>,
+    /// exec → first 200 of the unmeasured warm-up start of the same command that ran just
+    /// before this one (`service::warm`): the colder start, kept for the record. None in
+    /// runs before warm-ups and for starts on other hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_first_200_us: Option<u64>,
     /// VmRSS right after the first 200 and verification.
     pub idle_rss_bytes: Option<u64>,
     pub stop: Option<StopRecord>,

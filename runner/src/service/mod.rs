@@ -7,3 +7,4 @@ pub mod startup;
 pub mod startup_line;
 pub mod stop;
 pub mod verify;
+pub mod warm;

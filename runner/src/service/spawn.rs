@@ -1,8 +1,8 @@
 //! Starting a service on a fresh loopback port under a confinement.
 
+use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::Command;
 
 use crate::limits::Confinement;
 use crate::process::Proc;
@@ -18,18 +18,22 @@ pub fn port_is_free(port: u16) -> bool {
     TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).is_ok()
 }
 
+/// Starts the service listening on `port`, launched vfork-style ([`Proc::launch`]) with the
+/// calling thread on `probe_cpus` meanwhile (where it will probe for readiness next).
 pub fn spawn(
     binary: &Path,
     port: u16,
     workers: u32,
     extra: &[String],
     confinement: &Confinement,
+    probe_cpus: &[u32],
 ) -> std::io::Result<Proc> {
-    let mut cmd = Command::new(binary);
-    cmd.arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--workers")
-        .arg(workers.to_string())
-        .args(extra);
-    Proc::spawn(cmd, confinement)
+    let mut args: Vec<OsString> = vec![
+        "--listen".into(),
+        format!("127.0.0.1:{port}").into(),
+        "--workers".into(),
+        workers.to_string().into(),
+    ];
+    args.extend(extra.iter().map(OsString::from));
+    Proc::launch(binary, &args, confinement, probe_cpus)
 }

@@ -1,8 +1,11 @@
 //! Start-up time: exec → TCP connect accepted → first `HTTP/1.1 200` on /ping, at µs
 //! resolution. Timing the 200, not the open port: some runtimes accept long before serving.
 //! The clock starts at the child's own timestamp just before `execve` (`Proc::exec_at_ns`),
-//! so nothing the runner does to launch it counts; the probe retries at once on a refused
-//! connection and sleeps only 50 µs between attempts.
+//! so nothing the runner does to launch it counts; the child is launched vfork-style
+//! (`Proc::launch`), so that execve costs what it costs from any launcher rather than
+//! tearing down a copy of the runner. The probe runs from the generator's CPUs, retries at
+//! once on a refused connection and sleeps only 50 µs between attempts. Measured starts
+//! follow a warm-up start (`service::warm`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
