@@ -35,20 +35,26 @@ fn main() {
     println!("cargo:rustc-env=PINGMATRIX_STAMP_COMMIT={commit}");
     println!("cargo:rustc-env=PINGMATRIX_STAMP_DIRTY={dirty}");
     println!("cargo:rerun-if-env-changed=PINGMATRIX_GIT_COMMIT");
-    // HEAD and the index live in the checkout's git dir, refs in the common dir (the same
-    // one outside a worktree). Only paths that exist: cargo treats a missing one as changed
-    // on every build (a worktree has no packed-refs of its own), which rebuilt everything.
+    // HEAD and the index live in the checkout's git dir; the branch HEAD names, and
+    // packed-refs, in the common dir (the same one outside a worktree). Only that branch, not
+    // all of refs/: in a worktree, another branch's commit would rebuild everything. Only
+    // paths that exist: cargo treats a missing one as changed on every build.
     let git_dir = git(&root, &["rev-parse", "--absolute-git-dir"]);
     let common = git(&root, &["rev-parse", "--git-common-dir"])
         .map(|d| root.join(d))
         .and_then(|d| d.canonicalize().ok());
     if let (Some(git_dir), Some(common)) = (git_dir, common) {
-        let files = [
+        let mut files = vec![
             Path::new(&git_dir).join("HEAD"),
             Path::new(&git_dir).join("index"),
-            common.join("refs"),
+            // This checkout's reflog: every commit here, even to a branch only in packed-refs.
+            Path::new(&git_dir).join("logs").join("HEAD"),
             common.join("packed-refs"),
         ];
+        // Detached HEAD: no branch; HEAD itself changes.
+        if let Some(branch) = git(&root, &["symbolic-ref", "-q", "HEAD"]) {
+            files.push(common.join(branch));
+        }
         for f in files.iter().filter(|f| f.exists()) {
             println!("cargo:rerun-if-changed={}", f.display());
         }
