@@ -12,7 +12,6 @@
 use std::io::{BufRead, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
@@ -21,7 +20,7 @@ use crate::limits::{self, Confinement, Request as LimitsRequest, Role};
 use crate::process::Proc;
 use crate::results::schema::{CgroupCounters, Stage, StartRecord};
 use crate::sample::{self, Sampler, now_unix_us};
-use crate::service::{startup, startup_line, stop, verify};
+use crate::service::{spawn, startup, startup_line, stop, verify, warm};
 
 /// Seconds between stdin closing and a forced exit.
 const EXIT_GRACE_S: u64 = 3;
@@ -100,13 +99,6 @@ fn watch_stdin() -> Receiver<String> {
     rx
 }
 
-/// A free port on `ip` right now.
-fn free_port(ip: IpAddr) -> std::io::Result<u16> {
-    Ok(TcpListener::bind(SocketAddr::new(ip, 0))?
-        .local_addr()?
-        .port())
-}
-
 /// The service's whole life on this host; replies `Ready` on the way (from inside) and
 /// returns the final `Stopped` or `Failed`.
 fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
@@ -124,17 +116,35 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         Ok(c) => c,
         Err(e) => return failed(Stage::Limits, format!("server: {e}")),
     };
-    let port = match free_port(ip) {
+    // Probe from CPUs the service does not run on, when there are any; launch from them too.
+    let probe: Vec<u32> = crate::limits::cpus::allowed_cpus()
+        .into_iter()
+        .filter(|c| !l.server_cpus.contains(c))
+        .collect();
+    let timeout = Duration::from_millis(s.startup_timeout_ms);
+    let binary = Path::new(&s.binary);
+    // As on the runner's host: a warm start after an unmeasured one, launched vfork-style.
+    let warmup_first_200_us =
+        match warm::warm_up(binary, ip, l.workers, &s.args, &conf, &probe, timeout) {
+            Ok(us) => us,
+            Err(f) => {
+                let stage = if f.at_spawn {
+                    Stage::Spawn
+                } else {
+                    Stage::Startup
+                };
+                let mut e = Failed::at(stage, f.reason);
+                e.stderr_tail = f.stderr_tail;
+                e.limits = conf.record.clone();
+                return Reply::Failed(Box::new(e));
+            }
+        };
+    let port = match spawn::free_port(ip) {
         Ok(p) => p,
         Err(e) => return failed(Stage::Spawn, format!("no free port on {ip}: {e}")),
     };
-    let mut cmd = Command::new(&s.binary);
-    cmd.arg("--listen")
-        .arg(SocketAddr::new(ip, port).to_string())
-        .arg("--workers")
-        .arg(l.workers.to_string())
-        .args(&s.args);
-    let mut proc = match Proc::spawn(cmd, &conf) {
+    let addr = SocketAddr::new(ip, port);
+    let mut proc = match spawn::spawn(binary, addr, l.workers, &s.args, &conf, &probe) {
         Ok(p) => p,
         Err(e) => return failed(Stage::Spawn, format!("cannot start {}: {e}", s.binary)),
     };
@@ -145,11 +155,10 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         connect_us: None,
         first_200_us: None,
         launch_us: None,
-        warmup_first_200_us: None,
+        warmup_first_200_us: Some(warmup_first_200_us),
         idle_rss_bytes: None,
         stop: None,
     };
-    let addr = SocketAddr::new(ip, port);
     let grace = Duration::from_millis(s.stop_grace_ms);
     let fail = |proc: &mut Proc, start: &mut StartRecord, f: Failed| {
         start.stop = Some(stop_service(proc, addr, grace));
@@ -159,12 +168,6 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         f.limits = conf.record.clone();
         Reply::Failed(Box::new(f))
     };
-    // Probe from CPUs the service does not run on, when there are any.
-    let probe: Vec<u32> = crate::limits::cpus::allowed_cpus()
-        .into_iter()
-        .filter(|c| !l.server_cpus.contains(c))
-        .collect();
-    let timeout = Duration::from_millis(s.startup_timeout_ms);
     let ready = if probe.is_empty() {
         startup::wait_ready(&mut proc, addr, timeout)
     } else {

@@ -3,7 +3,7 @@
 //! port check. Every failure is recorded on the cell with its stage, reason and the
 //! service's stderr tail; the matrix goes on.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
@@ -229,8 +229,10 @@ fn spawn_service(
     conf: &Confinement,
     rep: u32,
 ) -> Result<(Proc, StartRecord), Stop> {
+    let ip = IpAddr::from([127, 0, 0, 1]);
     let warmup_first_200_us = warm::warm_up(
         binary,
+        ip,
         cell.limits.workers,
         &cell.service_args,
         conf,
@@ -246,11 +248,11 @@ fn spawn_service(
         Stop::at(stage, f.reason).with_tail(f.stderr_tail)
     })?;
     let port =
-        spawn::free_port().map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
+        spawn::free_port(ip).map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
     // Launched from the generator's CPUs, where the readiness probe runs next.
     let proc = spawn::spawn(
         binary,
-        port,
+        SocketAddr::new(ip, port),
         cell.limits.workers,
         &cell.service_args,
         conf,

@@ -4,7 +4,7 @@
 //! sleeping thread at the run's open-loop rates (`loadgen --floor` on the generator's CPU) —
 //! so start-up figures and open-loop send lag can be read against what the machine allows.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
@@ -76,11 +76,12 @@ fn one_start(binary: &Path, limits: Option<&ProfileLimits>) -> Result<(u64, Opti
     let conf = limits::confine(Role::Server, &request).map_err(|e| e.to_string())?;
     // As every service start: warm, after an unmeasured one.
     let timeout = Duration::from_secs(5);
-    warm::warm_up(binary, 1, &[], &conf, &probe_cpus, timeout).map_err(|f| f.reason)?;
-    let port = spawn::free_port().map_err(|e| format!("no free port: {e}"))?;
-    let mut proc: Proc = spawn::spawn(binary, port, 1, &[], &conf, &probe_cpus)
+    let ip = IpAddr::from([127, 0, 0, 1]);
+    warm::warm_up(binary, ip, 1, &[], &conf, &probe_cpus, timeout).map_err(|f| f.reason)?;
+    let port = spawn::free_port(ip).map_err(|e| format!("no free port: {e}"))?;
+    let addr = SocketAddr::new(ip, port);
+    let mut proc: Proc = spawn::spawn(binary, addr, 1, &[], &conf, &probe_cpus)
         .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let ready = limits::cpus::on_cpus(&probe_cpus, || {
         startup::wait_ready(&mut proc, addr, timeout)
     })?;

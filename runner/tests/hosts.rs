@@ -442,6 +442,15 @@ fn merged_run(net: &Net) {
             c.starts[0].stop.as_ref().map(|s| s.port_free_after),
             Some(true)
         );
+        // Started on the server host as on the runner's: after a warm-up start, the clock
+        // from the child's exec.
+        for st in &c.starts {
+            assert!(st.warmup_first_200_us.is_some(), "{key}: {st:?}");
+            assert!(
+                st.first_200_us.is_some() && st.launch_us.is_some(),
+                "{key}: {st:?}"
+            );
+        }
     }
     let page = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
     let hosts = &page[page

@@ -4,7 +4,7 @@
 //! clear error (from the library, and recorded on a `matrix run` cell for an exec that
 //! fails), never a panic or a hang.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -21,6 +21,8 @@ use runner::service::{spawn, startup, warm};
 
 /// The tests count this process's children: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
+
+const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 fn responder() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pingmatrix-responder"))
@@ -62,10 +64,18 @@ fn children() -> Vec<(u32, String)> {
 fn responder_first_200_lies_inside_the_wall_time_around_its_launch() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (conf, probe) = server_confinement();
-    let port = spawn::free_port().unwrap();
+    let port = spawn::free_port(LOCAL).unwrap();
     let wall_start_ns = mono_ns();
-    let mut proc = spawn::spawn(&responder(), port, 1, &[], &conf, &probe).expect("launch");
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut proc = spawn::spawn(
+        &responder(),
+        SocketAddr::new(LOCAL, port),
+        1,
+        &[],
+        &conf,
+        &probe,
+    )
+    .expect("launch");
+    let addr = SocketAddr::new(LOCAL, port);
     let ready = on_cpus(&probe, || {
         startup::wait_ready(&mut proc, addr, Duration::from_secs(5))
     })
@@ -109,9 +119,17 @@ fn warm_up_start_answers_and_leaves_no_process() {
     let (conf, probe) = server_confinement();
     let before = children();
     let t0 = Instant::now();
-    let us = warm::warm_up(&responder(), 1, &[], &conf, &probe, Duration::from_secs(5))
-        .map_err(|f| f.reason)
-        .expect("the responder answers");
+    let us = warm::warm_up(
+        &responder(),
+        LOCAL,
+        1,
+        &[],
+        &conf,
+        &probe,
+        Duration::from_secs(5),
+    )
+    .map_err(|f| f.reason)
+    .expect("the responder answers");
     assert!(
         us > 0 && u128::from(us) <= t0.elapsed().as_micros(),
         "{us} µs"
@@ -134,12 +152,27 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
     let before = children();
     let t0 = Instant::now();
     let noexec = not_executable(&d.0);
-    let e = spawn::spawn(&noexec, spawn::free_port().unwrap(), 1, &[], &conf, &probe)
-        .err()
-        .expect("exec refused");
+    let e = spawn::spawn(
+        &noexec,
+        SocketAddr::new(LOCAL, spawn::free_port(LOCAL).unwrap()),
+        1,
+        &[],
+        &conf,
+        &probe,
+    )
+    .err()
+    .expect("exec refused");
     assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
-    let f = warm::warm_up(&noexec, 1, &[], &conf, &probe, Duration::from_secs(5))
-        .expect_err("exec refused");
+    let f = warm::warm_up(
+        &noexec,
+        LOCAL,
+        1,
+        &[],
+        &conf,
+        &probe,
+        Duration::from_secs(5),
+    )
+    .expect_err("exec refused");
     assert!(f.at_spawn);
     assert!(
         f.reason.starts_with("warm-up start: cannot start ")
@@ -152,7 +185,7 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
     let exits = d.0.join("exits");
     std::fs::write(&exits, "#!/bin/sh\necho gone >&2\nexit 4\n").unwrap();
     std::fs::set_permissions(&exits, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let f = warm::warm_up(&exits, 1, &[], &conf, &probe, Duration::from_secs(5))
+    let f = warm::warm_up(&exits, LOCAL, 1, &[], &conf, &probe, Duration::from_secs(5))
         .expect_err("exits at once");
     assert!(!f.at_spawn);
     assert!(f.reason.contains("exited during start-up"), "{}", f.reason);

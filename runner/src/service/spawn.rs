@@ -1,15 +1,17 @@
-//! Starting a service on a fresh loopback port under a confinement.
+//! Starting a service on a fresh port under a confinement.
 
 use std::ffi::OsString;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
 
 use crate::limits::Confinement;
 use crate::process::Proc;
 
-/// A port that is free right now (bound without SO_REUSEPORT, then released).
-pub fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// A port on `ip` that is free right now (bound without SO_REUSEPORT, then released).
+pub fn free_port(ip: IpAddr) -> std::io::Result<u16> {
+    Ok(TcpListener::bind(SocketAddr::new(ip, 0))?
+        .local_addr()?
+        .port())
 }
 
 /// True when nothing listens on the port — a plain bind (no SO_REUSEPORT) succeeds. A stale
@@ -18,11 +20,11 @@ pub fn port_is_free(port: u16) -> bool {
     TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).is_ok()
 }
 
-/// Starts the service listening on `port`, launched vfork-style ([`Proc::launch`]) with the
+/// Starts the service listening on `addr`, launched vfork-style ([`Proc::launch`]) with the
 /// calling thread on `probe_cpus` meanwhile (where it will probe for readiness next).
 pub fn spawn(
     binary: &Path,
-    port: u16,
+    addr: SocketAddr,
     workers: u32,
     extra: &[String],
     confinement: &Confinement,
@@ -30,7 +32,7 @@ pub fn spawn(
 ) -> std::io::Result<Proc> {
     let mut args: Vec<OsString> = vec![
         "--listen".into(),
-        format!("127.0.0.1:{port}").into(),
+        addr.to_string().into(),
         "--workers".into(),
         workers.to_string().into(),
     ];

@@ -16,7 +16,7 @@
 //! cgroup-migration window, so the measured child's own attach skips an RCU grace period
 //! (launch ~0.2 ms instead of ~10 ms) — all before its exec clock starts.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
@@ -37,6 +37,7 @@ pub struct Failed {
 /// (within `timeout`) and kills its process group. Returns its exec → first 200 in µs.
 pub fn warm_up(
     binary: &Path,
+    ip: IpAddr,
     workers: u32,
     extra: &[String],
     confinement: &Confinement,
@@ -48,10 +49,10 @@ pub fn warm_up(
         reason: format!("warm-up start: {reason}"),
         stderr_tail: None,
     };
-    let port = spawn::free_port().map_err(|e| at_spawn(format!("no free port: {e}")))?;
-    let mut proc = spawn::spawn(binary, port, workers, extra, confinement, probe_cpus)
+    let port = spawn::free_port(ip).map_err(|e| at_spawn(format!("no free port: {e}")))?;
+    let addr = SocketAddr::new(ip, port);
+    let mut proc = spawn::spawn(binary, addr, workers, extra, confinement, probe_cpus)
         .map_err(|e| at_spawn(format!("cannot start {}: {e}", binary.display())))?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let ready =
         crate::limits::cpus::on_cpus(probe_cpus, || startup::wait_ready(&mut proc, addr, timeout));
     // SIGKILL to the group and reaped: the measured start follows at once, and nothing of
