@@ -68,7 +68,20 @@ fn silent_server_is_blamed_not_the_generator() {
     spec.timeout_ms = 200;
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
-    assert!(!r.verdict.saturated, "{:?}", r.verdict);
+    // The schedule stalls on the server, not on the generator: no shortfall or busy reason,
+    // and the generator's own part of its send lag is small. (Only 2 sends find a free
+    // connection here, so one late wake-up of a loaded machine can still put the total over
+    // the limit; that part is the machine's, which the runner's floor check reads as such.)
+    assert!(
+        r.verdict
+            .reasons
+            .iter()
+            .all(|x| x.starts_with("send-lag p99")),
+        "{:?}",
+        r.verdict
+    );
+    let own = r.own_lag_us.unwrap();
+    assert!(own.p99 <= 200, "{own:?}");
     assert!(
         r.problems.iter().any(|p| p.contains("no response")),
         "{:?}",
