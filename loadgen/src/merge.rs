@@ -108,13 +108,10 @@ impl Merged {
                 add(into, h);
             }
         }
-        add_counts(&mut self.counts, &r.counts);
-        let (c, o) = (&mut self.connections, &t.connections);
-        c.requested += o.requested;
-        c.established += o.established;
-        c.reconnected += o.reconnected;
-        c.failed += o.failed;
-        c.protocol_violations += t.unsolicited;
+        self.counts += &r.counts;
+        self.connections += &t.connections;
+        // A worker counts the connections it dropped for unrequested bytes apart.
+        self.connections.protocol_violations += t.unsolicited;
         for (code, n) in r.status.iter().enumerate().filter(|(_, n)| **n > 0) {
             *self.status.entry(code as u16).or_default() += n;
         }
@@ -204,22 +201,4 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
         p9999: q(0.9999),
         max: h.max(),
     }
-}
-
-fn add_counts(a: &mut Counts, b: &Counts) {
-    a.sent += b.sent;
-    a.ok += b.ok;
-    a.non_2xx += b.non_2xx;
-    a.timeouts += b.timeouts;
-    a.in_flight_at_end += b.in_flight_at_end;
-    a.queued += b.queued;
-    a.backlog_at_end += b.backlog_at_end;
-    let (e, f) = (&mut a.errors, &b.errors);
-    e.connect += f.connect;
-    e.read += f.read;
-    e.write += f.write;
-    e.parse += f.parse;
-    e.reset += f.reset;
-    e.status_mismatch += f.status_mismatch;
-    e.body_mismatch += f.body_mismatch;
 }

@@ -156,6 +156,42 @@ pub struct ErrorCounts {
     pub body_mismatch: u64,
 }
 
+/// Counts of several threads or hosts add field by field.
+impl std::ops::AddAssign<&Counts> for Counts {
+    fn add_assign(&mut self, b: &Counts) {
+        self.sent += b.sent;
+        self.ok += b.ok;
+        self.non_2xx += b.non_2xx;
+        self.errors += &b.errors;
+        self.timeouts += b.timeouts;
+        self.in_flight_at_end += b.in_flight_at_end;
+        self.queued += b.queued;
+        self.backlog_at_end += b.backlog_at_end;
+    }
+}
+
+impl std::ops::AddAssign<&ErrorCounts> for ErrorCounts {
+    fn add_assign(&mut self, f: &ErrorCounts) {
+        self.connect += f.connect;
+        self.read += f.read;
+        self.write += f.write;
+        self.parse += f.parse;
+        self.reset += f.reset;
+        self.status_mismatch += f.status_mismatch;
+        self.body_mismatch += f.body_mismatch;
+    }
+}
+
+impl std::ops::AddAssign<&ConnectionCounts> for ConnectionCounts {
+    fn add_assign(&mut self, o: &ConnectionCounts) {
+        self.requested += o.requested;
+        self.established += o.established;
+        self.reconnected += o.reconnected;
+        self.failed += o.failed;
+        self.protocol_violations += o.protocol_violations;
+    }
+}
+
 impl ErrorCounts {
     pub fn total(&self) -> u64 {
         self.connect

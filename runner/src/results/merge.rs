@@ -73,13 +73,8 @@ pub fn merge_reports(spec: &LoadSpec, parts: &[(&str, &Report)]) -> Result<Repor
     let mut verdict = Saturation::default();
     let mut problems = Vec::new();
     for (host, r) in parts {
-        add_counts(&mut counts, &r.counts);
-        let (c, o) = (&mut connections, &r.connections);
-        c.requested += o.requested;
-        c.established += o.established;
-        c.reconnected += o.reconnected;
-        c.failed += o.failed;
-        c.protocol_violations += o.protocol_violations;
+        counts += &r.counts;
+        connections += &r.connections;
         for (code, n) in &r.status_counts {
             *status_counts.entry(*code).or_default() += n;
         }
@@ -167,24 +162,6 @@ impl OpenMerged {
             own_lag_us: own.as_ref().map(loadgen::percentiles),
         })
     }
-}
-
-fn add_counts(a: &mut loadgen::report::Counts, b: &loadgen::report::Counts) {
-    a.sent += b.sent;
-    a.ok += b.ok;
-    a.non_2xx += b.non_2xx;
-    a.timeouts += b.timeouts;
-    a.in_flight_at_end += b.in_flight_at_end;
-    a.queued += b.queued;
-    a.backlog_at_end += b.backlog_at_end;
-    let (e, f) = (&mut a.errors, &b.errors);
-    e.connect += f.connect;
-    e.read += f.read;
-    e.write += f.write;
-    e.parse += f.parse;
-    e.reset += f.reset;
-    e.status_mismatch += f.status_mismatch;
-    e.body_mismatch += f.body_mismatch;
 }
 
 /// Seconds aligned by index: sums of responses, rates and errors; the highest p50/p99.
