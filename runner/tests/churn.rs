@@ -3,7 +3,6 @@
 //! read after opening and after closing, and results.md carries the "Connection churn"
 //! table instead of a throughput table.
 
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 mod live;
@@ -49,15 +48,9 @@ loadgen_cpus = "{l}"
         bin("loadgen").display(),
         bin("ping-tokio-hyper").display()
     );
-    let m = d.0.join("m.toml");
-    std::fs::write(&m, text).unwrap();
+    let m = live::write_config(&d.0, &text);
     let out = d.0.join("results");
-    let o = Command::new(bin("matrix"))
-        .args(["run", "--config", m.to_str().unwrap(), "--out"])
-        .arg(&out)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = live::matrix_at(&m, &out, &["run"]).output().unwrap();
     let all = format!(
         "{:?}\n{}\n{}",
         o.status,
@@ -65,12 +58,7 @@ loadgen_cpus = "{l}"
         String::from_utf8_lossy(&o.stderr)
     );
     assert_eq!(o.status.code(), Some(0), "{all}");
-    let run_dir = std::fs::read_dir(&out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .unwrap();
+    let run_dir = live::only_run_dir(&out);
 
     let cell: CellResult = read(&run_dir.join("cells/hyper__churn__c40x3__pinned.json"));
     assert_eq!(cell.status, CellStatus::Ok, "{:?}", cell.failure);

@@ -44,6 +44,11 @@ fn matrix_toml(services: &[(&str, PathBuf)], reps: u32, extra_profile: &str) -> 
 fn run_matrix(args: &[&str], env_marker: Option<&str>) -> Command {
     let mut c = Command::new(bin("matrix"));
     c.args(args).stdin(Stdio::null());
+    marked(c, env_marker)
+}
+
+/// `c` with `PINGMATRIX_E2E_MARKER` in its environment, so its processes can be found.
+fn marked(mut c: Command, env_marker: Option<&str>) -> Command {
     if let Some(m) = env_marker {
         c.env("PINGMATRIX_E2E_MARKER", m);
     }
@@ -52,16 +57,8 @@ fn run_matrix(args: &[&str], env_marker: Option<&str>) -> Command {
 
 /// `matrix run --quiet --config M --out OUT <extra…>`.
 fn run_quiet(m: &Path, out: &Path, extra: &[&str], env_marker: Option<&str>) -> Command {
-    let mut args = vec![
-        "run",
-        "--quiet",
-        "--config",
-        m.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    run_matrix(&args, env_marker)
+    let args: Vec<&str> = ["run", "--quiet"].iter().chain(extra).copied().collect();
+    marked(live::matrix_at(m, out, &args), env_marker)
 }
 
 /// Processes (other than us) whose environment carries `marker`.
@@ -102,18 +99,7 @@ fn bad_matrix_file_is_rejected_with_file_line_and_field() {
     let text = matrix_toml(&[("svc", d.0.join("no-such-service"))], 1, "")
         .replace("server_cpus = \"", "server_cpus = \"4000,");
     std::fs::write(&m, text).unwrap();
-    let o = run_matrix(
-        &[
-            "run",
-            "--config",
-            m.to_str().unwrap(),
-            "--out",
-            d.0.to_str().unwrap(),
-        ],
-        None,
-    )
-    .output()
-    .unwrap();
+    let o = live::matrix_at(&m, &d.0, &["run"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("services[0].binary"), "{err}");
@@ -144,23 +130,11 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
         2,
         &limited,
     );
-    let m = d.0.join("m.toml");
-    std::fs::write(&m, text).unwrap();
+    let m = live::write_config(&d.0, &text);
     let out = d.0.join("results");
-    let o = run_matrix(
-        &[
-            "run",
-            "--config",
-            m.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--only",
-            "scenario=ping,open",
-        ],
-        None,
-    )
-    .output()
-    .unwrap();
+    let o = live::matrix_at(&m, &out, &["run", "--only", "scenario=ping,open"])
+        .output()
+        .unwrap();
     // Fake services fail → non-zero exit, but the matrix went on.
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     let run_dir = only_run_dir(&out);
@@ -309,21 +283,11 @@ fn ctrl_c_stops_cleanly_and_resume_finishes_the_run() {
     let out = d.0.join("results");
     let marker = format!("{}-{}", std::process::id(), line!());
     let mut child = Guard(
-        run_matrix(
-            &[
-                "run",
-                "--config",
-                m.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--quiet",
-            ],
-            Some(&marker),
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap(),
+        run_quiet(&m, &out, &[], Some(&marker))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
     );
     // Wait for the first cell file, then interrupt mid-run.
     let deadline = Instant::now() + Duration::from_secs(60);

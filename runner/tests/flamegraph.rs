@@ -4,7 +4,7 @@
 //! missing or refused; the "perf not available" path runs everywhere.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 mod live;
 
@@ -33,34 +33,19 @@ fn parse_svg(text: &str) -> roxmltree::Document<'_> {
 
 /// `matrix run --flamegraph` into a fresh `out`; returns the run directory.
 fn run_flamegraph(m: &Path, out: &Path, perf_env: Option<&str>) -> PathBuf {
-    let mut c = Command::new(bin("matrix"));
     // 250 ms windows: sample faster than the default 499 Hz so that the open-loop cell (a
     // mostly idle server) gets samples too.
-    c.args([
-        "run",
-        "--flamegraph",
-        "--flamegraph-hz",
-        "1999",
-        "--quiet",
-        "--config",
-    ])
-    .arg(m)
-    .arg("--out")
-    .arg(out)
-    .stdin(Stdio::null());
+    let mut c = live::matrix_at(
+        m,
+        out,
+        &["run", "--flamegraph", "--flamegraph-hz", "1999", "--quiet"],
+    );
     if let Some(p) = perf_env {
         c.env(runner::flamegraph::PERF_ENV, p);
     }
     let o = c.output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(dirs.len(), 1, "one run dir in {}", out.display());
-    dirs[0].clone()
+    live::only_run_dir(out)
 }
 
 fn cells(run_dir: &Path) -> Vec<CellResult> {

@@ -4,9 +4,8 @@
 mod live;
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
 
-use live::{Scratch, bin, only_run_dir, out_text, read, tiny_matrix};
+use live::{Scratch, bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config};
 use runner::results::schema::{CellResult, CellStatus, RunRecord};
 
 #[test]
@@ -30,15 +29,9 @@ fn a_machine_floor_that_cannot_be_measured_is_recorded_with_its_reason_and_the_r
         &format!("loadgen = \"{}\"", fake.display()),
     );
     assert!(toml.contains("loadgen-no-floor"), "{toml}");
-    let config = d.0.join("m.toml");
-    std::fs::write(&config, toml).unwrap();
+    let config = write_config(&d.0, &toml);
     let out_dir = d.0.join("out");
-    let out = Command::new(bin("matrix"))
-        .args(["run", "--quiet", "--config"])
-        .arg(&config)
-        .arg("--out")
-        .arg(&out_dir)
-        .stdin(Stdio::null())
+    let out = matrix_at(&config, &out_dir, &["run", "--quiet"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", out_text(&out));

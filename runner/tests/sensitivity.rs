@@ -4,11 +4,11 @@
 //! the drift series; a calibration arm that cannot start; bad `--target-ci` values.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 mod live;
 
-use live::{Scratch, bin, only_run_dir, out_text, read, tiny_matrix};
+use live::{Scratch, bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config};
 use runner::results::adaptive::StopReason;
 use runner::results::difference::Verdict;
 use runner::results::metric::Metric;
@@ -16,20 +16,6 @@ use runner::results::schema::{CellResult, CellStatus, ResultsFile, RunRecord, Ru
 
 fn matrix_toml(services: &[(&str, PathBuf, &str)], defaults: &str, tail: &str) -> String {
     tiny_matrix(services, 2, defaults, tail)
-}
-
-fn matrix(args: &[&str]) -> Output {
-    Command::new(bin("matrix"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn write(d: &Scratch, text: &str) -> PathBuf {
-    let m = d.0.join("m.toml");
-    std::fs::write(&m, text).unwrap();
-    m
 }
 
 #[test]
@@ -40,8 +26,8 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
     std::fs::write(&exits, "#!/bin/sh\necho 'no' >&2\nexit 3\n").unwrap();
     std::fs::set_permissions(&exits, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     // No [calibration]: the baseline (first service) at the first closed- and open-loop cell.
-    let m = write(
-        &d,
+    let m = write_config(
+        &d.0,
         &matrix_toml(
             &[("hyper", hyper.clone(), ""), ("exits", exits.clone(), "")],
             "",
@@ -49,14 +35,9 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
         ),
     );
     let out = d.0.join("results");
-    let o = matrix(&[
-        "calibrate",
-        "--quiet",
-        "--config",
-        m.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = matrix_at(&m, &out, &["calibrate", "--quiet"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", out_text(&o));
     let dir = only_run_dir(&out);
     let run: RunRecord = read(&dir.join("run.json"));
@@ -97,8 +78,8 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
     );
 
     // An arm that cannot start fails like any cell; the run completes and says why.
-    let m = write(
-        &d,
+    let m = write_config(
+        &d.0,
         &matrix_toml(
             &[("hyper", hyper, ""), ("exits", exits, "")],
             "",
@@ -106,16 +87,9 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
         ),
     );
     let out = d.0.join("results2");
-    let o = matrix(&[
-        "run",
-        "--quiet",
-        "--config",
-        m.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--only",
-        "service=hyper",
-    ]);
+    let o = matrix_at(&m, &out, &["run", "--quiet", "--only", "service=hyper"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     let dir = only_run_dir(&out);
     let run: RunRecord = read(&dir.join("run.json"));
@@ -143,8 +117,8 @@ fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
     let d = Scratch::new("verdicts");
     let hyper = bin("ping-tokio-hyper");
     // b spends 300 µs more CPU per request than a: several times a's CPU/request.
-    let m = write(
-        &d,
+    let m = write_config(
+        &d.0,
         &matrix_toml(
             &[
                 ("a", hyper.clone(), ""),
@@ -156,16 +130,9 @@ fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
     );
     let out = d.0.join("results");
     // A target this tight (a 1e-9 % half-width) is never met: every cell runs to its cap of 3.
-    let o = matrix(&[
-        "run",
-        "--quiet",
-        "--config",
-        m.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--target-ci",
-        "1e-9",
-    ]);
+    let o = matrix_at(&m, &out, &["run", "--quiet", "--target-ci", "1e-9"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", out_text(&o));
     let dir = only_run_dir(&out);
     let res: ResultsFile = read(&dir.join("results.json"));
@@ -212,16 +179,9 @@ fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
 
     // A generous target: each cell stops as soon as its interval is within it, else at the cap.
     let out = d.0.join("results-met");
-    let o = matrix(&[
-        "run",
-        "--quiet",
-        "--config",
-        m.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--target-ci",
-        "100",
-    ]);
+    let o = matrix_at(&m, &out, &["run", "--quiet", "--target-ci", "100"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", out_text(&o));
     let res: ResultsFile = read(&only_run_dir(&out).join("results.json"));
     for c in &res.cells {
@@ -253,21 +213,15 @@ fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
 #[test]
 fn bad_target_ci_is_refused_before_anything_runs() {
     let d = Scratch::new("target-ci");
-    let m = write(
-        &d,
+    let m = write_config(
+        &d.0,
         &matrix_toml(&[("a", bin("ping-tokio-hyper"), "")], "", ""),
     );
     let out = d.0.join("results");
     for bad in ["0", "-5", "100.5", "abc", "NaN"] {
-        let o = matrix(&[
-            "run",
-            "--config",
-            m.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--target-ci",
-            bad,
-        ]);
+        let o = matrix_at(&m, &out, &["run", "--target-ci", bad])
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", out_text(&o));
         assert!(
             String::from_utf8_lossy(&o.stderr).contains("--target-ci"),
@@ -286,17 +240,11 @@ fn bad_target_ci_is_refused_before_anything_runs() {
         ("drift_points = 99", "defaults.drift_points"),
         ("baseline = \"zzz\"", "defaults.baseline"),
     ] {
-        let m = write(
-            &d,
+        let m = write_config(
+            &d.0,
             &matrix_toml(&[("a", bin("ping-tokio-hyper"), "")], line, ""),
         );
-        let o = matrix(&[
-            "run",
-            "--config",
-            m.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = matrix_at(&m, &out, &["run"]).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{line}: {}", out_text(&o));
         assert!(
             String::from_utf8_lossy(&o.stderr).contains(want),
@@ -305,15 +253,19 @@ fn bad_target_ci_is_refused_before_anything_runs() {
         );
         assert!(!out.exists(), "{line}: nothing may run");
     }
-    let m = write(
-        &d,
+    let m = write_config(
+        &d.0,
         &matrix_toml(
             &[("a", bin("ping-tokio-hyper"), "")],
             "",
             "\n[calibration]\nservice = \"nope\"\ncells = [\"ping/c9/pinned\"]\n",
         ),
     );
-    let o = matrix(&["plan", "--config", m.to_str().unwrap()]);
+    let o = Command::new(bin("matrix"))
+        .args(["plan", "--config", m.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 mod live;
 
-use live::{Scratch, bin, only_run_dir, read, tiny_matrix};
+use live::{Scratch, matrix_at, only_run_dir, read, tiny_matrix, write_config};
 use runner::limits::cpus::{allowed_cpus, on_cpus};
 use runner::limits::{self, Confinement, Request, Role};
 use runner::process::mono_ns;
@@ -206,15 +206,9 @@ fn a_service_that_cannot_be_execd_fails_its_cell_with_the_reason() {
     let noexec = d.0.join("bad-interpreter");
     std::fs::write(&noexec, "#!/nonexistent/pingmatrix-interpreter\n").unwrap();
     std::fs::set_permissions(&noexec, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let m = d.0.join("m.toml");
-    std::fs::write(&m, tiny_matrix(&[("noexec", noexec, "")], 1, "", "")).unwrap();
+    let m = write_config(&d.0, &tiny_matrix(&[("noexec", noexec, "")], 1, "", ""));
     let out = d.0.join("results");
-    let o = std::process::Command::new(bin("matrix"))
-        .args(["run", "--quiet", "--config"])
-        .arg(&m)
-        .arg("--out")
-        .arg(&out)
-        .args(["--only", "scenario=ping"])
+    let o = matrix_at(&m, &out, &["run", "--quiet", "--only", "scenario=ping"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", live::out_text(&o));

@@ -4,10 +4,10 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
 
 use runner::limits::cpus::allowed_cpus;
-use std::process::Output;
-use std::time::Instant;
 
 /// `<target>/debug`, where `cargo build --workspace --bins` put the binaries
 /// (this test runs from `<target>/debug/deps/<test>-<hash>`).
@@ -112,6 +112,26 @@ loadgen_cpus = "{l}"
 {tail}"#
     );
     t
+}
+
+/// `<dir>/m.toml` with `text` in it.
+pub fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let m = dir.join("m.toml");
+    std::fs::write(&m, text).unwrap();
+    m
+}
+
+/// `matrix <args…> --config CONFIG --out OUT`, stdin closed; `args` starts with the
+/// subcommand.
+pub fn matrix_at(config: &Path, out: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin("matrix"));
+    c.args(args)
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(out)
+        .stdin(Stdio::null());
+    c
 }
 
 /// The one run directory `matrix run --out out` made.
