@@ -128,12 +128,7 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         match warm::warm_up(binary, ip, l.workers, &s.args, &conf, &probe, timeout) {
             Ok(us) => us,
             Err(f) => {
-                let stage = if f.at_spawn {
-                    Stage::Spawn
-                } else {
-                    Stage::Startup
-                };
-                let mut e = Failed::at(stage, f.reason);
+                let mut e = Failed::at(f.stage(), f.reason);
                 e.stderr_tail = f.stderr_tail;
                 e.limits = conf.record.clone();
                 return Reply::Failed(Box::new(e));

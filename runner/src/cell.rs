@@ -239,14 +239,7 @@ fn spawn_service(
         &cell.limits.loadgen_cpus,
         Duration::from_millis(ctx.matrix.startup_timeout_ms),
     )
-    .map_err(|f| {
-        let stage = if f.at_spawn {
-            Stage::Spawn
-        } else {
-            Stage::Startup
-        };
-        Stop::at(stage, f.reason).with_tail(f.stderr_tail)
-    })?;
+    .map_err(|f| Stop::at(f.stage(), f.reason).with_tail(f.stderr_tail))?;
     let port =
         spawn::free_port(ip).map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
     // Launched from the generator's CPUs, where the readiness probe runs next.

@@ -171,13 +171,12 @@ pub fn check(floor: &Floor, rate_per_s: f64, lag: Lag) -> Option<FloorCheck> {
                 .total_cmp(&(b.rate_per_s - rate_per_s).abs())
         })?;
     let p99 = t.lateness.as_ref()?.p99_us;
-    let own_lag_limit_us = lag
-        .own_p99_us
-        .map(|_| loadgen::send_lag_limit_us(lag.latency_p99_us));
-    let at_floor = match (lag.own_p99_us, own_lag_limit_us) {
-        (Some(own), Some(limit)) => own <= limit,
-        _ => lag.send_p99_us as f64 <= AT_FLOOR_FACTOR * p99 + AT_FLOOR_SLACK_US,
+    let limit = loadgen::send_lag_limit_us(lag.latency_p99_us);
+    let at_floor = match lag.own_p99_us {
+        Some(own) => own <= limit,
+        None => lag.send_p99_us as f64 <= AT_FLOOR_FACTOR * p99 + AT_FLOOR_SLACK_US,
     };
+    let own_lag_limit_us = lag.own_p99_us.map(|_| limit);
     Some(FloorCheck {
         send_lag_p99_us: lag.send_p99_us,
         floor_p99_us: p99,

@@ -620,6 +620,25 @@ pub struct FloorCheck {
     pub at_floor: bool,
 }
 
+/// A send lag as loadgen split it (µs, p99).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LagSplit {
+    pub own_p99_us: u64,
+    pub own_limit_us: u64,
+    pub wake_p99_us: u64,
+}
+
+impl FloorCheck {
+    /// The split of the send lag, for reports that have it.
+    pub fn split(&self) -> Option<LagSplit> {
+        Some(LagSplit {
+            own_p99_us: self.own_lag_p99_us?,
+            own_limit_us: self.own_lag_limit_us?,
+            wake_p99_us: self.wake_lag_p99_us?,
+        })
+    }
+}
+
 impl RepResult {
     /// Saturation reasons that stand once the machine's floor is accounted for: a send-lag
     /// reason is dropped when the lag is at the machine's floor.
@@ -637,13 +656,7 @@ impl RepResult {
     /// loadgen flagged this repetition's send lag and the floor check found it the
     /// machine's.
     pub fn send_lag_excused(&self) -> bool {
-        self.floor_check.as_ref().is_some_and(|f| f.at_floor)
-            && self
-                .report
-                .verdict
-                .reasons
-                .iter()
-                .any(|r| r.starts_with(SEND_LAG_REASON))
+        self.generator_limits().len() < self.report.verdict.reasons.len()
     }
 
     /// The generator may have limited this repetition (after the floor check).

@@ -31,12 +31,12 @@ fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
     let rp = &rep.report;
     if rep.generator_saturated() {
         let floor = rep.floor_check.as_ref().map_or(String::new(), |f| {
-            let split = match (f.own_lag_p99_us, f.own_lag_limit_us, f.wake_lag_p99_us) {
-                (Some(own), Some(limit), Some(wake)) => format!(
-                    "; of it, the generator's own p99 {own} µs (limit {limit} µs) and its wake-ups' lateness p99 {wake} µs"
-                ),
-                _ => String::new(),
-            };
+            let split = f.split().map_or(String::new(), |s| {
+                format!(
+                    "; of it, the generator's own p99 {} µs (limit {} µs) and its wake-ups' lateness p99 {} µs",
+                    s.own_p99_us, s.own_limit_us, s.wake_p99_us
+                )
+            });
             format!(
                 "{split}; the machine's timer wake-up p99 at the run's start is {:.0} µs at {:.0}/s",
                 f.floor_p99_us, f.floor_rate_per_s
@@ -48,12 +48,17 @@ fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
         ));
     }
     if let Some(f) = rep.floor_check.as_ref().filter(|_| rep.send_lag_excused()) {
-        r.push(match (f.own_lag_p99_us, f.own_lag_limit_us, f.wake_lag_p99_us) {
-            (Some(own), Some(limit), Some(wake)) => format!(
-                "rep {rep_no}: at the machine's floor: send-lag p99 {} µs, but the generator's own part is p99 {own} µs (within {limit} µs): its thread was woken or run late (wake-up lateness p99 {wake} µs in this repetition; timer wake-up p99 {:.0} µs at {:.0}/s at the run's start)",
-                f.send_lag_p99_us, f.floor_p99_us, f.floor_rate_per_s
+        r.push(match f.split() {
+            Some(s) => format!(
+                "rep {rep_no}: at the machine's floor: send-lag p99 {} µs, but the generator's own part is p99 {} µs (within {} µs): its thread was woken or run late (wake-up lateness p99 {} µs in this repetition; timer wake-up p99 {:.0} µs at {:.0}/s at the run's start)",
+                f.send_lag_p99_us,
+                s.own_p99_us,
+                s.own_limit_us,
+                s.wake_p99_us,
+                f.floor_p99_us,
+                f.floor_rate_per_s
             ),
-            _ => format!(
+            None => format!(
                 "rep {rep_no}: at the machine's floor: send-lag p99 {} µs against timer wake-up p99 {:.0} µs at {:.0}/s on this machine (the machine's lateness, not the generator's)",
                 f.send_lag_p99_us, f.floor_p99_us, f.floor_rate_per_s
             ),

@@ -21,6 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::limits::Confinement;
+use crate::results::schema::Stage;
 use crate::service::{spawn, startup};
 
 /// Why a warm-up start failed, with the service's last stderr lines when it had started.
@@ -31,6 +32,17 @@ pub struct Failed {
     pub at_spawn: bool,
     pub reason: String,
     pub stderr_tail: Option<String>,
+}
+
+impl Failed {
+    /// The stage a repetition whose warm-up failed stops at.
+    pub fn stage(&self) -> Stage {
+        if self.at_spawn {
+            Stage::Spawn
+        } else {
+            Stage::Startup
+        }
+    }
 }
 
 /// Starts `binary` as [`spawn::spawn`] does, waits for its first 200 from `probe_cpus`
