@@ -134,11 +134,11 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
                 return Reply::Failed(Box::new(e));
             }
         };
-    let port = match spawn::free_port(ip) {
-        Ok(p) => p,
+    let addr = match spawn::free_addr(ip) {
+        Ok(a) => a,
         Err(e) => return failed(Stage::Spawn, format!("no free port on {ip}: {e}")),
     };
-    let addr = SocketAddr::new(ip, port);
+    let port = addr.port();
     let mut proc = match spawn::spawn(binary, addr, l.workers, &s.args, &conf, &probe) {
         Ok(p) => p,
         Err(e) => return failed(Stage::Spawn, format!("cannot start {}: {e}", s.binary)),

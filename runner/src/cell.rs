@@ -240,12 +240,12 @@ fn spawn_service(
         Duration::from_millis(ctx.matrix.startup_timeout_ms),
     )
     .map_err(|f| Stop::at(f.stage(), f.reason).with_tail(f.stderr_tail))?;
-    let port =
-        spawn::free_port(ip).map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
+    let addr =
+        spawn::free_addr(ip).map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
     // Launched from the generator's CPUs, where the readiness probe runs next.
     let proc = spawn::spawn(
         binary,
-        SocketAddr::new(ip, port),
+        addr,
         cell.limits.workers,
         &cell.service_args,
         conf,
@@ -260,7 +260,7 @@ fn spawn_service(
     let start = StartRecord {
         rep,
         pid: proc.pid,
-        port,
+        port: addr.port(),
         connect_us: None,
         first_200_us: None,
         launch_us: None,

@@ -4,7 +4,7 @@
 //! sleeping thread at the run's open-loop rates (`loadgen --floor` on the generator's CPU) —
 //! so start-up figures and open-loop send lag can be read against what the machine allows.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -78,8 +78,7 @@ fn one_start(binary: &Path, limits: Option<&ProfileLimits>) -> Result<(u64, Opti
     let timeout = Duration::from_secs(5);
     let ip = IpAddr::from([127, 0, 0, 1]);
     warm::warm_up(binary, ip, 1, &[], &conf, &probe_cpus, timeout).map_err(|f| f.reason)?;
-    let port = spawn::free_port(ip).map_err(|e| format!("no free port: {e}"))?;
-    let addr = SocketAddr::new(ip, port);
+    let addr = spawn::free_addr(ip).map_err(|e| format!("no free port: {e}"))?;
     let mut proc: Proc = spawn::spawn(binary, addr, 1, &[], &conf, &probe_cpus)
         .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
     let ready = limits::cpus::on_cpus(&probe_cpus, || {

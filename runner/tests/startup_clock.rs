@@ -4,7 +4,7 @@
 //! clear error (from the library, and recorded on a `matrix run` cell for an exec that
 //! fails), never a panic or a hang.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -64,18 +64,9 @@ fn children() -> Vec<(u32, String)> {
 fn responder_first_200_lies_inside_the_wall_time_around_its_launch() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (conf, probe) = server_confinement();
-    let port = spawn::free_port(LOCAL).unwrap();
+    let addr = spawn::free_addr(LOCAL).unwrap();
     let wall_start_ns = mono_ns();
-    let mut proc = spawn::spawn(
-        &responder(),
-        SocketAddr::new(LOCAL, port),
-        1,
-        &[],
-        &conf,
-        &probe,
-    )
-    .expect("launch");
-    let addr = SocketAddr::new(LOCAL, port);
+    let mut proc = spawn::spawn(&responder(), addr, 1, &[], &conf, &probe).expect("launch");
     let ready = on_cpus(&probe, || {
         startup::wait_ready(&mut proc, addr, Duration::from_secs(5))
     })
@@ -154,7 +145,7 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
     let noexec = not_executable(&d.0);
     let e = spawn::spawn(
         &noexec,
-        SocketAddr::new(LOCAL, spawn::free_port(LOCAL).unwrap()),
+        spawn::free_addr(LOCAL).unwrap(),
         1,
         &[],
         &conf,

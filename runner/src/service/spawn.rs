@@ -7,11 +7,10 @@ use std::path::Path;
 use crate::limits::Confinement;
 use crate::process::Proc;
 
-/// A port on `ip` that is free right now (bound without SO_REUSEPORT, then released).
-pub fn free_port(ip: IpAddr) -> std::io::Result<u16> {
-    Ok(TcpListener::bind(SocketAddr::new(ip, 0))?
-        .local_addr()?
-        .port())
+/// An address on `ip` whose port is free right now (bound without SO_REUSEPORT, then
+/// released).
+pub fn free_addr(ip: IpAddr) -> std::io::Result<SocketAddr> {
+    TcpListener::bind(SocketAddr::new(ip, 0))?.local_addr()
 }
 
 /// True when nothing listens on the port — a plain bind (no SO_REUSEPORT) succeeds. A stale

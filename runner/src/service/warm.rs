@@ -16,7 +16,7 @@
 //! cgroup-migration window, so the measured child's own attach skips an RCU grace period
 //! (launch ~0.2 ms instead of ~10 ms) — all before its exec clock starts.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -61,8 +61,7 @@ pub fn warm_up(
         reason: format!("warm-up start: {reason}"),
         stderr_tail: None,
     };
-    let port = spawn::free_port(ip).map_err(|e| at_spawn(format!("no free port: {e}")))?;
-    let addr = SocketAddr::new(ip, port);
+    let addr = spawn::free_addr(ip).map_err(|e| at_spawn(format!("no free port: {e}")))?;
     let mut proc = spawn::spawn(binary, addr, workers, extra, confinement, probe_cpus)
         .map_err(|e| at_spawn(format!("cannot start {}: {e}", binary.display())))?;
     let ready =
