@@ -132,6 +132,7 @@ for rate in ${rates//,/ }; do
 done
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+ok() { awk "BEGIN {print ($1) ? \"yes\" : \"NO\"}"; }
 col() { awk -v t="$1" -v r="$2" -v c="$3" '$1==t && $2==r {print $c}' "$results" | median; }
 echo
 echo "| rate/s | tool | CPU µs/request | latency p50 µs | latency p99 µs | send-lag p50 µs | wake-ups/request |"
@@ -150,6 +151,5 @@ for rate in ${rates//,/ }; do
   pair_median=$(median <<<"$pair_ratios")
   gap=$(awk -v a="$(col loadgen "$rate" 5)" -v b="$c1_p50" 'BEGIN {printf "%+.0f", a - b}')
   lag=$(col loadgen "$rate" 7)
-  ok() { awk "BEGIN {print ($1) ? \"yes\" : \"NO\"}"; }
   echo "| $rate | loadgen vs targets | ${cpu_ratio}× wrk2 (≤ 1.5×: $(ok "$cpu_ratio <= 1.5")); per pair median $(printf '%.2f' "$pair_median")× ($pair_range) | ${gap} µs vs c1 p50 $c1_p50 (within ±50: $(ok "${gap#+} <= 50 && ${gap#+} >= -50")) | | $lag (≤ 50: $(ok "$lag <= 50")) | |"
 done
