@@ -3,7 +3,7 @@
 
 use crate::merge::Merged;
 use crate::report::{Percentiles, Saturation};
-use crate::spec::{LoadModel, LoadSpec};
+use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
 
 /// A worker thread at or above this CPU share may have limited the run.
 const BUSY_LIMIT: f64 = 0.90;
@@ -68,8 +68,16 @@ pub fn saturation(
     if let Some(l) = schedule_lag {
         let limit = send_lag_limit_us(latency.p99);
         if l.p99 > limit {
+            // Coalescing makes sends late by choice, and their latency counts that lateness
+            // too, so it is not excused; the reader is told where it came from.
+            let chosen = match spec.model {
+                LoadModel::Open { coalesce_us, .. } if coalesce_us > DEFAULT_COALESCE_US => {
+                    format!(" (--coalesce-us {coalesce_us} sends up to {coalesce_us} µs late)")
+                }
+                _ => String::new(),
+            };
             reasons.push(format!(
-                "send-lag p99 of requests with a free connection is {} µs, above {limit} µs",
+                "send-lag p99 of requests with a free connection is {} µs, above {limit} µs{chosen}",
                 l.p99
             ));
         }

@@ -39,6 +39,10 @@ pub struct Args {
     /// Open loop: total requests per second, latency measured from intended send times
     #[arg(short = 'R', long, allow_negative_numbers = true)]
     pub rate: Option<f64>,
+    /// Open loop: sends due within this many µs share one wake-up (less CPU, up to this
+    /// much send lag)
+    #[arg(long, value_name = "US", requires = "rate", default_value_t = crate::spec::DEFAULT_COALESCE_US)]
+    pub coalesce_us: u64,
     /// Closed loop: requests in flight per connection, sent as one write
     #[arg(long, default_value_t = 1)]
     pub pipeline: u32,
@@ -145,6 +149,7 @@ impl Args {
                 LoadModel::Open {
                     rate_per_s,
                     connections: self.connections,
+                    coalesce_us: self.coalesce_us,
                 }
             }
             None => LoadModel::Closed {

@@ -19,4 +19,4 @@ pub use check::send_lag_limit_us;
 pub use merge::percentiles;
 pub use report::Report;
 pub use run::{hdr_v2_b64, run};
-pub use spec::{LoadModel, LoadSpec};
+pub use spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};

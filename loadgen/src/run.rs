@@ -29,11 +29,16 @@ pub fn run(spec: &LoadSpec) -> Result<Report> {
     let duration_ns = spec.duration_ms.map(|d| d * ms);
     let warmup_ns = spec.warmup_ms * ms;
     let open = match spec.model {
-        LoadModel::Open { rate_per_s, .. } => Some(OpenPlan::new(
+        LoadModel::Open {
+            rate_per_s,
+            coalesce_us,
+            ..
+        } => Some(OpenPlan::new(
             rate_per_s,
             warmup_ns,
             duration_ns,
             spec.requests,
+            coalesce_us * 1_000,
         )),
         LoadModel::Closed { .. } => None,
     };

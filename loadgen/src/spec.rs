@@ -23,7 +23,22 @@ pub enum LoadModel {
         rate_per_s: f64,
         /// Upper bound on connections used to carry the schedule.
         connections: u32,
+        /// Sends due within this many µs of each other share one wake-up; the earlier ones go
+        /// up to this late, and their send lag says so. Larger trades timing for generator
+        /// CPU (a wake-up costs tens of µs on a VM; `loadgen --floor`).
+        #[serde(default = "default_coalesce_us")]
+        coalesce_us: u64,
     },
+}
+
+/// Default wake-up coalescing: well under a timer wake-up's own lateness on a VM, so on-time
+/// sends stay on time.
+pub const DEFAULT_COALESCE_US: u64 = 20;
+/// Longest coalescing accepted (10 ms): beyond it a "rate" is a burst every so often.
+pub const MAX_COALESCE_US: u64 = 10_000;
+
+fn default_coalesce_us() -> u64 {
+    DEFAULT_COALESCE_US
 }
 
 /// A complete, serializable description of one load run.
@@ -115,6 +130,8 @@ pub enum SpecError {
     RateTooHigh { rate: f64, threads: u32, max: f64 },
     #[error("rate {0} req/s is below the minimum of {MIN_RATE_PER_S} req/s")]
     RateTooLow(f64),
+    #[error("coalescing of {0} µs is longer than the maximum of {MAX_COALESCE_US} µs")]
+    Coalesce(u64),
     #[error("threads must be at most {MAX_THREADS} (got {0})")]
     TooManyThreads(u32),
     #[error("{connections} connections exceed this host's {what} ({limit}{hint})")]
@@ -206,7 +223,11 @@ impl LoadSpec {
             LoadModel::Open {
                 rate_per_s,
                 connections,
+                coalesce_us,
             } => {
+                if coalesce_us > MAX_COALESCE_US {
+                    return Err(SpecError::Coalesce(coalesce_us));
+                }
                 if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
                     return Err(SpecError::Rate(rate_per_s));
                 }
@@ -346,6 +367,7 @@ mod tests {
             spec(LoadModel::Open {
                 rate_per_s,
                 connections: 8,
+                coalesce_us: DEFAULT_COALESCE_US,
             })
         };
         assert!(open(1e6).validate_for(&HOST).is_ok());
@@ -357,6 +379,18 @@ mod tests {
             open(1e-4).validate_for(&HOST),
             Err(SpecError::RateTooLow(_))
         ));
+        let coalescing = |coalesce_us| {
+            spec(LoadModel::Open {
+                rate_per_s: 10.0,
+                connections: 8,
+                coalesce_us,
+            })
+        };
+        assert!(coalescing(MAX_COALESCE_US).validate_for(&HOST).is_ok());
+        assert_eq!(
+            coalescing(MAX_COALESCE_US + 1).validate_for(&HOST),
+            Err(SpecError::Coalesce(MAX_COALESCE_US + 1))
+        );
         let mut s = open(10.0);
         s.duration_ms = Some(9_223_372_036_854_775_000);
         assert!(matches!(

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::report::{Percentiles, Report};
-use crate::spec::{LoadModel, LoadSpec};
+use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
 
 /// One line describing the load, e.g. for progress output.
 pub fn headline(spec: &LoadSpec) -> String {
@@ -16,6 +16,15 @@ pub fn headline(spec: &LoadSpec) -> String {
         LoadModel::Open {
             rate_per_s,
             connections,
+            coalesce_us,
+        } if coalesce_us != DEFAULT_COALESCE_US => format!(
+            "open loop, {rate_per_s} req/s over up to {connections} connections, sends within \
+             {coalesce_us} µs sharing a wake-up"
+        ),
+        LoadModel::Open {
+            rate_per_s,
+            connections,
+            ..
         } => format!("open loop, {rate_per_s} req/s over up to {connections} connections"),
     };
     let bound = match (spec.duration_ms, spec.requests) {

@@ -159,6 +159,38 @@ fn open_loop_with_a_request_count_sends_exactly_that_many() {
 }
 
 #[test]
+fn open_loop_coalescing_shares_wake_ups_and_records_the_lateness() {
+    let srv = TestServer::start(Mode::Ok);
+    // 5,000/s is one send every 200 µs: a 1 ms slack groups ~5 sends per wake-up, the earlier
+    // ones up to 1 ms late by choice.
+    let mut spec = open(srv.url(), 5_000.0, 8);
+    spec.duration_ms = Some(300);
+    spec.warmup_ms = 20;
+    spec.model = loadgen::LoadModel::Open {
+        rate_per_s: 5_000.0,
+        connections: 8,
+        coalesce_us: 1_000,
+    };
+    let r = loadgen::run(&spec).unwrap();
+    assert_adds_up(&r);
+    // A wake-up sends at least the sends due within 1 ms of its first (late wake-ups only
+    // gather more), so well under one wake-up per request.
+    let wakeups = r.generator.wakeups_per_request;
+    assert!(
+        wakeups > 0.0 && wakeups <= 0.35,
+        "{wakeups} wake-ups/request"
+    );
+    // Their lateness is recorded, not hidden: the mean deliberate lag is ~400 µs.
+    let lag = r.schedule_lag_us.unwrap();
+    assert!(lag.p50 >= 200, "send lag {lag:?}");
+    assert!(lag.p99 >= 800, "send lag {lag:?}");
+    // ...and the verdict says where it came from once it passes the limit.
+    for reason in r.verdict.reasons.iter().filter(|r| r.contains("send-lag")) {
+        assert!(reason.contains("--coalesce-us 1000"), "{reason}");
+    }
+}
+
+#[test]
 fn open_loop_spin_waits_are_measured_and_kept_out_of_the_verdict() {
     let srv = TestServer::start(Mode::Ok);
     // 30 µs apart: sends pair up (within 50 µs), and the next pair is due ~30 µs after the

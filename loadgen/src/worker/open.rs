@@ -5,10 +5,6 @@ use super::Worker;
 use super::conn::State;
 use crate::sys::clock::now_ns;
 
-/// Sends due within this much of each other share one wake-up (the earlier ones go up to
-/// this late; their send lag records it).
-const COALESCE_NS: u64 = 20_000;
-
 impl Worker {
     #[inline]
     pub(super) fn k_of(&self, j: u64) -> u64 {
@@ -77,11 +73,12 @@ impl Worker {
             return u64::MAX;
         }
         if self.next_due_j < self.j_end {
-            // Wake once for every send due within COALESCE_NS of the next one.
+            // Wake once for every send due within `coalesce_ns` of the next one (the earlier
+            // ones go up to that late; their send lag records it).
             let first = o.intended_ns(self.t0_ns, self.k_of(self.next_due_j));
             let mut j = self.next_due_j;
             while j + 1 < self.j_end
-                && o.intended_ns(self.t0_ns, self.k_of(j + 1)) <= first + COALESCE_NS
+                && o.intended_ns(self.t0_ns, self.k_of(j + 1)) <= first + o.coalesce_ns
             {
                 j += 1;
             }

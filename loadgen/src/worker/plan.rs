@@ -29,6 +29,8 @@ pub struct OpenPlan {
     pub k_window: u64,
     /// One past the last `k` to schedule (`u64::MAX`: until the duration ends).
     pub k_end: u64,
+    /// Sends due within this much of the next one share its wake-up.
+    pub coalesce_ns: u64,
 }
 
 impl OpenPlan {
@@ -37,6 +39,7 @@ impl OpenPlan {
         warmup_ns: u64,
         duration_ns: Option<u64>,
         requests: Option<u64>,
+        coalesce_ns: u64,
     ) -> Self {
         let ns_per_request = 1e9 / rate_per_s;
         let k_window = (warmup_ns as f64 / ns_per_request).ceil() as u64;
@@ -48,6 +51,7 @@ impl OpenPlan {
             ns_per_request,
             k_window,
             k_end: by_time.min(by_count),
+            coalesce_ns,
         }
     }
 
@@ -116,9 +120,9 @@ mod tests {
 
     #[test]
     fn open_plan_bounds() {
-        let p = OpenPlan::new(1000.0, 500_000_000, Some(1_000_000_000), None);
+        let p = OpenPlan::new(1000.0, 500_000_000, Some(1_000_000_000), None, 20_000);
         assert_eq!((p.k_window, p.k_end), (500, 1500));
-        let p = OpenPlan::new(1000.0, 0, Some(1_000_000_000), Some(10));
+        let p = OpenPlan::new(1000.0, 0, Some(1_000_000_000), Some(10), 20_000);
         assert_eq!((p.k_window, p.k_end), (0, 10));
         assert_eq!(p.intended_ns(5, 3), 3_000_005);
     }
@@ -126,7 +130,7 @@ mod tests {
     #[test]
     fn due_slots_match_counting_one_by_one() {
         for (rate, threads) in [(1000.0, 1), (3.0, 2), (7777.7, 3), (0.5, 1)] {
-            let p = OpenPlan::new(rate, 0, Some(2_000_000_000), None);
+            let p = OpenPlan::new(rate, 0, Some(2_000_000_000), None, 20_000);
             for index in 0..threads {
                 for now in (0..2_100_000_000u64).step_by(9_999_991) {
                     let brute = (0..p.k_end)
@@ -145,7 +149,7 @@ mod tests {
 
     #[test]
     fn first_window_slot_is_the_first_own_k_at_or_after_the_window() {
-        let p = OpenPlan::new(1000.0, 10_000_000, None, None);
+        let p = OpenPlan::new(1000.0, 10_000_000, None, None, 20_000);
         assert_eq!(p.k_window, 10);
         // Thread 1 of 3 owns k = 1, 4, 7, 10, ...: slot 3 is k = 10.
         assert_eq!(p.first_window_slot(1, 3), 3);

@@ -223,6 +223,7 @@ pub fn open(url: String, rate_per_s: f64, connections: u32) -> LoadSpec {
         model: LoadModel::Open {
             rate_per_s,
             connections,
+            coalesce_us: loadgen::DEFAULT_COALESCE_US,
         },
         ..closed(url, connections, 1)
     }

@@ -36,9 +36,11 @@ pub fn share(spec: &LoadSpec, i: usize, n: usize) -> LoadSpec {
         LoadModel::Open {
             rate_per_s,
             connections,
+            coalesce_us,
         } => LoadModel::Open {
             rate_per_s: rate_per_s / n as f64,
             connections: split_count(connections, n32)[i],
+            coalesce_us,
         },
     };
     s.threads = s.threads.min(s.connections()).max(1);
@@ -292,13 +294,15 @@ mod tests {
         let open = spec(LoadModel::Open {
             rate_per_s: 5000.0,
             connections: 64,
+            coalesce_us: loadgen::DEFAULT_COALESCE_US,
         });
         for i in 0..2 {
             assert_eq!(
                 share(&open, i, 2).model,
                 LoadModel::Open {
                     rate_per_s: 2500.0,
-                    connections: 32
+                    connections: 32,
+                    coalesce_us: loadgen::DEFAULT_COALESCE_US,
                 }
             );
         }

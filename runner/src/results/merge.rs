@@ -263,6 +263,7 @@ mod tests {
             model: LoadModel::Open {
                 rate_per_s: rate,
                 connections: 8,
+                coalesce_us: loadgen::DEFAULT_COALESCE_US,
             },
             threads: 1,
             keepalive: true,

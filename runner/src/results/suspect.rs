@@ -335,6 +335,7 @@ mod tests {
         let open = LoadModel::Open {
             rate_per_s: 5_000.0,
             connections: 8,
+            coalesce_us: loadgen::DEFAULT_COALESCE_US,
         };
         let mut c = cell_with(open, &[(5_000.0, 100.0), (5_000.0, 100.0)]);
         let lag = "send-lag p99 of requests with a free connection is 2900 µs, above 200 µs";
@@ -386,6 +387,7 @@ mod tests {
         let open = LoadModel::Open {
             rate_per_s: 5_000.0,
             connections: 64,
+            coalesce_us: loadgen::DEFAULT_COALESCE_US,
         };
         let mut c = cell_with(
             open,
@@ -432,6 +434,7 @@ mod tests {
         let open = LoadModel::Open {
             rate_per_s: 10_000.0,
             connections: 8,
+            coalesce_us: loadgen::DEFAULT_COALESCE_US,
         };
         let c = cell_with(
             open,

@@ -260,6 +260,7 @@ fn open(
                 model: LoadModel::Open {
                     rate_per_s,
                     connections,
+                    coalesce_us: loadgen::DEFAULT_COALESCE_US,
                 },
                 churn: None,
             };
