@@ -193,8 +193,8 @@ fn open_loop_coalescing_shares_wake_ups_and_records_the_lateness() {
 #[test]
 fn open_loop_spin_waits_are_measured_and_kept_out_of_the_verdict() {
     let srv = TestServer::start(Mode::Ok);
-    // 30 µs apart: sends pair up (within 50 µs), and the next pair is due ~30 µs after the
-    // second send, so a wake-up ~20 µs late leaves under 10 µs: a spin-wait.
+    // 30 µs apart: a wake-up ~20 µs late leaves under 10 µs until the next send is due (too
+    // far apart to share a wake-up at the default 20 µs coalescing): a spin-wait.
     let mut spec = open(srv.url(), 33_000.0, 2);
     spec.duration_ms = Some(300);
     spec.warmup_ms = 50;
