@@ -6,6 +6,7 @@
 #   scripts/loadgen-vs-wrk2.sh [--duration 12s] [--pairs 2] [--connections 64]
 #                              [--rates 5000,20000] [--server-cpu 0] [--gen-cpu 1]
 #                              [--loadgen PATH] [--port 18482] [--slack-us 1000]
+#                              [--halt-poll-ns N]
 #
 # wrk2 is built by ../shared/peers/build-wrk2.sh (relative to the repository root); when it
 # cannot be built, the script prints a SKIPPED line and exits 0. Generator CPU: user+sys of
@@ -17,11 +18,15 @@
 # loadgen --coalesce-us SLACK (1000: sends grouped per ~1 ms, like wrk2's tick; 0 skips it),
 # which shows what loadgen's CPU per request is once it wakes as seldom as wrk2 does, i.e.
 # how much of the gap is the price of sending every request on time.
+# --halt-poll-ns N is a control, not a tuning: on a VM guest with the haltpoll cpuidle driver
+# it sets how long an idle vCPU polls before halting (haltpoll.guest_halt_poll_ns) for the
+# run and restores it after. A halted vCPU is woken through the hypervisor, which sets the
+# CPU price of every timer wake-up (and the loopback latency); polling takes that price out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 duration=12s pairs=2 conns=64 rates=5000,20000 server_cpu=0 gen_cpu=1 loadgen="" port=18482
-slack_us=1000
+slack_us=1000 halt_poll_ns=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration) duration=$2; shift 2 ;;
@@ -33,7 +38,8 @@ while [[ $# -gt 0 ]]; do
     --loadgen) loadgen=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --slack-us) slack_us=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --halt-poll-ns) halt_poll_ns=$2; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,12 +65,23 @@ url="http://127.0.0.1:$port/ping"
 
 tmp=$(mktemp -d)
 server_pid=""
+halt_poll=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+halt_poll_was=""
+if [[ -n "$halt_poll_ns" ]]; then
+  [[ $halt_poll_ns =~ ^[0-9]+$ ]] || { echo "--halt-poll-ns takes a whole number of ns" >&2; exit 2; }
+  [[ -w $halt_poll ]] || { echo "--halt-poll-ns needs a writable $halt_poll (root, haltpoll cpuidle)" >&2; exit 2; }
+  halt_poll_was=$(cat "$halt_poll")
+fi
 cleanup() {
+  if [[ -n "$halt_poll_was" ]]; then echo "$halt_poll_was" >"$halt_poll"; fi
   if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
+if [[ -n "$halt_poll_was" ]]; then echo "$halt_poll_ns" >"$halt_poll"; fi
+idle_driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo "?")
+echo "idle: cpuidle driver $idle_driver, guest halt polling $(cat "$halt_poll" 2>/dev/null || echo "-") ns${halt_poll_was:+ (set for this run; was $halt_poll_was)}"
 taskset -c "$server_cpu" "$server_bin" --listen "127.0.0.1:$port" --workers 1 >"$tmp/server.out" 2>&1 &
 server_pid=$!
 for _ in $(seq 50); do

@@ -97,6 +97,7 @@ probe_batch() {
 }
 
 
+echo "rcu_expedited: $(cat /sys/kernel/rcu_expedited 2>/dev/null || echo "-")"
 printf '%-22s %-6s %s\n' service side "first 200 (µs) per start"
 for svc in $SERVICES; do
   : >"$WORK/runner-$svc"; : >"$WORK/probe-$svc"

@@ -180,6 +180,19 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
     let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
     assert!(md.contains("Start-up floor of this runner"), "{md}");
     assert!(md.contains("Machine floor (`loadgen --floor`"), "{md}");
+    // How idle CPUs wait is recorded where the kernel exposes it, and said beside the floor.
+    let idle = &run.environment.hardware.cpu_idle;
+    let exposed = std::path::Path::new("/sys/devices/system/cpu/cpuidle/current_driver").exists();
+    assert_eq!(idle.is_some(), exposed, "{idle:?}");
+    assert_eq!(
+        md.contains("Idle CPUs wait with cpuidle driver"),
+        exposed,
+        "{md}"
+    );
+    assert_eq!(
+        run.environment.os.rcu_expedited.is_some(),
+        std::path::Path::new("/sys/kernel/rcu_expedited").exists()
+    );
     let results: ResultsFile = read(&run_dir.join("results.json"));
     // 2 scenarios × 2 profiles × 3 services.
     assert_eq!(results.cells.len(), 12);

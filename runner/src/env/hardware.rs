@@ -3,7 +3,7 @@
 use sysinfo::System;
 
 use super::cgroup::{self, CgroupVersion};
-use crate::results::schema::{CgroupEnv, Hardware, IoUringEnv, NetEnv, Os};
+use crate::results::schema::{CgroupEnv, CpuIdle, Hardware, IoUringEnv, NetEnv, Os};
 
 fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path)
@@ -59,7 +59,21 @@ pub fn hardware() -> Hardware {
         memory_total_bytes: sys.as_ref().map_or(0, |s| s.total_memory()),
         virtualization: virtualization(),
         arch: System::cpu_arch(),
+        cpu_idle: cpu_idle(),
     }
+}
+
+fn cpu_idle() -> Option<CpuIdle> {
+    let dir = "/sys/devices/system/cpu/cpuidle";
+    let idle = CpuIdle {
+        driver: read(&format!("{dir}/current_driver")),
+        governor: read(&format!("{dir}/current_governor"))
+            .or_else(|| read(&format!("{dir}/current_governor_ro"))),
+        guest_halt_poll_ns: read("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+            .and_then(|v| v.parse().ok()),
+    };
+    (idle.driver.is_some() || idle.governor.is_some() || idle.guest_halt_poll_ns.is_some())
+        .then_some(idle)
 }
 
 pub fn os() -> Os {
@@ -68,6 +82,7 @@ pub fn os() -> Os {
             .unwrap_or_else(|_| read("/proc/sys/kernel/osrelease").unwrap_or_default()),
         os: System::long_os_version().unwrap_or_default(),
         hostname: System::host_name().unwrap_or_default(),
+        rcu_expedited: read("/sys/kernel/rcu_expedited").map(|v| v == "1"),
     }
 }
 

@@ -346,6 +346,18 @@ fn machine_floor(o: &mut String, run: &RunRecord) {
         crate::results::schema::AT_FLOOR_FACTOR,
         crate::results::schema::AT_FLOOR_SLACK_US,
     );
+    if let Some(idle) = &run.environment.hardware.cpu_idle {
+        let name = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+        let poll = idle
+            .guest_halt_poll_ns
+            .map_or(String::new(), |ns| format!(", guest halt polling {ns} ns"));
+        let _ = writeln!(
+            o,
+            "Idle CPUs wait with cpuidle driver {}, governor {}{poll}. How deeply an idle CPU sleeps sets much of the wake-up lateness and cost above, and of every latency here (a halted vCPU is woken through the hypervisor).\n",
+            name(&idle.driver),
+            name(&idle.governor),
+        );
+    }
 }
 
 fn drift(o: &mut String, res: &ResultsFile) {

@@ -208,6 +208,21 @@ pub struct Hardware {
     /// Hypervisor / container detection, e.g. "kvm", "none", with how it was detected.
     pub virtualization: String,
     pub arch: String,
+    /// How an idle CPU waits (None: not exposed, or a run older than the field). On a VM a
+    /// halted vCPU is woken through the hypervisor, so this moves latency and the CPU price
+    /// of every wake-up severalfold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_idle: Option<CpuIdle>,
+}
+
+/// `/sys/devices/system/cpu/cpuidle` and, for the guest haltpoll driver, its polling window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuIdle {
+    pub driver: Option<String>,
+    pub governor: Option<String>,
+    /// `haltpoll.guest_halt_poll_ns`: how long an idle vCPU polls before it halts (0: it halts
+    /// at once).
+    pub guest_halt_poll_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,6 +230,10 @@ pub struct Os {
     pub kernel: String,
     pub os: String,
     pub hostname: String,
+    /// `/sys/kernel/rcu_expedited`: whether grace periods are expedited. Start-ups that wait
+    /// for one (glommio's `membarrier` registration) take 1–4 scheduler ticks longer without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcu_expedited: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
