@@ -2,7 +2,8 @@
 //! `perf script` into the folder.
 
 use std::io::{BufReader, Read};
-use std::os::unix::process::ExitStatusExt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +13,12 @@ use super::{Error, NotAvailable, Options, Profile, ProfileRecord};
 
 /// How long `perf record` may take to write its data after SIGINT.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `perf record` may take to attach and enable its events; the load waits for it,
+/// since a busy machine can take longer than a short window to get perf going.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Control fds handed to `perf record --control fd:CTL,ACK`, moved this high so that no
+/// descriptor of the child's stdio can be in the way.
+const CONTROL_FD_MIN: libc::c_int = 200;
 
 /// perf as it can be used on this machine: found, allowed, with the event to sample.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +32,9 @@ pub struct Perf {
     pub hardware_counters: bool,
     /// `/proc/sys/kernel/perf_event_paranoid`, if readable.
     pub paranoid: Option<i32>,
+    /// `perf record` takes `--control` and `-D -1` (perf 5.10+): it starts disabled and says
+    /// when its events are on, so no load goes unsampled while perf attaches.
+    pub control: bool,
 }
 
 /// A running `perf record -p <pid>`; [`Recording::stop`] ends it. Dropping it kills perf.
@@ -37,6 +47,8 @@ pub struct Recording {
     dir: PathBuf,
     name: String,
     started: Instant,
+    /// The write end of perf's control pipe, held until perf exits.
+    _control: Option<OwnedFd>,
 }
 
 fn not_available(reason: impl Into<String>) -> NotAvailable {
@@ -168,12 +180,22 @@ impl Perf {
             event.push_str(":u");
         }
 
+        // `perf record -h` prints its usage (exit status 129) with every option it knows.
+        let control = Command::new(&program)
+            .args(["record", "-h"])
+            .stdin(Stdio::null())
+            .output()
+            .is_ok_and(|o| {
+                let text = [o.stdout, o.stderr].concat();
+                String::from_utf8_lossy(&text).contains("--control")
+            });
         let perf = Perf {
             program,
             version,
             event,
             hardware_counters,
             paranoid,
+            control,
         };
         perf.trial()?;
         Ok(perf)
@@ -223,17 +245,48 @@ impl Perf {
         std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
         let data = dir.join(format!("{name}.perf.data"));
         // Not -q: perf's closing line reports the number of samples written.
-        let child = Command::new(&self.program)
-            .args(["record", "--no-buildid-cache", "-e", &self.event])
+        let mut cmd = Command::new(&self.program);
+        cmd.args(["record", "--no-buildid-cache", "-e", &self.event])
             .args(["-F", &options.frequency_hz.to_string()])
             .args(["--call-graph", &options.call_graph.perf_arg()])
             .args(["-p", &pid.to_string(), "-o"])
             .arg(&data)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(Error::io("starting perf record"))?;
+            .stderr(Stdio::piped());
+        let control = if self.control {
+            let pipes = control_pipes().map_err(Error::io("creating perf's control pipes"))?;
+            let (ctl_r, ack_w) = (pipes.ctl_r.as_raw_fd(), pipes.ack_w.as_raw_fd());
+            cmd.args(["-D", "-1", "--control", &format!("fd:{ctl_r},{ack_w}")]);
+            // SAFETY: fcntl is async-signal-safe; the fds stay open in the parent until spawn
+            // returns, so they are valid in the child.
+            unsafe {
+                cmd.pre_exec(move || {
+                    for fd in [ctl_r, ack_w] {
+                        if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
+            Some(pipes)
+        } else {
+            None
+        };
+        let child = cmd.spawn().map_err(Error::io("starting perf record"))?;
+        let control = control.map(|p| {
+            let ControlPipes {
+                ctl_r,
+                ctl_w,
+                ack_r,
+                ack_w,
+            } = p;
+            // Only perf holds its ends now, so its exit shows as end-of-file on `ack_r`.
+            drop((ctl_r, ack_w));
+            await_enabled(&ctl_w, &ack_r);
+            ctl_w
+        });
         Ok(Recording {
             perf: self.clone(),
             child: Some(child),
@@ -242,7 +295,89 @@ impl Perf {
             dir: dir.to_owned(),
             name: name.to_owned(),
             started: Instant::now(),
+            _control: control,
         })
+    }
+}
+
+/// `perf record --control`'s two pipes: commands to perf, acknowledgements back.
+struct ControlPipes {
+    ctl_r: OwnedFd,
+    ctl_w: OwnedFd,
+    ack_r: OwnedFd,
+    ack_w: OwnedFd,
+}
+
+fn control_pipes() -> std::io::Result<ControlPipes> {
+    let pipe = || -> std::io::Result<(OwnedFd, OwnedFd)> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two fds into the array on success.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both fds were just created and are owned by nobody else.
+        Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    };
+    // The ends perf gets move above the child's stdio (still close-on-exec until pre_exec).
+    let high = |fd: OwnedFd| -> std::io::Result<OwnedFd> {
+        // SAFETY: F_DUPFD_CLOEXEC returns a new fd or -1.
+        let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, CONTROL_FD_MIN) };
+        if new == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `new` is a fresh fd owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    };
+    let (ctl_r, ctl_w) = pipe()?;
+    let (ack_r, ack_w) = pipe()?;
+    Ok(ControlPipes {
+        ctl_r: high(ctl_r)?,
+        ctl_w,
+        ack_r,
+        ack_w: high(ack_w)?,
+    })
+}
+
+/// Asks perf to enable its events and waits (up to `READY_TIMEOUT`) for its "ack". Any
+/// failure just ends the wait: a perf that died says why when the recording is stopped.
+fn await_enabled(ctl_w: &OwnedFd, ack_r: &OwnedFd) {
+    let cmd = b"enable\n";
+    // SAFETY: writing a small buffer to a pipe we own.
+    if unsafe { libc::write(ctl_w.as_raw_fd(), cmd.as_ptr().cast(), cmd.len()) }
+        != cmd.len() as isize
+    {
+        return;
+    }
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"ack\n") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let mut pfd = libc::pollfd {
+            fd: ack_r.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(1000) as libc::c_int) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        if n == 0 {
+            continue;
+        }
+        let mut buf = [0u8; 64];
+        // SAFETY: reading into a local buffer from a pipe we own.
+        let r = unsafe { libc::read(ack_r.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if r <= 0 {
+            return; // end of file: perf exited
+        }
+        got.extend_from_slice(&buf[..r as usize]);
     }
 }
 
@@ -458,13 +593,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn profiles_a_real_busy_process() {
+    /// Profiles a busy child (this test binary running `busy_child`) for `cpu_ticks` of its
+    /// CPU time (1/100 s each) from the moment `Perf::start` returns; None (after saying so)
+    /// where perf is missing or refused.
+    fn record_busy_child(test: &str, cpu_ticks: u64) -> Option<(Perf, ProfileRecord, PathBuf)> {
         let perf = match Perf::probe() {
             Ok(perf) => perf,
             Err(na) => {
-                eprintln!("SKIPPED profiles_a_real_busy_process: perf {na}");
-                return;
+                eprintln!("SKIPPED {test}: perf {na}");
+                return None;
             }
         };
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -473,7 +610,7 @@ mod tests {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        let dir = std::env::temp_dir().join(format!("pingmatrix-profile-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("pingmatrix-{test}-{}", std::process::id()));
         let options = Options {
             frequency_hz: 199,
             title: "busy child".into(),
@@ -493,20 +630,45 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         let recording = perf.start(child.id(), &options, &dir, "busy").unwrap();
-        // A window of the child's CPU time, not of wall time: ~0.4 s of spinning (40 ticks).
+        // A window of the child's CPU time, not of wall time.
         let from = ticks(child.id());
-        while ticks(child.id()) < from + 40 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
+        while ticks(child.id()) < from + cpu_ticks && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
         }
         let profile = recording.stop();
         let _ = child.kill();
         let _ = child.wait();
-        let record = match profile.unwrap() {
-            Profile::Recorded(record) => record,
+        match profile.unwrap() {
+            Profile::Recorded(record) => Some((perf, record, dir)),
             Profile::NotAvailable(na) => {
-                eprintln!("SKIPPED profiles_a_real_busy_process: perf record {na}");
-                return;
+                eprintln!("SKIPPED {test}: perf record {na}");
+                None
             }
+        }
+    }
+
+    #[test]
+    fn a_short_window_is_sampled_from_its_start() {
+        // 0.1 s of the child's CPU from the moment `start` returns: ~20 samples at 199 Hz once
+        // perf has said its events are on. perf takes 60-90 ms to attach on an idle VM (more
+        // under load), which without that wait swallowed most of such a window.
+        let Some((perf, record, dir)) = record_busy_child("short_window", 10) else {
+            return;
+        };
+        std::fs::remove_dir_all(&dir).unwrap();
+        if !perf.control {
+            eprintln!("SKIPPED a_short_window_is_sampled_from_its_start: perf has no --control");
+            return;
+        }
+        let samples = record.samples.expect("perf reports the samples it wrote");
+        assert!(samples >= 10, "{samples} samples in 0.1 s of CPU at 199 Hz");
+    }
+
+    #[test]
+    fn profiles_a_real_busy_process() {
+        // ~0.4 s of spinning (40 ticks).
+        let Some((perf, record, dir)) = record_busy_child("busy_process", 40) else {
+            return;
         };
         let folded = std::fs::read_to_string(&record.folded).unwrap();
         let svg = std::fs::read_to_string(record.svg.as_ref().unwrap()).unwrap();
