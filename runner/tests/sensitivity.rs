@@ -116,13 +116,15 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
 fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
     let d = Scratch::new("verdicts");
     let hyper = bin("ping-tokio-hyper");
-    // b spends 300 µs more CPU per request than a: several times a's CPU/request.
+    // b spends 1 ms more CPU per request than a: over ten times a's CPU/request, so that
+    // one round skewed by a busy machine (parallel tests) cannot hide it from a 3-round
+    // paired interval (300 µs once could).
     let m = write_config(
         &d.0,
         &matrix_toml(
             &[
                 ("a", hyper.clone(), ""),
-                ("b", hyper, "\"--burn-ns\", \"300000\""),
+                ("b", hyper, "\"--burn-ns\", \"1000000\""),
             ],
             "drift_points = 2\nmax_repetitions = 3\nbaseline = \"a\"",
             "",
