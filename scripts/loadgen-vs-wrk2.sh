@@ -161,6 +161,8 @@ done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 ok() { awk "BEGIN {print ($1) ? \"yes\" : \"NO\"}"; }
 col() { awk -v t="$1" -v r="$2" -v c="$3" '$1==t && $2==r {print $c}' "$results" | median; }
+# cpu_vs_wrk2 <tool> <rate>: the tool's median CPU per request over wrk2's.
+cpu_vs_wrk2() { awk -v a="$(col "$1" "$2" 4)" -v b="$(col wrk2 "$2" 4)" 'BEGIN {printf "%.2f", a / b}'; }
 echo
 echo "| rate/s | tool | CPU µs/request | latency p50 µs | latency p99 µs | send-lag p50 µs | wake-ups/request |"
 echo "|---|---|---|---|---|---|---|"
@@ -170,7 +172,7 @@ for rate in ${rates//,/ }; do
     [[ $tool == loadgen* ]] && lag=$(col "$tool" "$rate" 7) wake=$(col "$tool" "$rate" 8)
     echo "| $rate | $tool | $(col "$tool" "$rate" 4) | $(col "$tool" "$rate" 5) | $(col "$tool" "$rate" 6) | $lag | $wake |"
   done
-  cpu_ratio=$(awk -v a="$(col loadgen "$rate" 4)" -v b="$(col wrk2 "$rate" 4)" 'BEGIN {printf "%.2f", a / b}')
+  cpu_ratio=$(cpu_vs_wrk2 loadgen "$rate")
   # Each pair ran back to back, so its ratio shares the machine's state of the moment.
   pair_ratios=$(awk -v r="$rate" '$2==r && $1=="loadgen" {l[$3]=$4} $2==r && $1=="wrk2" {w[$3]=$4}
     END {for (i in l) if (i in w) print l[i] / w[i]}' "$results" | sort -g)
@@ -179,8 +181,7 @@ for rate in ${rates//,/ }; do
   gap=$(awk -v a="$(col loadgen "$rate" 5)" -v b="$c1_p50" 'BEGIN {printf "%+.0f", a - b}')
   lag=$(col loadgen "$rate" 7)
   if (( slack_us > 0 )); then
-    slack_ratio=$(awk -v a="$(col loadgen-slack "$rate" 4)" -v b="$(col wrk2 "$rate" 4)" 'BEGIN {printf "%.2f", a / b}')
-    echo "| $rate | loadgen-slack = --coalesce-us $slack_us | ${slack_ratio}× wrk2 | | | | |"
+    echo "| $rate | loadgen-slack = --coalesce-us $slack_us | $(cpu_vs_wrk2 loadgen-slack "$rate")× wrk2 | | | | |"
   fi
   echo "| $rate | loadgen vs targets | ${cpu_ratio}× wrk2 (≤ 1.5×: $(ok "$cpu_ratio <= 1.5")); per pair median $(printf '%.2f' "$pair_median")× ($pair_range) | ${gap} µs vs c1 p50 $c1_p50 (within ±50: $(ok "${gap#+} <= 50 && ${gap#+} >= -50")) | | $lag (≤ 50: $(ok "$lag <= 50")) | |"
 done

@@ -2,9 +2,9 @@
 # Start-up time as the runner reports it (`matrix run`: exec → first 200, the child's own
 # exec clock) against an independent probe (scripts/lib/startup_probe.c: posix_spawn →
 # first 200 from another CPU, retrying every 50 µs), A B A B per service, release builds,
-# server on SERVER_CPU, probes on PROBE_CPU. Prints every batch, then per service both medians, their ratio, the
-# median difference with its bootstrap 95 % interval, and whether the runner is within
-# max(0.5 ms, 10 %) of the probe (scripts/lib/startup_compare.py).
+# server on SERVER_CPU, probes on PROBE_CPU. Prints every batch, then per service both
+# medians, their ratio, the median difference with its bootstrap 95 % interval, and whether
+# the runner is within max(0.5 ms, 10 %) of the probe (scripts/lib/startup_compare.py).
 #
 # Two stages per service: ROUNDS rounds, then as many more (up to MAX_ROUNDS) as the first
 # rounds' spread says are needed for the interval to be no wider than the tolerance. A tight
@@ -33,24 +33,29 @@ command -v python3 >/dev/null || { echo "startup-vs-probe: python3 not found" >&
 cargo build --release --locked --workspace --bins >&2
 
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-PROBE=${PROBE:-c}
+knob=/sys/kernel/rcu_expedited was=""
+cleanup() {
+  if [ -n "$was" ]; then echo "$was" >"$knob"; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 # A control, not a tuning: glommio's start waits for an RCU grace period (its membarrier
 # registration), 1-4 scheduler ticks drawn afresh each start, which both sides share and which
 # makes medians of even 80 starts wander by ±4 ms. Expedited grace periods take that draw out,
 # so what is left to compare is the harness. The kernel's setting is restored on exit.
 if [ "${RCU_EXPEDITED:-0}" = 1 ]; then
-  knob=/sys/kernel/rcu_expedited
   [ -w "$knob" ] || { echo "startup-vs-probe: RCU_EXPEDITED=1 needs a writable $knob (root)" >&2; exit 2; }
   was=$(cat "$knob")
-  trap 'echo "$was" >"$knob"; rm -rf "$WORK"' EXIT
   echo 1 >"$knob"
-  echo "rcu_expedited: 1 for this run (was $was)"
 fi
-if [ "$PROBE" = c ]; then
-  command -v cc >/dev/null || { echo "startup-vs-probe: cc not found (PROBE=py uses Python)" >&2; exit 2; }
-  cc -O2 -Wall -o "$WORK/startup_probe" scripts/lib/startup_probe.c
-fi
+case "${PROBE:-c}" in
+  c)
+    command -v cc >/dev/null || { echo "startup-vs-probe: cc not found (PROBE=py uses Python)" >&2; exit 2; }
+    cc -O2 -Wall -o "$WORK/startup_probe" scripts/lib/startup_probe.c
+    probe=("$WORK/startup_probe") ;;
+  py) probe=(python3 scripts/lib/startup_probe.py) ;;
+  *) echo "startup-vs-probe: PROBE must be c or py" >&2; exit 2 ;;
+esac
 
 # The runner's figures: STARTS repetitions of one tiny cell (every repetition is a fresh
 # start), first_200_us of each start, one per line.
@@ -89,15 +94,10 @@ PY
 }
 
 probe_batch() {
-  if [ "$PROBE" = c ]; then
-    "$WORK/startup_probe" "$REL/ping-$1" "$SERVER_CPU" "$PROBE_CPU" "$STARTS"
-  else
-    python3 scripts/lib/startup_probe.py "$REL/ping-$1" "$SERVER_CPU" "$PROBE_CPU" "$STARTS"
-  fi
+  "${probe[@]}" "$REL/ping-$1" "$SERVER_CPU" "$PROBE_CPU" "$STARTS"
 }
 
-
-echo "rcu_expedited: $(cat /sys/kernel/rcu_expedited 2>/dev/null || echo "-")"
+echo "rcu_expedited: $(cat "$knob" 2>/dev/null || echo "-")${was:+ (set for this run; was $was)}"
 printf '%-22s %-6s %s\n' service side "first 200 (µs) per start"
 for svc in $SERVICES; do
   : >"$WORK/runner-$svc"; : >"$WORK/probe-$svc"

@@ -17,15 +17,16 @@ pub fn headline(spec: &LoadSpec) -> String {
             rate_per_s,
             connections,
             coalesce_us,
-        } if coalesce_us != DEFAULT_COALESCE_US => format!(
-            "open loop, {rate_per_s} req/s over up to {connections} connections, sends within \
-             {coalesce_us} µs sharing a wake-up"
-        ),
-        LoadModel::Open {
-            rate_per_s,
-            connections,
-            ..
-        } => format!("open loop, {rate_per_s} req/s over up to {connections} connections"),
+        } => {
+            let coalescing = if coalesce_us == DEFAULT_COALESCE_US {
+                String::new()
+            } else {
+                format!(", sends within {coalesce_us} µs sharing a wake-up")
+            };
+            format!(
+                "open loop, {rate_per_s} req/s over up to {connections} connections{coalescing}"
+            )
+        }
     };
     let bound = match (spec.duration_ms, spec.requests) {
         (Some(d), Some(n)) => format!("{:.2} s or {n} requests", d as f64 / 1e3),

@@ -166,11 +166,9 @@ fn open_loop_coalescing_shares_wake_ups_and_records_the_lateness() {
     let mut spec = open(srv.url(), 5_000.0, 8);
     spec.duration_ms = Some(300);
     spec.warmup_ms = 20;
-    spec.model = loadgen::LoadModel::Open {
-        rate_per_s: 5_000.0,
-        connections: 8,
-        coalesce_us: 1_000,
-    };
+    if let loadgen::LoadModel::Open { coalesce_us, .. } = &mut spec.model {
+        *coalesce_us = 1_000;
+    }
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
     // A wake-up sends at least the sends due within 1 ms of its first (late wake-ups only

@@ -289,8 +289,8 @@ impl Worker {
     /// (`clock_nanosleep`, cheaper per wake-up than an epoll wait, and I/O cannot wake it)
     /// until the next send is due, send, then collect every response that arrived meanwhile
     /// (every `HARVEST_EVERY_NS`), each stamped with its kernel receive time. One wake-up per
-    /// send (or per group of sends due within `OpenPlan::coalesce_ns`) instead of one per send plus one
-    /// per response. The due sends go first while connections are spare: the responses keep
+    /// send (or per group of sends due within `OpenPlan::coalesce_ns`) instead of one per send
+    /// plus one per response. The due sends go first while connections are spare: the responses keep
     /// their stamps, so only the sends' lateness depends on the order. A wait shorter than
     /// `SPIN_NS` spins on the clock: a sleep would overshoot it by more than the spin costs.
     /// Otherwise (closed loop, or requests queued for a connection, which a response must

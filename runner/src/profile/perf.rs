@@ -1,7 +1,8 @@
 //! Driving the `perf` binary: probing what it may do here, `perf record -p` for a window,
 //! `perf script` into the folder.
 
-use std::io::{BufReader, Read};
+use std::fs::File;
+use std::io::{BufReader, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -48,7 +49,7 @@ pub struct Recording {
     name: String,
     started: Instant,
     /// The write end of perf's control pipe, held until perf exits.
-    _control: Option<OwnedFd>,
+    _control: Option<File>,
 }
 
 fn not_available(reason: impl Into<String>) -> NotAvailable {
@@ -284,8 +285,9 @@ impl Perf {
             } = p;
             // Only perf holds its ends now, so its exit shows as end-of-file on `ack_r`.
             drop((ctl_r, ack_w));
-            await_enabled(&ctl_w, &ack_r);
-            ctl_w
+            let ctl = File::from(ctl_w);
+            await_enabled(&ctl, &File::from(ack_r));
+            ctl
         });
         Ok(Recording {
             perf: self.clone(),
@@ -340,12 +342,8 @@ fn control_pipes() -> std::io::Result<ControlPipes> {
 
 /// Asks perf to enable its events and waits (up to `READY_TIMEOUT`) for its "ack". Any
 /// failure just ends the wait: a perf that died says why when the recording is stopped.
-fn await_enabled(ctl_w: &OwnedFd, ack_r: &OwnedFd) {
-    let cmd = b"enable\n";
-    // SAFETY: writing a small buffer to a pipe we own.
-    if unsafe { libc::write(ctl_w.as_raw_fd(), cmd.as_ptr().cast(), cmd.len()) }
-        != cmd.len() as isize
-    {
+fn await_enabled(mut ctl: &File, mut ack: &File) {
+    if ctl.write_all(b"enable\n").is_err() {
         return;
     }
     let deadline = Instant::now() + READY_TIMEOUT;
@@ -356,7 +354,7 @@ fn await_enabled(ctl_w: &OwnedFd, ack_r: &OwnedFd) {
             return;
         }
         let mut pfd = libc::pollfd {
-            fd: ack_r.as_raw_fd(),
+            fd: ack.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -372,12 +370,10 @@ fn await_enabled(ctl_w: &OwnedFd, ack_r: &OwnedFd) {
             continue;
         }
         let mut buf = [0u8; 64];
-        // SAFETY: reading into a local buffer from a pipe we own.
-        let r = unsafe { libc::read(ack_r.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if r <= 0 {
-            return; // end of file: perf exited
+        match ack.read(&mut buf) {
+            Ok(0) | Err(_) => return, // end of file: perf exited
+            Ok(n) => got.extend_from_slice(&buf[..n]),
         }
-        got.extend_from_slice(&buf[..r as usize]);
     }
 }
 
