@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fmt --all --check
+scripts/check-docs.py
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --bins --locked
 cargo test --workspace --locked
