@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 README_MAX_LINES = 250
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
