@@ -5,7 +5,7 @@
 //! - `protocol` and `session`: JSON lines with `matrix agent` on the host (`crate::agent`),
 //!   whose stdin closing ends everything it started;
 //! - `rep`: one repetition of a multi-host cell — the server on its host, the load split
-//!   between the generator hosts, their full histograms merged (`results::merge`).
+//!   between the generator hosts, their full histograms merged (`loadgen::Report::merge`).
 //!
 //! [`Fleet::connect`] readies every host the plan uses when a run starts (or resumes) and
 //! records each in run.json (`hosts`): destination, binaries with their hashes, clock
