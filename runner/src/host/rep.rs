@@ -12,8 +12,8 @@ use std::time::Duration;
 use loadgen::{LoadSpec, Report};
 
 use super::Fleet;
-use super::protocol::{Failed, Reply, Request, Serve};
 use super::session::Session;
+use crate::agent::protocol::{Failed, Reply, Request, Serve};
 use crate::config::Matrix;
 use crate::results::schema::{CellResult, CellSpec, GeneratorRun, RepResult, Stage};
 
