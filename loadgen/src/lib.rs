@@ -1,10 +1,14 @@
 //! loadgen: closed- and open-loop HTTP/1.1 load with exact accounting.
 //!
 //! `run(&LoadSpec) -> Result<Report>` is the whole API; the binary only parses flags and prints.
+//! Beside it, the report format both ways (`hdr`: histograms encoded and decoded) and one load
+//! over several hosts (`hosts`: `LoadSpec::split`, `Report::merge`).
 
 mod check;
 pub mod cli;
 pub mod floor;
+mod hdr;
+pub mod hosts;
 pub mod http;
 mod merge;
 pub mod recorder;
@@ -16,7 +20,8 @@ pub mod text;
 mod worker;
 
 pub use check::send_lag_limit_us;
+pub use hdr::{hdr_v2_b64, hdr_v2_decode};
 pub use merge::percentiles;
 pub use report::Report;
-pub use run::{hdr_v2_b64, run};
+pub use run::run;
 pub use spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};

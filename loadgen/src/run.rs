@@ -2,13 +2,13 @@
 //! recorders into the versioned `Report` with its self-check verdict.
 
 use std::sync::{Arc, Barrier, OnceLock};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use base64::Engine;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
 use crate::check;
+use crate::hdr::hdr_v2_b64;
 use crate::http::request::RequestBytes;
 use crate::http::target;
 use crate::merge::{Merged, percentiles};
@@ -17,6 +17,18 @@ use crate::spec::{LoadModel, LoadSpec};
 use crate::sys::{clock, proc};
 use crate::worker::plan::{OpenPlan, Plan, Share, split_even};
 use crate::worker::{StartLine, Worker, WorkerTally};
+
+impl LoadSpec {
+    /// How long one run of this load may take on the wall clock, start to report: warm-up,
+    /// the window (0 for a request count), the longest response wait, and 15 s of slack for
+    /// start-up, connection set-up and writing the report. Whoever runs loadgen as a child
+    /// kills it after this.
+    pub fn wall_budget(&self) -> Duration {
+        Duration::from_millis(
+            self.warmup_ms + self.duration_ms.unwrap_or(0) + self.timeout_ms + 15_000,
+        )
+    }
+}
 
 /// Run one load as specified and report on it.
 pub fn run(spec: &LoadSpec) -> Result<Report> {
@@ -176,13 +188,4 @@ fn generator(m: &Merged) -> Generator {
         },
         allowed_cpus: proc::allowed_cpus(),
     }
-}
-
-/// A merged histogram as HDR V2 + deflate, base64 (re-mergeable across runs and hosts).
-pub fn hdr_v2_b64(h: &Histogram<u64>) -> Result<String, String> {
-    let mut buf = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut buf)
-        .map_err(|e| format!("histogram serialization failed: {e:?}"))?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(&buf))
 }

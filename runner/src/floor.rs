@@ -17,7 +17,7 @@ use crate::results::schema::{
     AT_FLOOR_FACTOR, AT_FLOOR_SLACK_US, CellSpec, FloorCheck, MachineFloor, ProfileLimits,
     StartupFloor,
 };
-use crate::results::stats;
+use crate::results::summary;
 use crate::service::{spawn, startup, warm};
 
 /// Starts measured; a few ms each.
@@ -53,8 +53,8 @@ pub fn startup(exe_dir: Option<&Path>, limits: Option<&ProfileLimits>) -> Startu
     }
     StartupFloor {
         binary: crate::binaries::display_path(&binary),
-        first_200_us: stats::summarize(&first),
-        launch_us: stats::summarize(&launch),
+        first_200_us: summary::summarize(&first),
+        launch_us: summary::summarize(&launch),
         unavailable: None,
         launch: crate::process::launch_method(),
         warm_up: Some(WARM_UP.into()),

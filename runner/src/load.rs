@@ -30,9 +30,7 @@ pub fn run(
     cmd.arg("--spec").arg(spec_file).arg("--json").arg("-");
     let mut proc = Proc::spawn(cmd, confinement)
         .map_err(|e| format!("cannot start {}: {e}", loadgen.display()))?;
-    let budget = Duration::from_millis(
-        spec.warmup_ms + spec.duration_ms.unwrap_or(0) + spec.timeout_ms + 15_000,
-    );
+    let budget = spec.wall_budget();
     let deadline = Instant::now() + budget;
     let status = loop {
         if let Some(st) = proc.try_wait() {

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 mod live;
 
 use live::{Scratch, bin, out_text, read};
-use runner::results::merge::{decode, same_percentiles};
+use loadgen::hdr_v2_decode as decode;
+use loadgen::hosts::same_percentiles;
 use runner::results::schema::{CellResult, CellStatus, RunRecord};
 
 const SSHD: &str = "/usr/sbin/sshd";

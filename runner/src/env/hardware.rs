@@ -2,7 +2,7 @@
 
 use sysinfo::System;
 
-use super::cgroup::{self, CgroupVersion};
+use crate::limits::cgroup::{self, CgroupVersion};
 use crate::results::schema::{CgroupEnv, CpuIdle, Hardware, IoUringEnv, NetEnv, Os};
 
 fn read(path: &str) -> Option<String> {

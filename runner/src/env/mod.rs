@@ -1,6 +1,5 @@
 //! The environment record written once per run (run.json `environment`).
 
-pub mod cgroup;
 pub mod hardware;
 pub mod provenance;
 pub mod toolchain;

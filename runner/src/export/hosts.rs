@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::results::schema::{CellResult, HostRecord};
-use crate::results::stats::summarize;
+use crate::results::summary::summarize;
 
 pub fn section<'a>(hosts: &[HostRecord], cells: impl Iterator<Item = &'a CellResult>) -> String {
     if hosts.is_empty() {

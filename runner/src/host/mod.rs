@@ -2,17 +2,16 @@
 //!
 //! - `ssh`: the system OpenSSH client, one multiplexed master connection per host;
 //! - `ship`: the exact binaries, copied (or `nix copy`) and checked by sha256 on arrival;
-//! - `protocol` and `session`: JSON lines with `matrix agent` on the host (`crate::agent`),
-//!   whose stdin closing ends everything it started;
+//! - `session`: JSON lines with `matrix agent` on the host (`crate::agent`; both sides
+//!   speak `agent::protocol`), whose stdin closing ends everything it started;
 //! - `rep`: one repetition of a multi-host cell — the server on its host, the load split
-//!   between the generator hosts, their full histograms merged (`results::merge`).
+//!   between the generator hosts, their full histograms merged (`loadgen::Report::merge`).
 //!
 //! [`Fleet::connect`] readies every host the plan uses when a run starts (or resumes) and
 //! records each in run.json (`hosts`): destination, binaries with their hashes, clock
 //! offset and the host's own environment record. A host that cannot be reached is recorded
 //! with the reason, and each of its cells fails with that reason; other cells run.
 
-pub mod protocol;
 pub mod rep;
 pub mod session;
 pub mod ship;
@@ -24,9 +23,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::agent::protocol::{Reply, Request};
 use crate::config::{HostDef, LOCAL_HOST, Matrix};
 use crate::results::schema::{CellSpec, HostRecord, ShippedBinary};
-use protocol::{Reply, Request};
 use session::Session;
 use ssh::Ssh;
 

@@ -9,43 +9,16 @@
 
 use std::time::Duration;
 
-use loadgen::{LoadModel, LoadSpec};
+use loadgen::{LoadSpec, Report};
 
 use super::Fleet;
-use super::protocol::{Failed, Reply, Request, Serve};
 use super::session::Session;
+use crate::agent::protocol::{Failed, Reply, Request, Serve};
 use crate::config::Matrix;
-use crate::results::merge::{merge_reports, split_count};
 use crate::results::schema::{CellResult, CellSpec, GeneratorRun, RepResult, Stage};
 
 /// Why the repetition ended: stage, reason (naming the host), service stderr tail.
 pub type RepFailure = (Stage, String, Option<String>);
-
-/// The cell's load for generator `i` of `n`.
-pub fn share(spec: &LoadSpec, i: usize, n: usize) -> LoadSpec {
-    let mut s = spec.clone();
-    let n32 = n as u32;
-    s.model = match spec.model {
-        LoadModel::Closed {
-            connections,
-            pipeline,
-        } => LoadModel::Closed {
-            connections: split_count(connections, n32)[i],
-            pipeline,
-        },
-        LoadModel::Open {
-            rate_per_s,
-            connections,
-            coalesce_us,
-        } => LoadModel::Open {
-            rate_per_s: rate_per_s / n as f64,
-            connections: split_count(connections, n32)[i],
-            coalesce_us,
-        },
-    };
-    s.threads = s.threads.min(s.connections()).max(1);
-    s
-}
 
 fn from_failed(res: &mut CellResult, host: &str, f: Failed) -> RepFailure {
     if res.limits.is_none() {
@@ -162,7 +135,7 @@ pub fn run_rep(
     }
     let parts: Vec<(&str, &loadgen::Report)> =
         runs.iter().map(|g| (g.host.as_str(), &g.report)).collect();
-    let report = merge_reports(&total, &parts).map_err(|e| (Stage::Load, e, None))?;
+    let report = Report::merge(&total, &parts).map_err(|e| (Stage::Load, e, None))?;
     Ok(RepResult {
         rep,
         started_unix_ms: report.started_unix_ms,
@@ -196,13 +169,17 @@ fn window_on_server(fleet: &Fleet, server_offset: i64, runs: &[GeneratorRun]) ->
 
 /// Starts every generator's share at once (sessions first, then the requests back to
 /// back), then collects the reports. The error names the host.
+/// Beyond the load's own budget: the agent starts loadgen on its host and relays the report
+/// back over SSH.
+const RELAY_SLACK: Duration = Duration::from_secs(15);
+
 fn generate(
     fleet: &Fleet,
     cell: &CellSpec,
     total: &LoadSpec,
     hosts: &[String],
 ) -> Result<Vec<GeneratorRun>, String> {
-    let n = hosts.len();
+    let shares = total.split(hosts.len() as u32);
     let mut sessions: Vec<(String, Session, String)> = Vec::new();
     for h in hosts {
         let ep = fleet.get(h)?;
@@ -214,17 +191,15 @@ fn generate(
             .ok_or_else(|| format!("host {h}: loadgen was not shipped"))?;
         sessions.push((h.clone(), session, loadgen));
     }
-    for (i, (h, s, loadgen)) in sessions.iter_mut().enumerate() {
+    for ((h, s, loadgen), share) in sessions.iter_mut().zip(shares) {
         let req = Request::Load {
             loadgen: loadgen.clone(),
-            spec: Box::new(share(total, i, n)),
+            spec: Box::new(share),
             cpus: cell.limits.loadgen_cpus.clone(),
         };
         s.send(&req).map_err(|e| format!("host {h}: {e}"))?;
     }
-    let budget = Duration::from_millis(
-        total.warmup_ms + total.duration_ms.unwrap_or(0) + total.timeout_ms + 30_000,
-    );
+    let budget = total.wall_budget() + RELAY_SLACK;
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     for (h, s, _) in &mut sessions {
@@ -245,66 +220,5 @@ fn generate(
         Ok(runs)
     } else {
         Err(errors.join("; "))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(model: LoadModel) -> LoadSpec {
-        LoadSpec {
-            url: "http://127.0.0.1:1/ping".into(),
-            model,
-            threads: 2,
-            keepalive: true,
-            duration_ms: Some(1000),
-            requests: None,
-            warmup_ms: 0,
-            timeout_ms: 1000,
-            expect_status: 200,
-            expect_body_bytes: None,
-            headers: vec![],
-        }
-    }
-
-    #[test]
-    fn load_is_split_by_connections_or_rate() {
-        let closed = spec(LoadModel::Closed {
-            connections: 3,
-            pipeline: 4,
-        });
-        let a = share(&closed, 0, 2);
-        let b = share(&closed, 1, 2);
-        assert_eq!(
-            a.model,
-            LoadModel::Closed {
-                connections: 2,
-                pipeline: 4
-            }
-        );
-        assert_eq!(
-            b.model,
-            LoadModel::Closed {
-                connections: 1,
-                pipeline: 4
-            }
-        );
-        assert_eq!((a.threads, b.threads), (2, 1));
-        let open = spec(LoadModel::Open {
-            rate_per_s: 5000.0,
-            connections: 64,
-            coalesce_us: loadgen::DEFAULT_COALESCE_US,
-        });
-        for i in 0..2 {
-            assert_eq!(
-                share(&open, i, 2).model,
-                LoadModel::Open {
-                    rate_per_s: 2500.0,
-                    connections: 32,
-                    coalesce_us: loadgen::DEFAULT_COALESCE_US,
-                }
-            );
-        }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::protocol::{Reply, Request};
+use crate::agent::protocol::{Reply, Request};
 
 pub struct Session {
     /// The host's name, for messages.

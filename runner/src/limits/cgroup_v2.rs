@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::cgroup::{CGROUP_ROOT, CgroupVersion};
 use super::cpus::format_cpus;
 use super::{
     Confinement, CounterFiles, PERIOD_US, Request, Role, Unsupported, applied_limits, group_name,
     quota_us, read_back, read_counters, read_trim, self_cgroups, swap_note, write,
 };
-use crate::env::cgroup::{CGROUP_ROOT, CgroupVersion};
 use crate::results::schema::CgroupCounters;
 
 fn own_dir() -> Result<PathBuf, Unsupported> {

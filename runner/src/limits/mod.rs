@@ -6,10 +6,11 @@
 //! requested limit cannot be applied the caller gets `Unsupported` with the reason — never a
 //! silent unlimited run.
 //!
-//! `cgroup_v1` / `cgroup_v2` hold what differs between the versions (file names, layout);
+//! `cgroup` probes which hierarchy the machine offers; `cgroup_v1` / `cgroup_v2` hold what differs between the versions (file names, layout);
 //! what they share — quota arithmetic, reading back the applied values, the applied-limits
 //! record, parsing `/proc/self/cgroup` and counter files — lives here.
 
+pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
 pub mod cpus;
@@ -24,8 +25,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nix::sched::{CpuSet, sched_setaffinity};
 use nix::unistd::Pid;
 
-use crate::env::cgroup::{CGROUP_ROOT, CgroupVersion};
 use crate::results::schema::{AppliedLimits, CgroupCounters};
+use cgroup::{CGROUP_ROOT, CgroupVersion};
 
 /// What one process should be confined to.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,7 +136,7 @@ impl ChildSetup {
 /// affinity always.
 pub fn confine(role: Role, req: &Request) -> Result<Confinement, Unsupported> {
     let needs_cgroup = req.cpu_quota.is_some() || req.memory_max_bytes.is_some();
-    let attempt = match crate::env::cgroup::version() {
+    let attempt = match cgroup::version() {
         CgroupVersion::V1 => cgroup_v1::create(role, req),
         CgroupVersion::V2 => cgroup_v2::create(role, req),
         CgroupVersion::None => Err(Unsupported(format!(

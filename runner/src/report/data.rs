@@ -1,9 +1,7 @@
 //! What the charts read: cells grouped by (scenario, profile), each cell's position on the
 //! load axis, and merged latency histograms decoded from the generator reports.
 
-use base64::Engine;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::Deserializer;
 use loadgen::LoadModel;
 
 use crate::results::group::{self, Group};
@@ -45,24 +43,8 @@ pub fn merged_latency(cell: &CellResult) -> anyhow::Result<Option<Histogram<u64>
         if b64.is_empty() {
             continue;
         }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cell {} rep {}: histogram is not base64: {e}",
-                    cell.cell.key,
-                    rep.rep
-                )
-            })?;
-        let h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cell {} rep {}: bad HDR histogram: {e:?}",
-                    cell.cell.key,
-                    rep.rep
-                )
-            })?;
+        let h = loadgen::hdr_v2_decode(b64)
+            .map_err(|e| anyhow::anyhow!("cell {} rep {}: {e}", cell.cell.key, rep.rep))?;
         // An auto-resizing target: repetitions may have recorded different maxima.
         let m = match &mut merged {
             Some(m) => m,

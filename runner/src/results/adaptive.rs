@@ -3,41 +3,11 @@
 //! loop, where the rate is fixed — is at most the target, or until its repetition cap.
 
 use loadgen::LoadModel;
-use serde::{Deserialize, Serialize};
 
 use super::metric::{Metric, by_rep};
+pub use super::schema::{Adaptive, StopReason, Stopping};
 use super::schema::{CellResult, CellSpec};
 use super::stats;
-
-/// `target_ci_pct` with its cap, as planned for a cell.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Adaptive {
-    /// Stop once the primary metric's 95 % CI half-width is at most this (percent of mean).
-    pub target_ci_pct: f64,
-    /// The most repetitions the cell gets (its time cap).
-    pub max_repetitions: u32,
-}
-
-/// Why a cell stopped repeating.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The CI half-width reached the target.
-    TargetMet,
-    /// `max_repetitions` ran out first.
-    Cap,
-}
-
-/// A cell's stop under adaptive repetitions, recorded in its file and summary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stopping {
-    pub reason: StopReason,
-    pub repetitions: u32,
-    pub metric: Metric,
-    /// The primary metric's 95 % CI half-width at the stop, percent of its mean.
-    pub ci_half_pct: Option<f64>,
-    pub target_ci_pct: f64,
-}
 
 impl Stopping {
     /// "target met: ±2.1 % ≤ 3 % after 6 repetitions" / "cap: ±4.2 % > 3 % after 10".

@@ -3,61 +3,17 @@
 //! rounds) and the minimum detectable effect (MDE, 95 % confidence, 80 % power) at the run's
 //! repetitions — within a run (paired) and between two runs (independent samples).
 
-use serde::{Deserialize, Serialize};
-
 use loadgen::LoadModel;
 
-use super::difference::{self, Difference, NOISE_PCT, Verdict};
+use super::difference::{self, NOISE_PCT, Verdict};
 use super::metric::{self, Metric, by_rep};
 use super::power::{self, Design};
+pub use super::schema::{Calibration, CalibrationCell, CalibrationMetric};
 use super::schema::{CellResult, CellStatus};
 use super::stats;
 
 /// A relative effect worth detecting, for `reps_for_10_pct`.
 pub const EFFECT_PCT: f64 = 10.0;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    pub service: String,
-    pub cells: Vec<CalibrationCell>,
-}
-
-/// One calibration cell: both arms at one scenario/level/profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CalibrationCell {
-    pub scenario: String,
-    pub level: String,
-    pub profile: String,
-    pub open_loop: bool,
-    /// Rounds in which both arms were measured.
-    pub pairs: u32,
-    pub metrics: Vec<CalibrationMetric>,
-    /// An arm that failed or stopped short, with its reason.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failures: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CalibrationMetric {
-    pub metric: Metric,
-    /// Values per arm (pairs for the paired figures).
-    pub n: u32,
-    /// Coefficient of variation per repetition, percent.
-    pub cv_a_pct: Option<f64>,
-    pub cv_b_pct: Option<f64>,
-    /// B against A, paired on rounds: should include 1.
-    pub aa: Option<Difference>,
-    /// The suite's verdict on that A/A difference ("no change" unless the machine misled).
-    pub verdict: Verdict,
-    /// Standard deviation of the per-round log ratio B/A, percent.
-    pub paired_sd_pct: Option<f64>,
-    /// MDE of a paired comparison within a run at these settings (n rounds), percent.
-    pub mde_pct: Option<f64>,
-    /// MDE of comparing two runs of n repetitions each (independent samples), percent.
-    pub mde_between_runs_pct: Option<f64>,
-    /// Rounds a paired comparison needs to detect a 10 % difference.
-    pub reps_for_10_pct: Option<u32>,
-}
 
 impl CalibrationMetric {
     /// The spread of one repetition of one arm, both arms pooled, percent.

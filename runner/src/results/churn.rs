@@ -3,85 +3,11 @@
 //! RSS before, after cycle 1 and after the last cycle, and whether it levelled off or keeps
 //! growing (a leak a user can read).
 
-use serde::{Deserialize, Serialize};
-
 use super::schema::{CellResult, CellStatus};
+pub use super::schema::{ChurnCycle, ChurnRep, ChurnSpec, ChurnSummary, ChurnVerdict};
 use super::stats::median;
 
 const MIB: f64 = 1024.0 * 1024.0;
-
-/// A churn cell's load: `cycles` rounds of opening `connections` connections (one request
-/// each), holding them, and closing them all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChurnSpec {
-    pub connections: u32,
-    pub cycles: u32,
-}
-
-/// One repetition of a churn cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChurnRep {
-    /// 1-based.
-    pub rep: u32,
-    pub started_unix_ms: u64,
-    /// VmRSS after start-up and verification, before the first cycle.
-    pub rss_before_bytes: Option<u64>,
-    pub cycles: Vec<ChurnCycle>,
-}
-
-/// One open → hold → close → settle round. `opened = served + failed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChurnCycle {
-    /// 1-based.
-    pub cycle: u32,
-    /// Connections attempted.
-    pub opened: u32,
-    /// Connected, sent the request and read a complete 200 response.
-    pub served: u32,
-    /// Connect, write or read failed, timed out, or the status was not 200.
-    pub failed: u32,
-    /// VmRSS with every served connection still open.
-    pub rss_open_bytes: Option<u64>,
-    /// VmRSS after closing them all and letting the service settle.
-    pub rss_closed_bytes: Option<u64>,
-    /// Close → the RSS read above (until RSS stopped changing, bounded).
-    pub settle_ms: u64,
-    /// Opening (connect + one request each) took this long.
-    pub open_ms: u64,
-}
-
-/// Whether RSS after closing the connections still rises from cycle to cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChurnVerdict {
-    Levelled,
-    Growing,
-    /// Fewer than two cycles with an RSS reading.
-    Unknown,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChurnSummary {
-    pub connections: u32,
-    pub cycles: u32,
-    /// Repetitions summarised; every RSS below is the median over them.
-    pub n: u32,
-    pub rss_before_bytes: Option<u64>,
-    /// After closing: cycle 1 … cycle N, median over repetitions per cycle.
-    pub rss_closed_bytes: Vec<Option<u64>>,
-    pub rss_first_bytes: Option<u64>,
-    pub rss_last_bytes: Option<u64>,
-    /// Last − first (may be negative).
-    pub growth_bytes: Option<i64>,
-    /// (last − first) / first × 100.
-    pub growth_pct: Option<f64>,
-    /// Mean rise per cycle over the second half of the cycles (the trend that is left once
-    /// allocator pools have warmed up): each repetition's, then the median over them.
-    pub late_slope_bytes_per_cycle: Option<f64>,
-    pub verdict: ChurnVerdict,
-    pub opened: u64,
-    pub failed: u64,
-}
 
 /// Growing: over the second half of the cycles RSS still rises by more than
 /// `max(GROWTH_FLOOR_BYTES, GROWTH_FLOOR_FRACTION × first)` per cycle. Page-granular

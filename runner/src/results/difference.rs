@@ -9,27 +9,9 @@
 //! the few-percent spread of a usable cell this understates the width by a few percent of
 //! itself, far below the noise threshold.
 
-use serde::{Deserialize, Serialize};
-
 use super::metric::{Metric, MetricValues};
+pub use crate::results::schema::{Difference, Verdict};
 use crate::results::stats::{self, t_975};
-
-/// The difference of means, new − old, with its 95 % Welch interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Difference {
-    /// new mean / old mean.
-    pub ratio: f64,
-    /// (new − old) / old × 100.
-    pub change_pct: f64,
-    /// 95 % CI of `change_pct`; `None` when either side has fewer than 2 values.
-    pub ci95_low_pct: Option<f64>,
-    pub ci95_high_pct: Option<f64>,
-    /// Welch–Satterthwaite degrees of freedom (floored before looking up t); n − 1 paired.
-    pub df: Option<f64>,
-    /// Paired on repetitions: `ratio` is the geometric mean of the per-pair ratios.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub paired: bool,
-}
 
 pub fn difference(old: &MetricValues, new: &MetricValues) -> Option<Difference> {
     if old.mean == 0.0 || !old.mean.is_finite() || !new.mean.is_finite() {
@@ -112,22 +94,6 @@ fn welch(old: &MetricValues, new: &MetricValues) -> Option<(f64, f64)> {
     // Flooring df rounds t up: the interval errs wide, never narrow.
     let t = t_975((df.floor() as usize).max(1));
     Some((t * se2.sqrt(), df))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Better,
-    Worse,
-    /// The CI includes zero, or the change is within the noise threshold.
-    NoChange,
-    /// No interval could be computed: fewer than 2 values on a side, or only a point value
-    /// (results.json keeps medians of percentiles, not their spread).
-    Undetermined,
-    /// The cell was run differently on the two sides (and `--force` was not given).
-    NotComparable,
-    /// The metric was not measured on one side.
-    Missing,
 }
 
 impl Verdict {

@@ -1,23 +1,12 @@
 //! The metrics a comparison covers, which direction is better for each, and how to read
 //! their per-repetition values out of a cell (falling back to results.json summaries).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+pub use crate::results::schema::Metric;
 use crate::results::schema::{CellResult, CellSummary, Stat};
 use crate::results::stats;
 pub use crate::results::units::Unit;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    RequestsPerS,
-    LatencyP50Us,
-    LatencyP99Us,
-    StartupUs,
-    IdleRssBytes,
-    PeakRssBytes,
-    CpuUsPerRequest,
-}
 
 pub const ALL: [Metric; 7] = [
     Metric::RequestsPerS,

@@ -9,7 +9,6 @@ pub mod calibration;
 pub mod churn;
 pub mod difference;
 pub mod group;
-pub mod merge;
 pub mod metric;
 pub mod power;
 pub mod schema;

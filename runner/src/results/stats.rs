@@ -4,8 +4,6 @@
 //! CI method: Student's t interval, mean ± t(0.975, n−1) · s/√n. With the 3–5 repetitions a
 //! matrix affords, the normal 1.96 would understate the interval by up to 2×.
 
-use crate::results::schema::Stat;
-
 pub fn mean(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() {
         return None;
@@ -72,23 +70,6 @@ pub fn ci95(xs: &[f64]) -> Option<(f64, f64)> {
     Some((m - half, m + half))
 }
 
-/// All of the above in the schema's `Stat`; None for an empty slice.
-pub fn summarize(xs: &[f64]) -> Option<Stat> {
-    let m = mean(xs)?;
-    let ci = ci95(xs);
-    Some(Stat {
-        n: xs.len() as u32,
-        mean: m,
-        median: median(xs)?,
-        stdev: stdev(xs),
-        cv: cv(xs),
-        ci95_low: ci.map(|c| c.0),
-        ci95_high: ci.map(|c| c.1),
-        min: xs.iter().copied().fold(f64::INFINITY, f64::min),
-        max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    })
-}
-
 /// Relative change in percent, (new − old) / old × 100.
 pub fn pct_change(old: f64, new: f64) -> Option<f64> {
     (old != 0.0).then(|| (new - old) / old * 100.0)
@@ -136,19 +117,6 @@ mod tests {
         assert_eq!(t_975(1), 12.706);
         assert_eq!(t_975(30), 2.042);
         assert_eq!(t_975(1000), 1.96);
-    }
-
-    #[test]
-    fn summarize_fills_every_field() {
-        let s = summarize(&[100.0, 110.0, 90.0]).unwrap();
-        assert_eq!(s.n, 3);
-        assert_eq!(s.median, 100.0);
-        assert_eq!(s.min, 90.0);
-        assert_eq!(s.max, 110.0);
-        assert!(close(s.cv.unwrap(), 0.1, 1e-12));
-        assert!(summarize(&[]).is_none());
-        let one = summarize(&[5.0]).unwrap();
-        assert_eq!((one.stdev, one.cv, one.ci95_low), (None, None, None));
     }
 
     #[test]

@@ -3,11 +3,28 @@
 use loadgen::LoadModel;
 
 use super::schema::{
-    CellResult, CellSpec, CellStatus, CellSummary, LatencySummary, SCHEMA_VERSION,
+    CellResult, CellSpec, CellStatus, CellSummary, LatencySummary, SCHEMA_VERSION, Stat,
 };
 use crate::results::churn;
-use crate::results::stats::{median, summarize};
+use crate::results::stats::{self, median};
 use crate::results::suspect;
+
+/// The statistics of `stats` as the schema's `Stat`; None for an empty slice.
+pub fn summarize(xs: &[f64]) -> Option<Stat> {
+    let m = stats::mean(xs)?;
+    let ci = stats::ci95(xs);
+    Some(Stat {
+        n: xs.len() as u32,
+        mean: m,
+        median: stats::median(xs)?,
+        stdev: stats::stdev(xs),
+        cv: stats::cv(xs),
+        ci95_low: ci.map(|c| c.0),
+        ci95_high: ci.map(|c| c.1),
+        min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+        max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    })
+}
 
 fn med_u64(xs: impl Iterator<Item = u64>) -> u64 {
     let v: Vec<f64> = xs.map(|x| x as f64).collect();
@@ -151,5 +168,18 @@ mod tests {
         assert_eq!(sum_measured([Some(2), None, Some(0)].into_iter()), Some(2));
         assert_eq!(sum_measured([None, None].into_iter()), None);
         assert_eq!(sum_measured(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn summarize_fills_every_field() {
+        let s = summarize(&[100.0, 110.0, 90.0]).unwrap();
+        assert_eq!(s.n, 3);
+        assert_eq!(s.median, 100.0);
+        assert_eq!(s.min, 90.0);
+        assert_eq!(s.max, 110.0);
+        assert!((s.cv.unwrap() - 0.1).abs() < 1e-12);
+        assert!(summarize(&[]).is_none());
+        let one = summarize(&[5.0]).unwrap();
+        assert_eq!((one.stdev, one.cv, one.ci95_low), (None, None, None));
     }
 }

@@ -4,39 +4,14 @@
 //! Welch), the verdict, and the MDE this machine allows for that comparison, from the run's
 //! calibration. "No change" here reads "indistinguishable here (MDE x %)".
 
-use serde::{Deserialize, Serialize};
-
 use loadgen::LoadModel;
 
 use super::calibration::Calibration;
 use super::difference::{self, Difference, NOISE_PCT, Verdict};
 use super::metric::{self, Metric, by_rep};
 use super::power::Design;
+pub use super::schema::{BaselineVerdict, MetricVerdict};
 use super::schema::{CellResult, CellStatus};
-
-/// One service against the baseline in one cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BaselineVerdict {
-    pub key: String,
-    pub service: String,
-    pub baseline: String,
-    pub scenario: String,
-    pub level: String,
-    pub profile: String,
-    pub metrics: Vec<MetricVerdict>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MetricVerdict {
-    pub metric: Metric,
-    /// Service against baseline (`ratio` = service / baseline).
-    pub difference: Option<Difference>,
-    pub verdict: Verdict,
-    /// Smallest difference this comparison would detect (95 % / 80 %), percent, from the
-    /// run's calibration; None without one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mde_pct: Option<f64>,
-}
 
 impl BaselineVerdict {
     pub fn metric(&self, m: Metric) -> Option<&MetricVerdict> {

@@ -1,8 +1,5 @@
-//! The on-disk result schema: every type `matrix run` writes (run.json, cells/<key>.json,
-//! results.json), in one module so `matrix compare` / `matrix report` can read them back.
-//!
-//! Rules: units in field names, `Option` for "not measured" (never a fake zero), and every
-//! type derives `Deserialize`. Bump `SCHEMA_VERSION` on any incompatible change.
+//! The expanded plan (one `CellSpec` per cell, in run.json) and cells/<key>.json: a cell's
+//! repetitions as they ran.
 
 use std::collections::BTreeMap;
 
@@ -10,289 +7,7 @@ use loadgen::{LoadModel, LoadSpec, Report};
 use ping_common::startup::StartupLine;
 use serde::{Deserialize, Serialize};
 
-/// Version of run.json, cell files and results.json.
-pub const SCHEMA_VERSION: u32 = 1;
-
-// ---------------------------------------------------------------------------------------
-// run.json
-// ---------------------------------------------------------------------------------------
-
-/// `results/<run-id>/run.json`: how, where and with what the run was made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    pub schema_version: u32,
-    pub run_id: String,
-    pub started_unix_ms: u64,
-    /// Set when the run ends (completed or interrupted); `None` while running or if killed.
-    pub finished_unix_ms: Option<u64>,
-    pub status: RunStatus,
-    /// argv exactly as given.
-    pub command_line: Vec<String>,
-    pub quick: bool,
-    /// `--target-ci` as given (resume expands the same plan).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_ci_pct: Option<f64>,
-    /// `matrix calibrate`: the run holds only the calibration.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub calibration_only: bool,
-    /// `--only` filters as given.
-    pub only: Vec<String>,
-    /// Path of the matrix file as given on the command line.
-    pub config_path: String,
-    /// The matrix file, verbatim.
-    pub config_toml: String,
-    pub config_sha256: String,
-    /// Every cell of the expanded plan, in execution order.
-    pub plan: Vec<CellSpec>,
-    pub estimated_duration_s: f64,
-    pub environment: Environment,
-    /// The harness's floors, measured when the run started (absent in older runs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub floors: Option<Floors>,
-    /// `matrix run --flamegraph`: perf as probed once at the start of the run, or why it is
-    /// not available. Absent for runs without flame graphs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flamegraph: Option<FlamegraphProbe>,
-    /// Multi-host runs: every host a cell used, its environment and the binaries shipped to
-    /// it. Absent for single-machine runs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<HostRecord>,
-}
-
-/// One host of a multi-host run as the runner found it when the run (or its resumption)
-/// started.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostRecord {
-    /// The `[[hosts]]` name ("local" = the runner's machine).
-    pub name: String,
-    /// `[user@]host[:port]` as ssh was given it; "local" for the runner's machine.
-    pub destination: String,
-    /// Where a service on it listens / generators connect.
-    pub address: Option<String>,
-    /// The binaries run there: sha256 on this machine, and as checked on arrival.
-    pub binaries: BTreeMap<String, ShippedBinary>,
-    /// Its clock minus the runner's, estimated over the SSH channel (µs); only used to
-    /// line up the server's CPU samples with the generators' windows.
-    pub clock_offset_us: Option<i64>,
-    /// Round trip of that estimate (µs): the offset is good to about half of it.
-    pub clock_rtt_us: Option<u64>,
-    /// The host's own environment record (the fields run.json has for this machine).
-    pub environment: Option<Environment>,
-    /// Why the host could not be used (its cells failed with this reason).
-    pub unavailable: Option<String>,
-}
-
-/// One binary on a host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShippedBinary {
-    /// Path on this machine.
-    pub local_path: String,
-    /// Path on the host.
-    pub remote_path: String,
-    pub sha256: String,
-    /// "local" (run in place), "copied" (sent over ssh), "cached" (already there with the
-    /// same sha256) or "nix-copy" (`nix copy --to ssh://`).
-    pub via: String,
-    /// sha256 computed on the host after arrival equals `sha256`.
-    pub verified: bool,
-}
-
-/// What the harness itself costs on this machine, measured at the start of the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Floors {
-    pub startup: StartupFloor,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine: Option<MachineFloor>,
-}
-
-/// `pingmatrix-responder` (bind, answer one /ping, exit) started through the services' own
-/// path: the least start-up time this runner can report here.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StartupFloor {
-    pub binary: String,
-    /// exec → first 200, over the samples.
-    pub first_200_us: Option<Stat>,
-    /// spawn call → exec (fork, confinement), over the samples.
-    pub launch_us: Option<Stat>,
-    /// Why it was not measured.
-    pub unavailable: Option<String>,
-    /// How the services (and the responder) were launched: vfork-style, or fork and why
-    /// the clone was refused. Absent in runs before the runner launched vfork-style.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launch: Option<String>,
-    /// What precedes every measured start (the responder's here and the services'): an
-    /// unmeasured warm-up start of the same command. Absent in runs without warm-ups.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warm_up: Option<String>,
-}
-
-/// `loadgen --floor` on the generator's CPU: timer wake-up lateness at the run's open-loop
-/// rates and a loopback echo round trip.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MachineFloor {
-    pub report: Option<loadgen::floor::Floor>,
-    /// Why it was not measured.
-    pub unavailable: Option<String>,
-}
-
-/// perf as `matrix run --flamegraph` found it at the start of the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "status")]
-pub enum FlamegraphProbe {
-    Available {
-        perf_version: String,
-        event: String,
-        hardware_counters: bool,
-        perf_event_paranoid: Option<i32>,
-        call_graph: crate::profile::CallGraph,
-        frequency_hz: u32,
-    },
-    NotAvailable {
-        reason: String,
-    },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Running,
-    Completed,
-    Interrupted,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Environment {
-    pub hardware: Hardware,
-    pub os: Os,
-    pub cgroup: CgroupEnv,
-    pub io_uring: IoUringEnv,
-    pub net: NetEnv,
-    pub toolchain: Toolchain,
-    pub source: Source,
-    pub provenance: Provenance,
-    /// `loadgen --version` output (None if it could not be run).
-    pub loadgen_version: Option<String>,
-    /// Resolved absolute paths of every binary used.
-    pub binaries: BTreeMap<String, String>,
-    /// What each of those binaries is: its bytes' sha256 and the build stamp found in them.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub binary_builds: BTreeMap<String, BinaryBuild>,
-    /// Where the binaries and the checkout disagree (also printed when the run starts).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provenance_warnings: Vec<String>,
-}
-
-/// One binary's identity, read from the file itself (nothing is run).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BinaryBuild {
-    pub path: String,
-    /// None when the file could not be read.
-    pub sha256: Option<String>,
-    /// The commit in its build stamp; None when it carries no stamp (not built from this
-    /// workspace, or before stamps existed).
-    pub build_commit: Option<String>,
-    /// Whether the checkout had uncommitted changes when it was built (None: unknown).
-    pub build_dirty: Option<bool>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Hardware {
-    pub cpu_model: String,
-    pub cpu_vendor: String,
-    pub physical_cores: Option<usize>,
-    pub logical_cpus: usize,
-    pub cpu_frequency_mhz: Option<u64>,
-    /// `scaling_governor` of cpu0, or None when cpufreq is not exposed (typical in VMs).
-    pub frequency_governor: Option<String>,
-    pub memory_total_bytes: u64,
-    /// Hypervisor / container detection, e.g. "kvm", "none", with how it was detected.
-    pub virtualization: String,
-    pub arch: String,
-    /// How an idle CPU waits (None: not exposed, or a run older than the field). On a VM a
-    /// halted vCPU is woken through the hypervisor, so this moves latency and the CPU price
-    /// of every wake-up severalfold.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_idle: Option<CpuIdle>,
-}
-
-/// `/sys/devices/system/cpu/cpuidle` and, for the guest haltpoll driver, its polling window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CpuIdle {
-    pub driver: Option<String>,
-    pub governor: Option<String>,
-    /// `haltpoll.guest_halt_poll_ns`: how long an idle vCPU polls before it halts (0: it halts
-    /// at once).
-    pub guest_halt_poll_ns: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Os {
-    pub kernel: String,
-    pub os: String,
-    pub hostname: String,
-    /// `/sys/kernel/rcu_expedited`: whether grace periods are expedited. Start-ups that wait
-    /// for one (glommio's `membarrier` registration) take 1–4 scheduler ticks longer without.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rcu_expedited: Option<bool>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CgroupEnv {
-    /// "v2", "v1" (possibly hybrid) or "none".
-    pub version: String,
-    /// Contents of /proc/self/cgroup.
-    pub self_cgroup: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IoUringEnv {
-    /// `kernel.io_uring_disabled` (0 allowed, 1 restricted, 2 off); None on kernels without it.
-    pub io_uring_disabled: Option<u8>,
-    /// The `Seccomp:` line of /proc/self/status (0 none, 1 strict, 2 filter).
-    pub seccomp: Option<String>,
-    /// `ulimit -l` (RLIMIT_MEMLOCK soft) in bytes; None = unlimited.
-    pub memlock_limit_bytes: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NetEnv {
-    pub somaxconn: Option<u64>,
-    pub tcp_max_syn_backlog: Option<u64>,
-    pub ip_local_port_range: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Toolchain {
-    /// `rustc -V` at run time, if a rustc is on PATH.
-    pub rustc_runtime: Option<String>,
-    /// `rustc -V` of the compiler that built `matrix` (recorded by build.rs).
-    pub rustc_build: String,
-    /// Cargo profile `matrix` was built with ("release" / "debug").
-    pub build_profile: String,
-    pub matrix_version: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Source {
-    /// The checkout the running `matrix` was built in (found from its own path), else the
-    /// commit stamped into it at build time.
-    pub git_commit: Option<String>,
-    pub git_dirty: Option<bool>,
-    /// sha256 of Cargo.lock at run time (found next to the matrix file or above), else the
-    /// one recorded when `matrix` was built.
-    pub cargo_lock_sha256: Option<String>,
-    pub cargo_lock_origin: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Provenance {
-    /// True when PINGMATRIX_FLAKE_REV was set by the Nix flake wrapper.
-    pub via_nix_flake: bool,
-    pub flake_rev: Option<String>,
-    pub nixpkgs_rev: Option<String>,
-    /// Human summary, e.g. "not run through the flake".
-    pub note: String,
-}
+use super::analysis::{Adaptive, ChurnRep, ChurnSpec, ChurnSummary, Stat, Stopping};
 
 // ---------------------------------------------------------------------------------------
 // The expanded plan
@@ -325,10 +40,10 @@ pub struct CellSpec {
     /// A connection-churn cell (`model = "churn"`): the runner opens and closes connections
     /// itself and reads the service's RSS; `load` is not run by loadgen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub churn: Option<super::churn::ChurnSpec>,
+    pub churn: Option<ChurnSpec>,
     /// Adaptive repetitions: `repetitions` is then the least a cell gets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adaptive: Option<super::adaptive::Adaptive>,
+    pub adaptive: Option<Adaptive>,
     /// A calibration arm ("a" or "b"): the same service twice, to measure the machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arm: Option<String>,
@@ -415,7 +130,7 @@ pub struct CellResult {
     pub reps: Vec<RepResult>,
     /// Connection churn: one entry per repetition (churn cells only, instead of `reps`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub churn: Vec<super::churn::ChurnRep>,
+    pub churn: Vec<ChurnRep>,
     /// Aggregates over `reps`, identical to this cell's entry in results.json.
     pub summary: CellSummary,
     /// `matrix run --flamegraph`: the extra, profiled repetition. It is not in `reps` and
@@ -424,7 +139,7 @@ pub struct CellResult {
     pub flamegraph: Option<CellFlamegraph>,
     /// Adaptive repetitions: how many the cell took and why it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<super::adaptive::Stopping>,
+    pub stopped: Option<Stopping>,
 }
 
 /// The profiled repetition of a cell: run after the measured ones, with `perf record` on the
@@ -719,58 +434,8 @@ pub struct CgroupCounters {
     pub oom_kills: Option<u64>,
 }
 
-// ---------------------------------------------------------------------------------------
-// results.json
-// ---------------------------------------------------------------------------------------
-
-/// `results/<run-id>/results.json`: the aggregate over all cells of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResultsFile {
-    pub schema_version: u32,
-    pub run_id: String,
-    pub status: RunStatus,
-    pub cells: Vec<CellSummary>,
-    /// Re-run of the reference cell at the end vs its first run.
-    pub drift: Option<Drift>,
-    pub failed_cells: u32,
-    pub suspect_cells: u32,
-    /// The service every other is judged against, and those verdicts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub verdicts: Vec<super::verdict::BaselineVerdict>,
-    /// What this machine could tell apart in this run (`[calibration]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<super::calibration::Calibration>,
-}
-
-/// Dispersion of one metric over repetitions. The CI is the Student-t interval of the mean
-/// (two-sided 95 %, n−1 degrees of freedom); `None` when n < 2.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Stat {
-    pub n: u32,
-    pub mean: f64,
-    pub median: f64,
-    pub stdev: Option<f64>,
-    /// stdev / mean (fraction, 0.05 = 5 %).
-    pub cv: Option<f64>,
-    pub ci95_low: Option<f64>,
-    pub ci95_high: Option<f64>,
-    pub min: f64,
-    pub max: f64,
-}
-
-/// Latency percentiles: for each percentile, the median of the per-repetition values.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    pub mean_us: f64,
-    pub p50_us: u64,
-    pub p90_us: u64,
-    pub p99_us: u64,
-    pub p999_us: u64,
-    pub max_us: u64,
-}
-
+/// A cell's aggregate over its repetitions: the last part of its cell file, and its row in
+/// results.json.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {
     pub key: String,
@@ -804,43 +469,21 @@ pub struct CellSummary {
     pub failure: Option<String>,
     /// Connection churn cells: RSS across the open/close cycles and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub churn: Option<super::churn::ChurnSummary>,
+    pub churn: Option<ChurnSummary>,
     /// Adaptive repetitions: how many the cell took and why it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<super::adaptive::Stopping>,
+    pub stopped: Option<Stopping>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Drift {
-    pub key: String,
-    pub first_requests_per_s: Option<f64>,
-    pub rerun_requests_per_s: Option<f64>,
-    /// (rerun − first) / first × 100.
-    pub requests_per_s_drift_pct: Option<f64>,
-    pub first_cpu_us_per_request: Option<f64>,
-    pub rerun_cpu_us_per_request: Option<f64>,
-    pub cpu_us_per_request_drift_pct: Option<f64>,
-    pub note: String,
-    /// Every re-run through the run, in order (the last is `rerun_*`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub series: Vec<DriftPoint>,
-    /// The largest |change| of any re-run against repetition 1, percent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_requests_per_s_drift_pct: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cpu_us_per_request_drift_pct: Option<f64>,
-}
-
-/// One re-run of the drift reference cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DriftPoint {
-    /// Matrix groups finished before it (of `plan.groups`).
-    pub after_groups: usize,
-    pub unix_ms: u64,
-    pub requests_per_s: Option<f64>,
-    pub cpu_us_per_request: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
+/// Latency percentiles: for each percentile, the median of the per-repetition values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub mean_us: f64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub max_us: u64,
 }
 
 #[cfg(test)]

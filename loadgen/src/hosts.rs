@@ -1,5 +1,5 @@
-//! One report from the reports of several generator hosts that split a cell's load between
-//! them. Every latency figure comes from the hosts' full HDR histograms added together —
+//! One load over several generator hosts: `LoadSpec::split` gives each host its share, and
+//! `Report::merge` makes one report from the hosts' reports. Every latency figure comes from the hosts' full HDR histograms added together —
 //! the percentiles of all requests, exactly as one generator would have recorded them — never
 //! from averaging percentiles. Counts, bytes, rates and the generators' CPU are sums.
 //!
@@ -11,27 +11,19 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::Deserializer;
-use loadgen::report::{Generator, Interval, OpenLoopHistograms, Percentiles, Saturation};
-use loadgen::{LoadSpec, Report};
 
-/// Decodes a report's histogram field (HDR V2 + deflate, base64).
-pub fn decode(b64: &str) -> Result<Histogram<u64>, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .map_err(|e| format!("histogram is not base64: {e}"))?;
-    Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("bad HDR histogram: {e:?}"))
-}
+use crate::hdr::{hdr_v2_b64, hdr_v2_decode};
+use crate::merge::percentiles;
+use crate::report::{Generator, Interval, OpenLoopHistograms, Percentiles, Report, Saturation};
+use crate::spec::{LoadModel, LoadSpec};
+use crate::worker::plan::split_even;
 
 /// The sum of the histograms (an auto-resizing target, so differing maxima add).
 fn add_all<'a>(encoded: impl Iterator<Item = &'a str>) -> Result<Histogram<u64>, String> {
     let mut sum: Option<Histogram<u64>> = None;
     for b64 in encoded {
-        let h = decode(b64)?;
+        let h = hdr_v2_decode(b64)?;
         let into = match &mut sum {
             Some(s) => s,
             None => sum.insert({
@@ -46,83 +38,116 @@ fn add_all<'a>(encoded: impl Iterator<Item = &'a str>) -> Result<Histogram<u64>,
     sum.ok_or_else(|| "no histograms to merge".to_string())
 }
 
-fn encode(h: &Histogram<u64>) -> Result<String, String> {
-    loadgen::hdr_v2_b64(h)
+impl LoadSpec {
+    /// The load for each of `n` generator hosts: connections split into near-equal whole
+    /// parts, larger ones first (64 → 32+32, 5 → 3+2), an open loop's rate divided evenly,
+    /// and no more threads than connections.
+    pub fn split(&self, n: u32) -> Vec<LoadSpec> {
+        let n = n.max(1);
+        (0..n)
+            .map(|i| {
+                let mut s = self.clone();
+                let part = |total: u32| split_even(u64::from(total), n, i) as u32;
+                s.model = match self.model {
+                    LoadModel::Closed {
+                        connections,
+                        pipeline,
+                    } => LoadModel::Closed {
+                        connections: part(connections),
+                        pipeline,
+                    },
+                    LoadModel::Open {
+                        rate_per_s,
+                        connections,
+                        coalesce_us,
+                    } => LoadModel::Open {
+                        rate_per_s: rate_per_s / f64::from(n),
+                        connections: part(connections),
+                        coalesce_us,
+                    },
+                };
+                s.threads = s.threads.min(s.connections()).max(1);
+                s
+            })
+            .collect()
+    }
 }
 
-/// Merges `(host, report)` of every generator host of one repetition into the cell's report;
-/// `spec` is the cell's whole load (before it was split).
-pub fn merge_reports(spec: &LoadSpec, parts: &[(&str, &Report)]) -> Result<Report, String> {
-    let (_, first) = parts.first().ok_or("no generator reports to merge")?;
-    let latency = add_all(parts.iter().map(|(_, r)| r.latency_hdr_v2_b64.as_str()))?;
-    let latency_us = loadgen::percentiles(&latency);
-    let open: Vec<&OpenLoopHistograms> = parts
-        .iter()
-        .filter_map(|(_, r)| r.open_loop_hdr_v2_b64.as_ref())
-        .collect();
-    let o = if open.is_empty() {
-        None
-    } else if open.len() != parts.len() {
-        return Err("some generator reports carry open-loop histograms and some do not".into());
-    } else {
-        Some(OpenMerged::of(&open)?)
-    };
-    let mut counts = loadgen::report::Counts::default();
-    let mut connections = loadgen::report::ConnectionCounts::default();
-    let mut status_counts: BTreeMap<u16, u64> = BTreeMap::new();
-    let mut verdict = Saturation::default();
-    let mut problems = Vec::new();
-    for (host, r) in parts {
-        counts += &r.counts;
-        connections += &r.connections;
-        for (code, n) in &r.status_counts {
-            *status_counts.entry(*code).or_default() += n;
-        }
-        verdict.saturated |= r.verdict.saturated;
-        verdict
-            .reasons
-            .extend(r.verdict.reasons.iter().map(|x| format!("{host}: {x}")));
-        problems.extend(r.problems.iter().map(|x| format!("{host}: {x}")));
-        if r.loadgen_version != first.loadgen_version {
-            problems.push(format!(
-                "{host}: loadgen {} differs from {}",
-                r.loadgen_version, first.loadgen_version
-            ));
-        }
-    }
-    let sum = |f: fn(&Report) -> f64| parts.iter().map(|(_, r)| f(r)).sum::<f64>();
-    Ok(Report {
-        schema_version: first.schema_version,
-        loadgen_version: first.loadgen_version.clone(),
-        spec: spec.clone(),
-        started_unix_ms: parts
+impl Report {
+    /// Merges `(host, report)` of every generator host of one repetition into one report;
+    /// `spec` is the whole load (before it was split).
+    pub fn merge(spec: &LoadSpec, parts: &[(&str, &Report)]) -> Result<Report, String> {
+        let (_, first) = parts.first().ok_or("no generator reports to merge")?;
+        let latency = add_all(parts.iter().map(|(_, r)| r.latency_hdr_v2_b64.as_str()))?;
+        let latency_us = percentiles(&latency);
+        let open: Vec<&OpenLoopHistograms> = parts
             .iter()
-            .map(|(_, r)| r.started_unix_ms)
-            .min()
-            .unwrap_or(0),
-        window_s: parts.iter().map(|(_, r)| r.window_s).fold(0.0, f64::max),
-        requests_per_s: sum(|r| r.requests_per_s),
-        ok_per_s: sum(|r| r.ok_per_s),
-        latency_us: latency_us.clone(),
-        service_time_us: o
-            .as_ref()
-            .map_or_else(|| latency_us.clone(), |o| o.service_time_us.clone()),
-        send_lag_us: o.as_ref().map(|o| o.send_lag_us.clone()),
-        schedule_lag_us: o.as_ref().map(|o| o.schedule_lag_us.clone()),
-        wake_lag_us: o.as_ref().and_then(|o| o.wake_lag_us.clone()),
-        own_lag_us: o.as_ref().and_then(|o| o.own_lag_us.clone()),
-        counts,
-        connections,
-        status_counts,
-        bytes_read: parts.iter().map(|(_, r)| r.bytes_read).sum(),
-        bytes_written: parts.iter().map(|(_, r)| r.bytes_written).sum(),
-        timeline: timeline(parts),
-        generator: generator(parts),
-        verdict,
-        latency_hdr_v2_b64: encode(&latency)?,
-        open_loop_hdr_v2_b64: o.map(|o| o.histograms),
-        problems,
-    })
+            .filter_map(|(_, r)| r.open_loop_hdr_v2_b64.as_ref())
+            .collect();
+        let o = if open.is_empty() {
+            None
+        } else if open.len() != parts.len() {
+            return Err("some generator reports carry open-loop histograms and some do not".into());
+        } else {
+            Some(OpenMerged::of(&open)?)
+        };
+        let mut counts = crate::report::Counts::default();
+        let mut connections = crate::report::ConnectionCounts::default();
+        let mut status_counts: BTreeMap<u16, u64> = BTreeMap::new();
+        let mut verdict = Saturation::default();
+        let mut problems = Vec::new();
+        for (host, r) in parts {
+            counts += &r.counts;
+            connections += &r.connections;
+            for (code, n) in &r.status_counts {
+                *status_counts.entry(*code).or_default() += n;
+            }
+            verdict.saturated |= r.verdict.saturated;
+            verdict
+                .reasons
+                .extend(r.verdict.reasons.iter().map(|x| format!("{host}: {x}")));
+            problems.extend(r.problems.iter().map(|x| format!("{host}: {x}")));
+            if r.loadgen_version != first.loadgen_version {
+                problems.push(format!(
+                    "{host}: loadgen {} differs from {}",
+                    r.loadgen_version, first.loadgen_version
+                ));
+            }
+        }
+        let sum = |f: fn(&Report) -> f64| parts.iter().map(|(_, r)| f(r)).sum::<f64>();
+        Ok(Report {
+            schema_version: first.schema_version,
+            loadgen_version: first.loadgen_version.clone(),
+            spec: spec.clone(),
+            started_unix_ms: parts
+                .iter()
+                .map(|(_, r)| r.started_unix_ms)
+                .min()
+                .unwrap_or(0),
+            window_s: parts.iter().map(|(_, r)| r.window_s).fold(0.0, f64::max),
+            requests_per_s: sum(|r| r.requests_per_s),
+            ok_per_s: sum(|r| r.ok_per_s),
+            latency_us: latency_us.clone(),
+            service_time_us: o
+                .as_ref()
+                .map_or_else(|| latency_us.clone(), |o| o.service_time_us.clone()),
+            send_lag_us: o.as_ref().map(|o| o.send_lag_us.clone()),
+            schedule_lag_us: o.as_ref().map(|o| o.schedule_lag_us.clone()),
+            wake_lag_us: o.as_ref().and_then(|o| o.wake_lag_us.clone()),
+            own_lag_us: o.as_ref().and_then(|o| o.own_lag_us.clone()),
+            counts,
+            connections,
+            status_counts,
+            bytes_read: parts.iter().map(|(_, r)| r.bytes_read).sum(),
+            bytes_written: parts.iter().map(|(_, r)| r.bytes_written).sum(),
+            timeline: timeline(parts),
+            generator: generator(parts),
+            verdict,
+            latency_hdr_v2_b64: hdr_v2_b64(&latency)?,
+            open_loop_hdr_v2_b64: o.map(|o| o.histograms),
+            problems,
+        })
+    }
 }
 
 /// The open-loop histograms of every host, added, and their percentiles.
@@ -149,17 +174,17 @@ impl OpenMerged {
         let own = all(|o| o.own_lag.as_deref())?;
         Ok(Self {
             histograms: OpenLoopHistograms {
-                service_time: encode(&service)?,
-                send_lag: encode(&send)?,
-                schedule_lag: encode(&schedule)?,
-                wake_lag: wake.as_ref().map(encode).transpose()?,
-                own_lag: own.as_ref().map(encode).transpose()?,
+                service_time: hdr_v2_b64(&service)?,
+                send_lag: hdr_v2_b64(&send)?,
+                schedule_lag: hdr_v2_b64(&schedule)?,
+                wake_lag: wake.as_ref().map(hdr_v2_b64).transpose()?,
+                own_lag: own.as_ref().map(hdr_v2_b64).transpose()?,
             },
-            service_time_us: loadgen::percentiles(&service),
-            send_lag_us: loadgen::percentiles(&send),
-            schedule_lag_us: loadgen::percentiles(&schedule),
-            wake_lag_us: wake.as_ref().map(loadgen::percentiles),
-            own_lag_us: own.as_ref().map(loadgen::percentiles),
+            service_time_us: percentiles(&service),
+            send_lag_us: percentiles(&send),
+            schedule_lag_us: percentiles(&schedule),
+            wake_lag_us: wake.as_ref().map(percentiles),
+            own_lag_us: own.as_ref().map(percentiles),
         })
     }
 }
@@ -226,14 +251,6 @@ fn generator(parts: &[(&str, &Report)]) -> Generator {
     }
 }
 
-/// Splits `total` into `n` near-equal whole parts, larger ones first (64 → 32+32, 5 → 3+2).
-pub fn split_count(total: u32, n: u32) -> Vec<u32> {
-    let n = n.max(1);
-    (0..n)
-        .map(|i| total / n + u32::from(i < total % n))
-        .collect()
-}
-
 /// Whether two summaries hold the same count and percentiles (mean and stdev aside: float
 /// sums in another order may differ in the last bit).
 pub fn same_percentiles(a: &Percentiles, b: &Percentiles) -> bool {
@@ -247,7 +264,6 @@ pub fn same_percentiles(a: &Percentiles, b: &Percentiles) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loadgen::LoadModel;
 
     fn hist(values: &[u64]) -> Histogram<u64> {
         let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap();
@@ -263,7 +279,7 @@ mod tests {
             model: LoadModel::Open {
                 rate_per_s: rate,
                 connections: 8,
-                coalesce_us: loadgen::DEFAULT_COALESCE_US,
+                coalesce_us: crate::DEFAULT_COALESCE_US,
             },
             threads: 1,
             keepalive: true,
@@ -288,13 +304,13 @@ mod tests {
             window_s: 1.0,
             requests_per_s: values.len() as f64,
             ok_per_s: values.len() as f64,
-            latency_us: loadgen::percentiles(&h),
-            service_time_us: loadgen::percentiles(&h),
-            send_lag_us: Some(loadgen::percentiles(&lag)),
-            schedule_lag_us: Some(loadgen::percentiles(&lag)),
-            wake_lag_us: Some(loadgen::percentiles(&lag)),
-            own_lag_us: Some(loadgen::percentiles(&lag)),
-            counts: loadgen::report::Counts {
+            latency_us: percentiles(&h),
+            service_time_us: percentiles(&h),
+            send_lag_us: Some(percentiles(&lag)),
+            schedule_lag_us: Some(percentiles(&lag)),
+            wake_lag_us: Some(percentiles(&lag)),
+            own_lag_us: Some(percentiles(&lag)),
+            counts: crate::report::Counts {
                 sent: values.len() as u64,
                 ok: values.len() as u64,
                 ..Default::default()
@@ -311,13 +327,13 @@ mod tests {
                 ..Default::default()
             },
             verdict: Saturation::default(),
-            latency_hdr_v2_b64: encode(&h).unwrap(),
+            latency_hdr_v2_b64: hdr_v2_b64(&h).unwrap(),
             open_loop_hdr_v2_b64: Some(OpenLoopHistograms {
-                service_time: encode(&h).unwrap(),
-                send_lag: encode(&lag).unwrap(),
-                schedule_lag: encode(&lag).unwrap(),
-                wake_lag: Some(encode(&lag).unwrap()),
-                own_lag: Some(encode(&lag).unwrap()),
+                service_time: hdr_v2_b64(&h).unwrap(),
+                send_lag: hdr_v2_b64(&lag).unwrap(),
+                schedule_lag: hdr_v2_b64(&lag).unwrap(),
+                wake_lag: Some(hdr_v2_b64(&lag).unwrap()),
+                own_lag: Some(hdr_v2_b64(&lag).unwrap()),
             }),
             problems: vec![],
         }
@@ -344,10 +360,10 @@ mod tests {
         let lag_a = samples(3, 20_000, 1);
         let lag_b = samples(4, 7_000, 5);
         let (ra, rb) = (report(&a, &lag_a), report(&b, &lag_b));
-        let m = merge_reports(&spec(1000.0), &[("gen1", &ra), ("gen2", &rb)]).unwrap();
+        let m = Report::merge(&spec(1000.0), &[("gen1", &ra), ("gen2", &rb)]).unwrap();
         let all: Vec<u64> = a.iter().chain(&b).copied().collect();
         let lags: Vec<u64> = lag_a.iter().chain(&lag_b).copied().collect();
-        let want = loadgen::percentiles(&hist(&all));
+        let want = percentiles(&hist(&all));
         assert!(
             same_percentiles(&m.latency_us, &want),
             "{:?} vs {want:?}",
@@ -355,17 +371,17 @@ mod tests {
         );
         assert!((m.latency_us.mean - want.mean).abs() < 1e-6);
         assert!(same_percentiles(&m.service_time_us, &want));
-        let want_lag = loadgen::percentiles(&hist(&lags));
+        let want_lag = percentiles(&hist(&lags));
         assert!(same_percentiles(m.send_lag_us.as_ref().unwrap(), &want_lag));
         assert!(same_percentiles(m.wake_lag_us.as_ref().unwrap(), &want_lag));
         // A host without the wake-up histogram (an older loadgen): no partial sum.
         let mut old = rb.clone();
         old.open_loop_hdr_v2_b64.as_mut().unwrap().wake_lag = None;
-        let m2 = merge_reports(&spec(1000.0), &[("gen1", &ra), ("gen2", &old)]).unwrap();
+        let m2 = Report::merge(&spec(1000.0), &[("gen1", &ra), ("gen2", &old)]).unwrap();
         assert_eq!(m2.wake_lag_us, None);
         assert!(same_percentiles(m2.own_lag_us.as_ref().unwrap(), &want_lag));
         // The merged histogram round-trips too.
-        let back = loadgen::percentiles(&decode(&m.latency_hdr_v2_b64).unwrap());
+        let back = percentiles(&hdr_v2_decode(&m.latency_hdr_v2_b64).unwrap());
         assert!(same_percentiles(&back, &want));
         // Averaging the hosts' p99s would have been far off: the merge is not an average.
         let avg = (ra.latency_us.p99 + rb.latency_us.p99) / 2;
@@ -377,11 +393,68 @@ mod tests {
         assert_eq!(m.spec, spec(1000.0));
     }
 
+    fn closed(connections: u32) -> LoadSpec {
+        LoadSpec {
+            model: LoadModel::Closed {
+                connections,
+                pipeline: 4,
+            },
+            threads: 2,
+            ..spec(1.0)
+        }
+    }
+
     #[test]
     fn counts_split_into_near_equal_parts() {
-        assert_eq!(split_count(64, 2), [32, 32]);
-        assert_eq!(split_count(5, 2), [3, 2]);
-        assert_eq!(split_count(7, 3), [3, 2, 2]);
-        assert_eq!(split_count(4, 1), [4]);
+        let conns = |total: u32, n: u32| -> Vec<u32> {
+            closed(total)
+                .split(n)
+                .iter()
+                .map(|s| s.connections())
+                .collect()
+        };
+        assert_eq!(conns(64, 2), [32, 32]);
+        assert_eq!(conns(5, 2), [3, 2]);
+        assert_eq!(conns(7, 3), [3, 2, 2]);
+        assert_eq!(conns(4, 1), [4]);
+    }
+
+    #[test]
+    fn load_is_split_by_connections_or_rate() {
+        let [a, b] = <[LoadSpec; 2]>::try_from(closed(3).split(2)).unwrap();
+        assert_eq!(
+            a.model,
+            LoadModel::Closed {
+                connections: 2,
+                pipeline: 4
+            }
+        );
+        assert_eq!(
+            b.model,
+            LoadModel::Closed {
+                connections: 1,
+                pipeline: 4
+            }
+        );
+        assert_eq!((a.threads, b.threads), (2, 1));
+        let open = LoadSpec {
+            model: LoadModel::Open {
+                rate_per_s: 5000.0,
+                connections: 64,
+                coalesce_us: crate::DEFAULT_COALESCE_US,
+            },
+            threads: 2,
+            ..spec(1.0)
+        };
+        for share in open.split(2) {
+            assert_eq!(
+                share.model,
+                LoadModel::Open {
+                    rate_per_s: 2500.0,
+                    connections: 32,
+                    coalesce_us: crate::DEFAULT_COALESCE_US,
+                }
+            );
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! `matrix agent`: the runner's hands on a host (started over SSH, or directly for
 //! "local"). It reads requests from stdin and answers on stdout, one JSON line each
-//! (`crate::host::protocol`), and does there what `cell` does on a single machine: confine
+//! (`protocol`), and does there what `cell` does on a single machine: confine
 //! and start the service, wait for its first 200, verify it, sample its CPU and memory,
 //! stop it; or run loadgen confined to the generator's CPUs.
 //!
@@ -9,13 +9,16 @@
 //! wait loop stops and its children are killed and reaped, cgroups removed), and exits
 //! within 3 s even if something hangs. Its children also carry a parent-death SIGKILL.
 
+pub mod protocol;
+
 use std::io::{BufRead, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
-use crate::host::protocol::{Failed, Ready, Reply, Request, Serve, Stopped};
+use protocol::{Failed, Ready, Reply, Request, Serve, Stopped};
+
 use crate::limits::{self, Confinement, Request as LimitsRequest, Role};
 use crate::process::Proc;
 use crate::results::schema::{CgroupCounters, Stage, StartRecord};

@@ -1,5 +1,5 @@
-//! Which cgroup hierarchy this machine offers: recorded in run.json and used by `limits`
-//! to choose how a profile is applied.
+//! Which cgroup hierarchy this machine offers: used by `limits` to choose how a profile is
+//! applied, and recorded in run.json by `env`.
 
 use std::path::Path;
 
