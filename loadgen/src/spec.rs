@@ -74,8 +74,12 @@ pub struct LoadSpec {
 /// Longest measured window or warm-up accepted (24 h): longer is not a benchmark run, and
 /// nanosecond arithmetic on it stays far from overflow.
 pub const MAX_DURATION_MS: u64 = 24 * 3_600_000;
+/// Histogram range of every latency the report records: 1 µs .. 1 h. Defined here, not in
+/// the recorder, because the longest timeout a spec may ask for follows from it (and the
+/// recorder already depends on the report, which embeds the spec).
+pub const HIST_MAX_US: u64 = 3_600_000_000;
 /// Longest timeout (1 h): the latency histograms end there.
-pub const MAX_TIMEOUT_MS: u64 = crate::recorder::HIST_MAX_US / 1_000;
+pub const MAX_TIMEOUT_MS: u64 = HIST_MAX_US / 1_000;
 /// Open-loop rate one thread can be asked for. One send costs a syscall (~1 µs or more), so
 /// a thread cannot send faster; a higher target would only measure the generator.
 pub const MAX_RATE_PER_THREAD: f64 = 1_000_000.0;
