@@ -12,7 +12,7 @@ use crate::spec::LoadSpec;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The JSON Schema of `Report`, generated from these types (the committed
-/// `loadgen/schema.json` must equal it; `tests/schema.rs` says how to regenerate).
+/// `loadgen/schema.json` must equal it; `tests/it/schema.rs` says how to regenerate).
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(Report);
     serde_json::to_string_pretty(&schema).expect("a schema always serializes") + "\n"

@@ -1,9 +1,7 @@
 //! Hostile and unusual servers: unrequested responses, bodies ended by the server closing,
 //! a server that never answers. Each case once fooled loadgen (issue 12).
 
-mod common;
-
-use common::{Mode, TestServer, assert_adds_up, closed, open};
+use crate::support::{Mode, TestServer, assert_adds_up, closed, open};
 
 /// Problems that name unrequested responses.
 fn flags_unrequested(problems: &[String]) -> bool {

@@ -2,19 +2,10 @@
 //! refuses every connection (still printing the report), JSON-only stdout with `--json -`,
 //! and `--spec` files as the runner passes them.
 
-mod common;
-
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use common::{Mode, TestServer, closed};
-
-fn loadgen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loadgen"))
-        .args(args)
-        .output()
-        .expect("run the loadgen binary")
-}
+use crate::support::{Mode, TestServer, closed, loadgen};
 
 #[test]
 fn bad_arguments_exit_2_with_a_message() {

@@ -1,9 +1,7 @@
 //! Exact accounting against in-test servers: request counts, pipelining, keep-alive vs
 //! connection-per-request, status/body validation, chunked bodies.
 
-mod common;
-
-use common::{Mode, TestServer, assert_adds_up, closed, open};
+use crate::support::{Mode, TestServer, assert_adds_up, closed, open};
 
 #[test]
 fn exact_counts_for_n_requests() {

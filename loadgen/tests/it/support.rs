@@ -1,10 +1,10 @@
-//! Small in-test HTTP/1.1 servers on 127.0.0.1 (std threads), with knobs for the failure
-//! modes loadgen must account for. Dropping a `TestServer` stops it and all its threads.
-
-#![allow(dead_code)]
+//! The suite's one support kit: small in-test HTTP/1.1 servers on 127.0.0.1 (std threads),
+//! with knobs for the failure modes loadgen must account for (dropping a `TestServer` stops
+//! it and all its threads), test-friendly specs, and the loadgen binary.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -255,4 +255,12 @@ pub fn assert_adds_up(r: &loadgen::Report) {
         c.ok + c.non_2xx + c.errors.total() + c.timeouts + c.in_flight_at_end,
         "accounting does not add up: {c:?}"
     );
+}
+
+/// Run the loadgen binary with `args` and collect its output.
+pub fn loadgen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .output()
+        .expect("run the loadgen binary")
 }

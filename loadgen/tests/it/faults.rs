@@ -1,11 +1,9 @@
 //! Failure modes: silent servers (timeouts), a one-time stall seen by the open loop but not
 //! by closed-loop service time, refused connections, and a server dying mid-run.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Mode, TestServer, assert_adds_up, closed, open, run_killing_server};
+use crate::support::{Mode, TestServer, assert_adds_up, closed, open, run_killing_server};
 
 #[test]
 fn silent_server_produces_timeouts_not_silence() {
