@@ -2,6 +2,7 @@
 //!
 //! `run(&LoadSpec) -> Result<Report>` is the whole API; the binary only parses flags and prints.
 
+mod backend;
 mod check;
 pub mod cli;
 pub mod floor;
@@ -15,8 +16,9 @@ mod sys;
 pub mod text;
 mod worker;
 
+pub use backend::choose as choose_io;
 pub use check::send_lag_limit_us;
 pub use merge::percentiles;
 pub use report::Report;
 pub use run::{hdr_v2_b64, run};
-pub use spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
+pub use spec::{DEFAULT_COALESCE_US, IoChoice, LoadModel, LoadSpec};

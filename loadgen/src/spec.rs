@@ -31,6 +31,23 @@ pub enum LoadModel {
     },
 }
 
+/// The I/O layer under the closed loop's sockets. Everything else (accounting, timeouts,
+/// reconnects, verification, the verdict) is the same code on both.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum IoChoice {
+    /// io_uring where this process may use it, else epoll (the report says why).
+    #[default]
+    Auto,
+    /// Edge-triggered epoll with one `send` and one `read` per request.
+    Epoll,
+    /// io_uring: sends and receives queued and submitted in one `io_uring_enter` per loop
+    /// pass. Closed loop only; an error where io_uring is unavailable.
+    Uring,
+}
+
 /// Default wake-up coalescing: well under a timer wake-up's own lateness on a VM, so on-time
 /// sends stay on time.
 pub const DEFAULT_COALESCE_US: u64 = 20;
@@ -69,6 +86,10 @@ pub struct LoadSpec {
     /// Extra request headers, `(name, value)`.
     #[serde(default)]
     pub headers: Vec<(String, String)>,
+    /// I/O backend (specs older than the choice ran epoll and read as `auto`; their reports'
+    /// `generator.io` is absent).
+    #[serde(default)]
+    pub io: IoChoice,
 }
 
 /// Longest measured window or warm-up accepted (24 h): longer is not a benchmark run, and
@@ -163,6 +184,12 @@ pub enum SpecError {
     Status(u16),
     #[error("invalid header `{0}`: names must be tokens, values must not contain CR/LF")]
     Header(String),
+    #[error(
+        "--io uring drives the closed loop only; the open loop runs on epoll (use --io auto or epoll)"
+    )]
+    UringOpenLoop,
+    #[error("--io uring: io_uring is unavailable here ({0}); use --io epoll or auto")]
+    UringUnavailable(String),
 }
 
 impl HostLimits {
@@ -286,6 +313,9 @@ impl LoadSpec {
         if !(100..=599).contains(&self.expect_status) {
             return Err(SpecError::Status(self.expect_status));
         }
+        if self.io == IoChoice::Uring && matches!(self.model, LoadModel::Open { .. }) {
+            return Err(SpecError::UringOpenLoop);
+        }
         for (k, v) in &self.headers {
             let token = !k.is_empty()
                 && k.bytes()
@@ -332,6 +362,7 @@ mod tests {
             expect_status: 200,
             expect_body_bytes: None,
             headers: Vec::new(),
+            io: IoChoice::Auto,
         }
     }
 

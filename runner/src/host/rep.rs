@@ -265,6 +265,7 @@ mod tests {
             expect_status: 200,
             expect_body_bytes: None,
             headers: vec![],
+            io: loadgen::IoChoice::Auto,
         }
     }
 
