@@ -22,6 +22,10 @@ pub struct Completion {
     pub result: i32,
 }
 
+/// `sqe->ioprio` flag of send/recv (include/uapi/linux/io_uring.h, 5.19+; older kernels
+/// ignore it).
+const IORING_RECVSEND_POLL_FIRST: u16 = 1;
+
 /// `user_data` of `cancel_all`'s own operation (no socket token is all ones).
 const CANCEL_TOKEN: u64 = u64::MAX;
 
@@ -118,7 +122,9 @@ impl Ring {
         self.push(e)
     }
 
-    /// Queue a receive into `len` bytes at `buf`.
+    /// Queue a receive into `len` bytes at `buf`. `poll_first`: nothing can have arrived yet
+    /// (the request it answers was just sent), so the kernel should wait for data before
+    /// trying, instead of a receive that fails with EAGAIN and then waits.
     ///
     /// # Safety
     /// `buf..buf+len` must stay valid and unaliased until the completion is collected.
@@ -127,9 +133,15 @@ impl Ring {
         fd: RawFd,
         buf: *mut u8,
         len: usize,
+        poll_first: bool,
         user_data: u64,
     ) -> io::Result<()> {
         let e = opcode::Recv::new(Fd(fd), buf, len.min(u32::MAX as usize) as u32)
+            .ioprio(if poll_first {
+                IORING_RECVSEND_POLL_FIRST
+            } else {
+                0
+            })
             .build()
             .user_data(user_data);
         self.push(e)

@@ -55,6 +55,8 @@ impl Worker {
         let (fd, token) = (c.fd, c.token(ci));
         let buf = c.rbuf[c.rend..].as_mut_ptr();
         let len = c.rbuf.len() - c.rend;
+        // With a request just sent and nothing left over, the answer cannot be there yet.
+        let poll_first = c.in_flight > 0;
         // SAFETY: the buffer belongs to the connection, which lives as long as the worker;
         // nothing touches `rbuf[rend..]` until this receive completes (only one is queued),
         // and `close_all` waits for the kernel to give every buffer back.
@@ -62,7 +64,7 @@ impl Worker {
             self.io
                 .ring()
                 .expect("ring")
-                .recv(fd, buf, len, token | OP_RECV)
+                .recv(fd, buf, len, poll_first, token | OP_RECV)
         };
         match queued {
             Ok(()) => {
