@@ -6,7 +6,7 @@ use std::io::Read;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
-use crate::spec::{LoadModel, LoadSpec};
+use crate::spec::{IoChoice, LoadModel, LoadSpec};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -64,20 +64,24 @@ pub struct Args {
     /// Extra request header "Name: value" (repeatable)
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
+    /// I/O backend of the closed loop: auto = io_uring where allowed, else epoll (the report
+    /// says which ran and why); uring where it is unavailable is an error
+    #[arg(long, value_enum, default_value_t = IoChoice::Auto)]
+    pub io: IoChoice,
     /// Write the JSON report to FILE; `-` prints only the JSON on stdout
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
     /// Read a serialized LoadSpec from FILE (`-` = stdin) instead of the load flags
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "connections", "threads", "duration", "requests", "rate", "pipeline",
-        "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers"
+        "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers", "io"
     ])]
     pub spec: Option<String>,
     /// Measure the machine's floor instead of loading a server: timer wake-up lateness on
     /// this thread's CPU at --floor-rates, and a loopback TCP echo round trip
     #[arg(long, conflicts_with_all = [
         "url", "spec", "connections", "threads", "duration", "requests", "rate", "pipeline",
-        "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers"
+        "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers", "io"
     ])]
     pub floor: bool,
     /// Timer wake-up rates for --floor, per second, comma-separated [default: 1000,5000,20000]
@@ -180,6 +184,7 @@ impl Args {
             expect_status: self.expect_status,
             expect_body_bytes: self.expect_body_bytes,
             headers,
+            io: self.io,
         })
     }
 }

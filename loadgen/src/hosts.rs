@@ -248,6 +248,12 @@ fn generator(parts: &[(&str, &Report)]) -> Generator {
             .collect(),
         wakeups_per_request: if sent > 0 { wakeups / sent as f64 } else { 0.0 },
         allowed_cpus: allowed,
+        // Every host runs the same spec; the first says which backend (and why).
+        io: gens().find_map(|g| g.io.clone()),
+        cost: gens()
+            .map(|g| g.cost.as_ref())
+            .collect::<Option<Vec<_>>>()
+            .map(|c| loadgen::report::OwnCost::sum(c, responses.round() as u64)),
     }
 }
 
@@ -290,6 +296,7 @@ mod tests {
             expect_status: 200,
             expect_body_bytes: None,
             headers: vec![],
+            io: loadgen::IoChoice::Auto,
         }
     }
 

@@ -4,6 +4,7 @@
 //! Beside it, the report format both ways (`hdr`: histograms encoded and decoded) and one load
 //! over several hosts (`hosts`: `LoadSpec::split`, `Report::merge`).
 
+mod backend;
 mod check;
 pub mod cli;
 pub mod floor;
@@ -19,9 +20,10 @@ mod sys;
 pub mod text;
 mod worker;
 
+pub use backend::choose as choose_io;
 pub use check::send_lag_limit_us;
 pub use hdr::{hdr_v2_b64, hdr_v2_decode};
 pub use merge::percentiles;
 pub use report::Report;
 pub use run::run;
-pub use spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
+pub use spec::{DEFAULT_COALESCE_US, IoChoice, LoadModel, LoadSpec};

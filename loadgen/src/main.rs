@@ -26,6 +26,12 @@ fn main() -> ExitCode {
         eprintln!("loadgen: {e}");
         return ExitCode::from(2);
     }
+    // `--io uring` where io_uring is refused is bad input for this host, like a connection
+    // count over its fd limit.
+    if let Err(e) = loadgen::choose_io(&spec) {
+        eprintln!("loadgen: {e}");
+        return ExitCode::from(2);
+    }
     eprintln!("loadgen: {}", loadgen::text::headline(&spec));
     let report = match loadgen::run(&spec) {
         Ok(r) => r,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use crate::recorder::new_hist;
-use crate::report::{ConnectionCounts, Counts, Interval, Percentiles};
+use crate::report::{ConnectionCounts, Counts, Interval, OwnCost, Percentiles};
 use crate::worker::WorkerTally;
 
 /// All threads' measurements over one window of `window_ns`.
@@ -34,6 +34,8 @@ pub struct Merged {
     pub spin: Vec<f64>,
     /// Why threads stopped early, each reason once.
     pub gave_up: Vec<String>,
+    /// Per thread: its counted syscalls, context switches and faults over its span.
+    pub cost: Vec<OwnCost>,
 }
 
 impl Merged {
@@ -62,6 +64,7 @@ impl Merged {
             busy: Vec::new(),
             spin: Vec::new(),
             gave_up: Vec::new(),
+            cost: Vec::new(),
         };
         let mut seconds = Vec::new();
         for t in tallies {
@@ -132,6 +135,14 @@ impl Merged {
         // Each thread's share of its own measured span (the window, up to its stop).
         self.busy.push(t.cpu.busy());
         self.spin.push(t.cpu.share(t.spin_wait_ns));
+        self.cost.push(OwnCost {
+            syscalls: t.cpu.syscalls,
+            voluntary_context_switches: t.cpu.voluntary_switches,
+            involuntary_context_switches: t.cpu.involuntary_switches,
+            minor_faults: t.cpu.minor_faults,
+            major_faults: t.cpu.major_faults,
+            ..OwnCost::default()
+        });
         if let Some(why) = &t.gave_up
             && !self.gave_up.contains(why)
         {

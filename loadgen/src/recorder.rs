@@ -5,13 +5,13 @@ use hdrhistogram::Histogram;
 
 use crate::http::response::Response;
 use crate::report::Counts;
+use crate::spec::HIST_MAX_US;
 
-/// Histogram range: 1 µs .. 1 h at 3 significant digits (≤ 0.1 % error).
-pub const HIST_MAX_US: u64 = 3_600_000_000;
 /// Timeline histograms only feed per-second p50/p99, so 2 digits (≤ 1 %) keep a long run's
 /// timeline small (~25 KiB per thread-second instead of ~150 KiB).
 const INTERVAL_SIGFIG: u8 = 2;
 
+/// A histogram over 1 µs .. `HIST_MAX_US` at `sigfig` significant digits (3: ≤ 0.1 % error).
 pub fn new_hist(sigfig: u8) -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX_US, sigfig).expect("static histogram bounds")
 }

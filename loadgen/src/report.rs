@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::LoadSpec;
+use crate::spec::{IoChoice, LoadSpec};
 
 /// Bumped on any incompatible change to `Report`'s serialized form.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The JSON Schema of `Report`, generated from these types (the committed
-/// `loadgen/schema.json` must equal it; `tests/schema.rs` says how to regenerate).
+/// `loadgen/schema.json` must equal it; `tests/it/schema.rs` says how to regenerate).
 pub fn json_schema() -> String {
     let schema = schemars::schema_for!(Report);
     serde_json::to_string_pretty(&schema).expect("a schema always serializes") + "\n"
@@ -262,6 +262,73 @@ pub struct Generator {
     pub wakeups_per_request: f64,
     /// CPUs the generator was allowed to run on (affinity mask).
     pub allowed_cpus: Vec<u32>,
+    /// The I/O backend the worker threads ran, and why (absent from reports older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoUsed>,
+    /// The worker threads' own counted cost over the window (absent from older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<OwnCost>,
+}
+
+/// An I/O backend that ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IoBackend {
+    Epoll,
+    Uring,
+}
+
+/// Which backend ran, what was asked for, and why that one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IoUsed {
+    pub requested: IoChoice,
+    pub backend: IoBackend,
+    /// Why this backend: the choice, or why io_uring could not be used (e.g. refused by
+    /// sysctl `kernel.io_uring_disabled` or a seccomp filter).
+    pub reason: String,
+}
+
+/// What the worker threads asked of the kernel over the measured window, counted: syscalls
+/// (every one loadgen's own `sys` layer makes; vDSO clock reads are not syscalls) and the
+/// threads' `getrusage(RUSAGE_THREAD)` context switches and page faults. Per-request figures
+/// divide by responses completed in the window, like `cpu_us_per_request`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnCost {
+    pub syscalls: u64,
+    pub syscalls_per_request: f64,
+    pub voluntary_context_switches: u64,
+    pub involuntary_context_switches: u64,
+    /// (voluntary + involuntary) / responses.
+    pub context_switches_per_request: f64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+}
+
+impl OwnCost {
+    /// Totals of several threads or hosts, with per-request figures over `responses`.
+    pub fn sum<'a>(parts: impl IntoIterator<Item = &'a OwnCost>, responses: u64) -> OwnCost {
+        let mut c = OwnCost::default();
+        for p in parts {
+            c.syscalls += p.syscalls;
+            c.voluntary_context_switches += p.voluntary_context_switches;
+            c.involuntary_context_switches += p.involuntary_context_switches;
+            c.minor_faults += p.minor_faults;
+            c.major_faults += p.major_faults;
+        }
+        let per = |n: u64| {
+            if responses > 0 {
+                n as f64 / responses as f64
+            } else {
+                0.0
+            }
+        };
+        c.syscalls_per_request = per(c.syscalls);
+        c.context_switches_per_request =
+            per(c.voluntary_context_switches + c.involuntary_context_switches);
+        c
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

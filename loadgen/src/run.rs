@@ -7,12 +7,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 use hdrhistogram::Histogram;
 
+use crate::backend;
 use crate::check;
 use crate::hdr::hdr_v2_b64;
 use crate::http::request::RequestBytes;
 use crate::http::target;
 use crate::merge::{Merged, percentiles};
-use crate::report::{Generator, OpenLoopHistograms, Report, SCHEMA_VERSION};
+use crate::report::{Generator, IoUsed, OpenLoopHistograms, OwnCost, Report, SCHEMA_VERSION};
 use crate::spec::{LoadModel, LoadSpec};
 use crate::sys::{clock, proc};
 use crate::worker::plan::{OpenPlan, Plan, Share, split_even};
@@ -33,6 +34,7 @@ impl LoadSpec {
 /// Run one load as specified and report on it.
 pub fn run(spec: &LoadSpec) -> Result<Report> {
     spec.validate()?;
+    let io = backend::choose(spec)?;
     let target = target::resolve(&spec.url)?;
     if let Err(e) = proc::raise_nofile() {
         eprintln!("loadgen: warning: could not raise RLIMIT_NOFILE: {e}");
@@ -66,6 +68,7 @@ pub fn run(spec: &LoadSpec) -> Result<Report> {
         expect_status: spec.expect_status,
         expect_body_bytes: spec.expect_body_bytes,
         open,
+        io: io.backend,
     });
     let start = Arc::new(StartLine {
         barrier: Barrier::new(spec.threads as usize),
@@ -104,11 +107,17 @@ pub fn run(spec: &LoadSpec) -> Result<Report> {
         tallies.push(o);
     }
     let t0 = *start.t0_ns.get().context("workers never started")?;
-    Ok(build(spec, t0 + warmup_ns, started_unix_ms, tallies))
+    Ok(build(spec, t0 + warmup_ns, started_unix_ms, tallies, io))
 }
 
 /// The report: merge the threads' tallies, summarize, judge, serialize the histogram.
-fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerTally>) -> Report {
+fn build(
+    spec: &LoadSpec,
+    ws_ns: u64,
+    started_unix_ms: u64,
+    tallies: Vec<WorkerTally>,
+    io: IoUsed,
+) -> Report {
     let open = matches!(spec.model, LoadModel::Open { .. });
     let m = Merged::new(&tallies, ws_ns);
     let latency_us = percentiles(&m.latency);
@@ -145,7 +154,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerT
         window_s: m.window_s(),
         requests_per_s: m.per_s(m.responses()),
         ok_per_s: m.per_s(m.counts.ok),
-        generator: generator(&m),
+        generator: generator(&m, io),
         latency_us,
         service_time_us,
         send_lag_us,
@@ -166,7 +175,7 @@ fn build(spec: &LoadSpec, ws_ns: u64, started_unix_ms: u64, tallies: Vec<WorkerT
 }
 
 /// The generator's own cost over the window.
-fn generator(m: &Merged) -> Generator {
+fn generator(m: &Merged, io: IoUsed) -> Generator {
     let cpu_us = m.cpu_user_us + m.cpu_sys_us;
     let responses = m.responses();
     Generator {
@@ -187,5 +196,7 @@ fn generator(m: &Merged) -> Generator {
             0.0
         },
         allowed_cpus: proc::allowed_cpus(),
+        io: Some(io),
+        cost: Some(OwnCost::sum(&m.cost, responses)),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::report::{Percentiles, Report};
+use crate::report::{IoBackend, Percentiles, Report};
 use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
 
 /// One line describing the load, e.g. for progress output.
@@ -160,6 +160,25 @@ pub fn summary(r: &Report) -> String {
             _ => String::new(),
         }
     );
+    if let Some(io) = &g.io {
+        let backend = match io.backend {
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "io_uring",
+        };
+        let _ = writeln!(o, "  I/O: {backend} ({})", io.reason);
+    }
+    if let Some(c) = &g.cost {
+        let _ = writeln!(
+            o,
+            "  counted: {:.3} syscalls/request, {:.4} context switches/request ({} voluntary, {} involuntary), {} minor + {} major faults",
+            c.syscalls_per_request,
+            c.context_switches_per_request,
+            c.voluntary_context_switches,
+            c.involuntary_context_switches,
+            c.minor_faults,
+            c.major_faults
+        );
+    }
     if r.verdict.saturated {
         let _ = writeln!(o, "Verdict: GENERATOR MAY BE THE BOTTLENECK");
         for reason in &r.verdict.reasons {

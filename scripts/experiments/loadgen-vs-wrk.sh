@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # loadgen vs wrk: CPU cost per request of the generator, server and generator pinned to
-# different cores, runs interleaved A B A B so drift hits both tools alike.
+# different cores, runs interleaved (loadgen on epoll, loadgen on io_uring, wrk; again) so
+# drift hits every tool alike.
 #
 #   scripts/experiments/loadgen-vs-wrk.sh [--duration 10s] [--pairs 3] [--connections 64]
 #                             [--server-cmd 'CMD with {port}'] [--loadgen PATH]
-#                             [--server-cpu 0] [--gen-cpu 1]
+#                             [--server-cpu 0] [--gen-cpu 1] [--depths '1 16']
 #
 # Server: ping-may-minihttp (target/release or PATH) unless --server-cmd is given; `{port}`
 # in the command is replaced by the port to listen on, and the URL is /ping on it.
 # Generator CPU is measured the same way for both tools: user+sys of the whole process
-# from /usr/bin/time, divided by the responses the tool itself reported.
+# from /usr/bin/time, divided by the responses the tool itself reported. loadgen's own
+# counted syscalls per request (its report) are shown beside it.
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 
-duration=10s pairs=3 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18481
+duration=10s pairs=3 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18481 depths="1 16"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration) duration=$2; shift 2 ;;
@@ -25,7 +27,8 @@ while [[ $# -gt 0 ]]; do
     --server-cpu) server_cpu=$2; shift 2 ;;
     --gen-cpu) gen_cpu=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --depths) depths=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -73,7 +76,8 @@ server_cpu_s() {
   awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); print ($12 + $13) / hz}' "/proc/$server_pid/stat"
 }
 
-# run <tool> <depth> → prints "req_per_s responses cpu_s"
+# run <tool> <depth> → prints "req_per_s responses cpu_s syscalls_per_request"
+# (tools: wrk, epoll and uring = loadgen on that I/O backend; wrk's syscalls are not counted)
 run() {
   local tool=$1 depth=$2 out="$tmp/out" tm="$tmp/time" count_line
   if [[ $tool == wrk ]]; then
@@ -84,47 +88,57 @@ run() {
     count_line='requests in'
   else
     /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
-      "$loadgen" "$url" -t 1 -c "$conns" -d "$duration" --pipeline "$depth" >"$out" 2>"$tmp/err"
+      "$loadgen" "$url" -t 1 -c "$conns" -d "$duration" --pipeline "$depth" --io "$tool" \
+      >"$out" 2>"$tmp/err"
     count_line='responses in'
+    grep -q "I/O: .*$( [[ $tool == uring ]] && echo io_uring || echo epoll )" "$out" \
+      || { echo "loadgen did not run on $tool:" >&2; cat "$out" "$tmp/err" >&2; exit 1; }
   fi
   # Both print "Requests/sec:" like wrk; the response count line differs.
-  local n rps
+  local n rps sys
   n=$(awk -v re="$count_line" '$0 ~ re {print $1}' "$out")
   rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
-  echo "$rps $n $(awk '{print $1 + $2}' "$tm")"
+  sys=$(awk '/counted: / {print $2}' "$out")
+  echo "$rps $n $(awk '{print $1 + $2}' "$tm") ${sys:--}"
 }
 
 results="$tmp/results"
 : >"$results"
 echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); generators on cpu $gen_cpu, -t1 -c$conns, $duration per run, $pairs pairs"
-for depth in 1 16; do
+tools="epoll uring wrk"
+for depth in $depths; do
   for i in $(seq "$pairs"); do
-    for tool in loadgen wrk; do
+    for tool in $tools; do
       s0=$(server_cpu_s) t0=$(date +%s.%N)
-      read -r rps n cpu < <(run "$tool" "$depth")
+      read -r rps n cpu sys < <(run "$tool" "$depth")
       s1=$(server_cpu_s) t1=$(date +%s.%N)
       [[ -n "$n" && "$n" != 0 ]] || { echo "$tool depth $depth produced no responses" >&2; exit 1; }
       # Share of its one core the server used over the tool's whole run (start-up included).
       busy=$(awk -v a="$s0" -v b="$s1" -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.3f", (b - a) / (t1 - t0)}')
-      echo "$tool $depth $i $rps $n $cpu $busy" >>"$results"
-      printf '  %-8s depth %-3s run %s: %12.0f req/s  %8.3f µs CPU/request  server core %3.0f %%\n' \
+      echo "$tool $depth $i $rps $n $cpu $busy $sys" >>"$results"
+      printf '  %-8s depth %-3s run %s: %12.0f req/s  %8.3f µs CPU/request  %6s syscalls/request  server core %3.0f %%\n' \
         "$tool" "$depth" "$i" "$rps" "$(awk -v c="$cpu" -v n="$n" 'BEGIN {print c * 1e6 / n}')" \
-        "$(awk -v b="$busy" 'BEGIN {print b * 100}')"
+        "$sys" "$(awk -v b="$busy" 'BEGIN {print b * 100}')"
     done
   done
 done
 
 echo
-echo "| depth | tool | req/s (median) | generator CPU µs/request (median) | server core busy (median) |"
-echo "|---|---|---|---|---|"
+echo "(tools: epoll, uring = loadgen on that I/O backend)"
+echo "| depth | tool | req/s (median) | generator CPU µs/request (median) | syscalls/request (median) | server core busy (median) |"
+echo "|---|---|---|---|---|---|"
 declare -A med_rps med_cpu
-for depth in 1 16; do
-  for tool in loadgen wrk; do
+for depth in $depths; do
+  for tool in $tools; do
     rps=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $4}' "$results" | median)
     cpu=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $6 * 1e6 / $5}' "$results" | median)
     busy=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $7 * 100}' "$results" | median)
-    echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") | $(printf '%.0f' "$busy") % |"
+    sys=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d && $8 != "-" {print $8}' "$results" | median)
+    [[ $tool == wrk ]] && sys="n/a" || sys=$(printf '%.3f' "$sys")
+    echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") | $sys | $(printf '%.0f' "$busy") % |"
     med_rps[$tool]=$rps med_cpu[$tool]=$cpu
   done
-  echo "| $depth | loadgen/wrk | $(ratio "${med_rps[loadgen]}" "${med_rps[wrk]}")× | $(ratio "${med_cpu[loadgen]}" "${med_cpu[wrk]}")× (target ≤ 0.90×) | |"
+  for tool in epoll uring; do
+    echo "| $depth | $tool/wrk | $(ratio "${med_rps[$tool]}" "${med_rps[wrk]}")× | $(ratio "${med_cpu[$tool]}" "${med_cpu[wrk]}")× | | |"
+  done
 done

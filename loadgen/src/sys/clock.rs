@@ -49,6 +49,7 @@ pub fn sleep_until(deadline_ns: u64) -> std::io::Result<()> {
         tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
     };
+    super::count::add(1);
     // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
     let rc = unsafe {
         libc::clock_nanosleep(

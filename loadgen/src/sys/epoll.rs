@@ -25,6 +25,7 @@ pub const EV_ERR_HUP: u32 = (libc::EPOLLERR | libc::EPOLLHUP | libc::EPOLLRDHUP)
 
 impl Epoll {
     pub fn new(capacity: usize) -> io::Result<Self> {
+        super::count::add(1);
         // SAFETY: plain syscall.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if fd < 0 {
@@ -40,6 +41,7 @@ impl Epoll {
             events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
             u64: token,
         };
+        super::count::add(1);
         // SAFETY: `ev` is valid for the call; the kernel copies it.
         if unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
             return Err(last_err());
@@ -54,6 +56,7 @@ impl Epoll {
             tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
             tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
         };
+        super::count::add(1);
         // SAFETY: the events buffer outlives the call and its length is passed.
         let n = unsafe {
             libc::epoll_pwait2(

@@ -3,15 +3,34 @@
 
 use super::last_err;
 
-/// CPU time consumed by the calling thread so far, (user, system) in µs. Tick-sampled:
-/// a span read this way can be off by a scheduler tick (ms), so it only splits totals.
-fn thread_cpu_us() -> (u64, u64) {
+/// The calling thread's getrusage figures so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct ThreadUsage {
+    /// CPU time (user, system) in µs. Tick-sampled: a span read this way can be off by a
+    /// scheduler tick (ms), so it only splits totals.
+    user_us: u64,
+    sys_us: u64,
+    /// Voluntary (blocked, e.g. waiting for I/O) and involuntary (preempted) switches.
+    vcsw: u64,
+    ivcsw: u64,
+    minflt: u64,
+    majflt: u64,
+}
+
+fn thread_usage() -> ThreadUsage {
     // SAFETY: all-zero rusage is valid; RUSAGE_THREAD exists since Linux 2.6.26.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid out-pointer.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    (us(ru.ru_utime), us(ru.ru_stime))
+    ThreadUsage {
+        user_us: us(ru.ru_utime),
+        sys_us: us(ru.ru_stime),
+        vcsw: ru.ru_nvcsw as u64,
+        ivcsw: ru.ru_nivcsw as u64,
+        minflt: ru.ru_minflt as u64,
+        majflt: ru.ru_majflt as u64,
+    }
 }
 
 /// CPU time consumed by the calling thread so far, ns: exact (`CLOCK_THREAD_CPUTIME_ID`
@@ -31,8 +50,8 @@ fn thread_cpu_ns() -> u64 {
 pub struct CpuMark {
     wall_ns: u64,
     cpu_ns: u64,
-    user_us: u64,
-    sys_us: u64,
+    usage: ThreadUsage,
+    syscalls: u64,
 }
 
 /// CPU a thread used over a span of wall time.
@@ -44,6 +63,12 @@ pub struct CpuSpan {
     /// splits its own totals the same way).
     pub user_us: u64,
     pub sys_us: u64,
+    /// Syscalls the thread made through `sys` (`sys::count`).
+    pub syscalls: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
 }
 
 impl CpuMark {
@@ -51,32 +76,34 @@ impl CpuMark {
     pub fn start() -> Self {
         let wall_ns = super::clock::now_ns();
         let cpu_ns = thread_cpu_ns();
-        let (user_us, sys_us) = thread_cpu_us();
+        let usage = thread_usage();
         Self {
             wall_ns,
             cpu_ns,
-            user_us,
-            sys_us,
+            usage,
+            syscalls: super::count::syscalls(),
         }
     }
 
     /// End of a span: the wall clock is read last, for the same reason.
     pub fn end() -> Self {
-        let (user_us, sys_us) = thread_cpu_us();
+        let syscalls = super::count::syscalls();
+        let usage = thread_usage();
         let cpu_ns = thread_cpu_ns();
         let wall_ns = super::clock::now_ns();
         Self {
             wall_ns,
             cpu_ns,
-            user_us,
-            sys_us,
+            usage,
+            syscalls,
         }
     }
 
     pub fn since(self, start: CpuMark) -> CpuSpan {
         let cpu_ns = self.cpu_ns.saturating_sub(start.cpu_ns);
-        let user = self.user_us.saturating_sub(start.user_us);
-        let sys = self.sys_us.saturating_sub(start.sys_us);
+        let (a, b) = (start.usage, self.usage);
+        let user = b.user_us.saturating_sub(a.user_us);
+        let sys = b.sys_us.saturating_sub(a.sys_us);
         let cpu_us = cpu_ns / 1_000;
         let user_us = if user + sys > 0 {
             (cpu_us as u128 * user as u128 / (user + sys) as u128) as u64
@@ -88,6 +115,11 @@ impl CpuMark {
             cpu_ns,
             user_us,
             sys_us: cpu_us - user_us,
+            syscalls: self.syscalls.saturating_sub(start.syscalls),
+            voluntary_switches: b.vcsw.saturating_sub(a.vcsw),
+            involuntary_switches: b.ivcsw.saturating_sub(a.ivcsw),
+            minor_faults: b.minflt.saturating_sub(a.minflt),
+            major_faults: b.majflt.saturating_sub(a.majflt),
         }
     }
 }

@@ -58,6 +58,8 @@ pub fn connect(addr: &SocketAddr) -> io::Result<Connect> {
     } else {
         libc::AF_INET6
     };
+    // socket, setsockopt, connect (and close if it failed at once).
+    super::count::add(3);
     // SAFETY: plain syscalls on an fd we own; pointers are valid for each call.
     unsafe {
         let fd = libc::socket(
@@ -85,6 +87,7 @@ pub fn connect(addr: &SocketAddr) -> io::Result<Connect> {
         if e.raw_os_error() == Some(libc::EINPROGRESS) {
             Ok(Connect::Started(fd))
         } else {
+            super::count::add(1);
             libc::close(fd);
             Ok(Connect::Failed)
         }
@@ -95,6 +98,7 @@ pub fn connect(addr: &SocketAddr) -> io::Result<Connect> {
 pub fn take_error(fd: RawFd) -> io::Result<()> {
     let mut err: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    super::count::add(1);
     // SAFETY: valid out-pointers for the call.
     let rc = unsafe {
         libc::getsockopt(
@@ -117,6 +121,7 @@ pub fn take_error(fd: RawFd) -> io::Result<()> {
 /// `read(2)`; `Ok(0)` is EOF, `WouldBlock` means drained.
 #[inline]
 pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    super::count::add(1);
     // SAFETY: the buffer is valid for `buf.len()` bytes.
     let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
     if n < 0 {
@@ -130,6 +135,7 @@ pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 /// arrival time is known even when it is read later.
 pub fn enable_rx_timestamps(fd: RawFd) -> io::Result<()> {
     let one: libc::c_int = 1;
+    super::count::add(1);
     // SAFETY: valid pointer and length for the call.
     let rc = unsafe {
         libc::setsockopt(
@@ -159,6 +165,7 @@ pub fn read_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
     msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    super::count::add(1);
     // SAFETY: msg describes valid buffers for the call.
     let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
     if n < 0 {
@@ -183,6 +190,7 @@ pub fn read_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>
 /// `send(2)` without SIGPIPE.
 #[inline]
 pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    super::count::add(1);
     // SAFETY: the buffer is valid for `buf.len()` bytes.
     let n = unsafe {
         libc::send(
@@ -200,6 +208,15 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 }
 
 pub fn close(fd: RawFd) {
+    super::count::add(1);
     // SAFETY: callers pass fds they own and forget them afterwards.
     unsafe { libc::close(fd) };
+}
+
+/// Shut both directions of `fd` down, so operations the kernel still holds on it (an
+/// io_uring receive) complete now instead of keeping the connection open past `close`.
+pub fn shutdown(fd: RawFd) {
+    super::count::add(1);
+    // SAFETY: plain syscall on an fd the caller owns.
+    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
 }

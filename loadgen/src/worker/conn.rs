@@ -48,6 +48,11 @@ pub struct Conn {
     pub ever_open: bool,
     /// Sits in the worker's free list (open loop).
     pub in_free: bool,
+    /// io_uring: operations queued on the current socket, and whether one of them is its
+    /// receive or its send (at most one each).
+    pub ops: u32,
+    pub recv_armed: bool,
+    pub send_armed: bool,
 }
 
 impl Conn {
@@ -70,10 +75,14 @@ impl Conn {
             connect_failures: 0,
             ever_open: false,
             in_free: false,
+            ops: 0,
+            recv_armed: false,
+            send_armed: false,
         }
     }
 
-    /// epoll token: generation in the high half, slot index in the low half.
+    /// epoll/io_uring token: generation in the high half, slot index in the low half (io_uring
+    /// adds the operation kind in bits 30-31; slots stay far below 2^30 by the fd limit).
     pub fn token(&self, index: usize) -> u64 {
         ((self.generation as u64) << 32) | index as u64
     }
@@ -86,9 +95,14 @@ impl Conn {
         self.rstart = 0;
     }
 
-    /// Drop the socket and all per-connection parse state.
+    /// Drop the socket and all per-connection parse state. A socket the kernel still holds
+    /// io_uring operations on is shut down first, which completes them (their completions
+    /// carry the old generation and are dropped); a bare `close` would leave it open.
     pub fn reset_socket(&mut self) {
         if self.fd >= 0 {
+            if self.ops > 0 {
+                crate::sys::socket::shutdown(self.fd);
+            }
             crate::sys::socket::close(self.fd);
             self.fd = -1;
         }
@@ -97,5 +111,8 @@ impl Conn {
         self.parser.reset();
         self.wlen = 0;
         self.written = 0;
+        self.ops = 0;
+        self.recv_armed = false;
+        self.send_armed = false;
     }
 }

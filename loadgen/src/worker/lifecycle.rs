@@ -27,7 +27,7 @@ impl Worker {
                 c.fd = fd;
                 c.state = State::Connecting;
                 self.connecting_count += 1;
-                if let Err(_e) = self.ep.add(fd, c.token(ci)) {
+                if let Err(_e) = self.watch_connect(ci) {
                     self.connect_failed(ci, now);
                     return;
                 }
@@ -182,6 +182,7 @@ impl Worker {
             c.reset_socket();
         }
         self.rec.counts.in_flight_at_end = in_flight;
+        self.ring_drain();
         if self.plan.open.is_some() {
             // Everything due before the end but never sent is backlog, not silently lost.
             self.count_backlog(now);

@@ -1,29 +1,34 @@
-//! One load-generating thread: its own edge-triggered epoll loop, connections, schedule and
-//! recorder. Nothing is shared with other workers while running.
+//! One load-generating thread: its own event loop (epoll, or io_uring for the closed loop:
+//! `io`, `ring`), connections, schedule and recorder. Nothing is shared with other workers
+//! while running.
 //!
-//! Syscalls per keep-alive request: one `send` and (usually) one `read`, plus a share of
-//! `epoll_pwait2`. Sockets are registered once (`EPOLLIN|EPOLLOUT|EPOLLET`), so no
+//! On epoll, syscalls per keep-alive request: one `send` and (usually) one `read`, plus a
+//! share of `epoll_pwait2`. Sockets are registered once (`EPOLLIN|EPOLLOUT|EPOLLET`), so no
 //! `epoll_ctl` happens per request; a `read` shorter than the free buffer space means the
 //! socket is drained (edge-triggered epoll reports every new arrival), which saves the
 //! extra `read` returning EAGAIN.
 
 mod closed;
 pub mod conn;
+mod io;
 mod lifecycle;
 mod open;
 pub mod plan;
+mod ring;
 mod wire;
 
-use std::io;
+use std::io as stdio;
 use std::sync::{Arc, Barrier, OnceLock};
 
 use crate::recorder::Recorder;
 use crate::report::ConnectionCounts;
 use crate::sys::clock::{now_ns, sleep_until};
-use crate::sys::epoll::{EV_ERR_HUP, EV_IN, EV_OUT, Epoll, Event};
+use crate::sys::epoll::{EV_ERR_HUP, EV_IN, EV_OUT, Event};
 use crate::sys::proc::{self, CpuMark, CpuSpan};
 use crate::sys::socket;
+use crate::sys::uring::Completion;
 use conn::{Conn, State};
+use io::Io;
 use plan::{Plan, Share};
 
 /// Below this, waiting is done by spinning rather than sleeping: a sleep this short
@@ -68,9 +73,10 @@ pub struct StartLine {
 pub struct Worker {
     plan: Arc<Plan>,
     share: Share,
-    ep: Epoll,
+    io: Io,
     conns: Vec<Conn>,
     events: Vec<Event>,
+    done: Vec<Completion>,
     rec: Recorder,
     cc: ConnectionCounts,
     t0_ns: u64,
@@ -109,7 +115,7 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(plan: Arc<Plan>, share: Share) -> io::Result<Self> {
+    pub fn new(plan: Arc<Plan>, share: Share) -> stdio::Result<Self> {
         let n = share.connections as usize;
         let j_end = plan.open.map_or(0, |o| {
             let (i, t) = (share.index as u64, plan.threads as u64);
@@ -120,9 +126,10 @@ impl Worker {
             }
         });
         Ok(Self {
-            ep: Epoll::new(n.min(1024))?,
+            io: Io::new(plan.io, n)?,
             conns: (0..n).map(|_| Conn::new()).collect(),
             events: Vec::with_capacity(n.min(1024)),
+            done: Vec::with_capacity(n * 2),
             rec: Recorder::new(
                 0,
                 plan.open.is_some(),
@@ -264,7 +271,7 @@ impl Worker {
             }
             let in_window = cpu_at_ws.is_some();
             if let Err(e) = self.wait(deadline, in_window, &mut spin_wait_ns) {
-                gave_up = Some(format!("epoll failed: {e}"));
+                gave_up = Some(format!("waiting for I/O failed: {e}"));
                 break;
             }
         }
@@ -295,7 +302,12 @@ impl Worker {
     /// `SPIN_NS` spins on the clock: a sleep would overshoot it by more than the spin costs.
     /// Otherwise (closed loop, or requests queued for a connection, which a response must
     /// free at once): wait for I/O or the deadline.
-    fn wait(&mut self, deadline: u64, in_window: bool, spin_wait_ns: &mut u64) -> io::Result<()> {
+    fn wait(
+        &mut self,
+        deadline: u64,
+        in_window: bool,
+        spin_wait_ns: &mut u64,
+    ) -> stdio::Result<()> {
         let now = now_ns();
         let wait = deadline.saturating_sub(now);
         if self.harvest && !self.backlogged {
@@ -375,11 +387,13 @@ impl Worker {
         self.woke_ns = now_ns();
     }
 
-    /// Waits up to `wait_ns` (a wait meant to end by `asked_ns`) and handles what arrived;
-    /// returns how many events that was.
-    fn poll(&mut self, wait_ns: u64, asked_ns: u64) -> io::Result<usize> {
+    /// `poll` on epoll: wait for readiness, then read and write what is ready.
+    fn epoll_poll(&mut self, wait_ns: u64, asked_ns: u64) -> stdio::Result<usize> {
         let mut events = std::mem::take(&mut self.events);
-        self.ep.wait(wait_ns, &mut events)?;
+        let Io::Epoll(ep) = &mut self.io else {
+            unreachable!("epoll_poll on epoll only")
+        };
+        ep.wait(wait_ns, &mut events)?;
         if wait_ns > 0 {
             self.woke(asked_ns);
         }

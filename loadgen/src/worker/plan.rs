@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 
 use crate::http::request::RequestBytes;
+use crate::report::IoBackend;
 
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -18,6 +19,8 @@ pub struct Plan {
     pub expect_status: u16,
     pub expect_body_bytes: Option<u64>,
     pub open: Option<OpenPlan>,
+    /// The I/O layer every worker runs (`backend::choose`).
+    pub io: IoBackend,
 }
 
 /// Open loop: global request `k` is intended at `t0 + k * ns_per_request`; thread `i` of

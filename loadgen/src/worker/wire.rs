@@ -1,5 +1,6 @@
 //! Socket I/O for a worker: writing request batches, reading and framing responses, and
-//! what a completed response triggers next.
+//! what a completed response triggers next. The framing and accounting (`received` on) are
+//! shared by both backends; `flush` and `read_ready` are epoll's way of moving the bytes.
 
 use std::io;
 
@@ -12,6 +13,10 @@ use crate::sys::socket;
 
 impl Worker {
     pub(super) fn flush(&mut self, ci: usize) {
+        if self.io.is_uring() {
+            self.ring_arm_send(ci);
+            return;
+        }
         let c = &mut self.conns[ci];
         while c.written < c.wlen {
             match socket::send(c.fd, &self.plan.req.batch[c.written..c.wlen]) {
@@ -37,16 +42,10 @@ impl Worker {
     pub(super) fn read_ready(&mut self, ci: usize, peer_closed: bool) {
         let harvest = self.harvest;
         loop {
-            let c = &mut self.conns[ci];
-            if c.rend == c.rbuf.len() {
-                if c.rstart > 0 {
-                    c.compact();
-                } else {
-                    // A response head larger than the whole buffer.
-                    self.fail_open(ci, ErrorKind::Parse, now_ns());
-                    return;
-                }
+            if !self.make_room(ci) {
+                return;
             }
+            let c = &mut self.conns[ci];
             let space = c.rbuf.len() - c.rend;
             let got = if harvest {
                 socket::read_stamped(c.fd, &mut c.rbuf[c.rend..])
@@ -59,26 +58,7 @@ impl Worker {
                     return;
                 }
                 Ok((n, stamp)) => {
-                    // One timestamp per read: every response completed by these bytes
-                    // arrived together. Harvesting reads long after arrival, so it takes
-                    // the kernel's receive time; without one it must stop harvesting.
-                    let now = match stamp {
-                        Some(real) => real_to_mono(real),
-                        None => {
-                            self.harvest = false;
-                            now_ns()
-                        }
-                    };
-                    if now >= self.end_ns {
-                        // Past the window: leave these as in flight at the end.
-                        self.stop = true;
-                        return;
-                    }
-                    c.rend += n;
-                    if c.counted {
-                        self.rec.bytes_read += n as u64;
-                    }
-                    if !self.parse(ci, now) || (n < space && !peer_closed) {
+                    if !self.received(ci, n, stamp) || (n < space && !peer_closed) {
                         return;
                     }
                 }
@@ -90,6 +70,48 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// Make room at the end of slot `ci`'s read buffer; false (and the connection failed)
+    /// if a response head fills the whole buffer.
+    pub(super) fn make_room(&mut self, ci: usize) -> bool {
+        let c = &mut self.conns[ci];
+        if c.rend == c.rbuf.len() {
+            if c.rstart > 0 {
+                c.compact();
+            } else {
+                self.fail_open(ci, ErrorKind::Parse, now_ns());
+                return false;
+            }
+        }
+        true
+    }
+
+    /// `n` bytes arrived at the end of slot `ci`'s buffer (kernel receive time `stamp`, if
+    /// read with one): count and frame them. Returns false when reading must stop (the
+    /// connection closed, or the window is over).
+    pub(super) fn received(&mut self, ci: usize, n: usize, stamp: Option<u64>) -> bool {
+        // One timestamp per read: every response completed by these bytes arrived together.
+        // Harvesting reads long after arrival, so it takes the kernel's receive time; without
+        // one it must stop harvesting.
+        let now = match stamp {
+            Some(real) => real_to_mono(real),
+            None => {
+                self.harvest = false;
+                now_ns()
+            }
+        };
+        if now >= self.end_ns {
+            // Past the window: leave these as in flight at the end.
+            self.stop = true;
+            return false;
+        }
+        let c = &mut self.conns[ci];
+        c.rend += n;
+        if c.counted {
+            self.rec.bytes_read += n as u64;
+        }
+        self.parse(ci, now)
     }
 
     /// Parse every complete response in the buffer. Returns false if the connection closed.
@@ -188,7 +210,7 @@ impl Worker {
 }
 
 /// A reset peer is its own error class; any other I/O error counts as `otherwise`.
-fn failure(e: &io::Error, otherwise: ErrorKind) -> ErrorKind {
+pub(super) fn failure(e: &io::Error, otherwise: ErrorKind) -> ErrorKind {
     match e.raw_os_error() {
         Some(libc::ECONNRESET) | Some(libc::EPIPE) => ErrorKind::Reset,
         _ => otherwise,

@@ -88,6 +88,7 @@ impl CellSpec {
             expect_status: 200,
             expect_body_bytes: self.expect_body_bytes,
             headers: vec![],
+            io: loadgen::IoChoice::Auto,
         }
     }
 }

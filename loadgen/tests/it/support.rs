@@ -1,16 +1,16 @@
-//! Small in-test HTTP/1.1 servers on 127.0.0.1 (std threads), with knobs for the failure
-//! modes loadgen must account for. Dropping a `TestServer` stops it and all its threads.
-
-#![allow(dead_code)]
+//! The suite's one support kit: small in-test HTTP/1.1 servers on 127.0.0.1 (std threads),
+//! with knobs for the failure modes loadgen must account for (dropping a `TestServer` stops
+//! it and all its threads), test-friendly specs, and the loadgen binary.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use loadgen::{LoadModel, LoadSpec, Report};
+use loadgen::{IoChoice, LoadModel, LoadSpec, Report};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Mode {
@@ -197,6 +197,14 @@ fn serve(mut stream: TcpStream, s: &Shared) {
     }
 }
 
+/// A closed-loop spec with test-friendly defaults on I/O backend `io`.
+pub fn closed_on(io: IoChoice, url: String, connections: u32, pipeline: u32) -> LoadSpec {
+    LoadSpec {
+        io,
+        ..closed(url, connections, pipeline)
+    }
+}
+
 /// A closed-loop spec with test-friendly defaults.
 pub fn closed(url: String, connections: u32, pipeline: u32) -> LoadSpec {
     LoadSpec {
@@ -214,6 +222,7 @@ pub fn closed(url: String, connections: u32, pipeline: u32) -> LoadSpec {
         expect_status: 200,
         expect_body_bytes: None,
         headers: Vec::new(),
+        io: IoChoice::Auto,
     }
 }
 
@@ -255,4 +264,82 @@ pub fn assert_adds_up(r: &loadgen::Report) {
         c.ok + c.non_2xx + c.errors.total() + c.timeouts + c.in_flight_at_end,
         "accounting does not add up: {c:?}"
     );
+}
+
+/// Run the loadgen binary with `args` and collect its output.
+pub fn loadgen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .output()
+        .expect("run the loadgen binary")
+}
+
+/// Runs each named test `fn name(io: IoChoice)` once per closed-loop I/O backend, as the
+/// tests `name::epoll` and `name::uring`: the same suite must pass on both.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn epoll() {
+                    super::$name(loadgen::IoChoice::Epoll)
+                }
+                #[test]
+                fn uring() {
+                    super::$name(loadgen::IoChoice::Uring)
+                }
+            }
+        )*
+    };
+}
+pub(crate) use on_both_backends;
+
+/// Make `cmd`'s child unable to set up io_uring, as a seccomp policy (Docker's default, for
+/// one) or `kernel.io_uring_disabled` would: `io_uring_setup` fails with EPERM.
+pub fn without_io_uring(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+    let stmt = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    // ld [nr]; jeq io_uring_setup ? next : skip one; ret ERRNO(EPERM); ret ALLOW
+    let filter = [
+        stmt((libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16, 0),
+        libc::sock_filter {
+            jf: 1,
+            ..stmt(
+                (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+                libc::SYS_io_uring_setup as u32,
+            )
+        },
+        stmt(
+            (libc::BPF_RET | libc::BPF_K) as u16,
+            SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        ),
+        stmt((libc::BPF_RET | libc::BPF_K) as u16, SECCOMP_RET_ALLOW),
+    ];
+    // SAFETY: runs in the forked child before exec; only async-signal-safe prctl calls on
+    // memory (`filter`) that the fork copied.
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &prog as *const libc::sock_fprog,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
 }

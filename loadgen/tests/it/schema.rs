@@ -3,13 +3,11 @@
 //! same JSON (so no field is lost, renamed or unknown).
 //!
 //! Regenerate the committed schema after changing a report type:
-//! `LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test schema`
-
-mod common;
+//! `LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test it -- schema`
 
 use std::process::Command;
 
-use common::{Mode, TestServer};
+use crate::support::{Mode, TestServer};
 use loadgen::Report;
 use serde_json::{Value, json};
 
@@ -25,7 +23,7 @@ fn committed_schema_is_the_generated_one() {
     assert!(
         committed == generated,
         "loadgen/schema.json differs from the report types; regenerate it with \
-         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test schema"
+         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test it -- schema"
     );
 }
 

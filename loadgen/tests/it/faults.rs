@@ -1,16 +1,17 @@
 //! Failure modes: silent servers (timeouts), a one-time stall seen by the open loop but not
 //! by closed-loop service time, refused connections, and a server dying mid-run.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Mode, TestServer, assert_adds_up, closed, open, run_killing_server};
+use loadgen::IoChoice;
 
-#[test]
-fn silent_server_produces_timeouts_not_silence() {
+use crate::support::{
+    Mode, TestServer, assert_adds_up, closed_on, on_both_backends, open, run_killing_server,
+};
+
+fn silent_server_produces_timeouts_not_silence(io: IoChoice) {
     let srv = TestServer::start(Mode::Silent);
-    let mut spec = closed(srv.url(), 2, 1);
+    let mut spec = closed_on(io, srv.url(), 2, 1);
     spec.requests = Some(4);
     spec.timeout_ms = 150;
     let t = Instant::now();
@@ -24,10 +25,9 @@ fn silent_server_produces_timeouts_not_silence() {
     assert!(r.problems.iter().any(|p| p.contains("timed out")));
 }
 
-#[test]
-fn timeouts_in_a_duration_run_are_counted_once() {
+fn timeouts_in_a_duration_run_are_counted_once(io: IoChoice) {
     let srv = TestServer::start(Mode::Silent);
-    let mut spec = closed(srv.url(), 2, 4);
+    let mut spec = closed_on(io, srv.url(), 2, 4);
     spec.duration_ms = Some(500);
     spec.timeout_ms = 100;
     let r = loadgen::run(&spec).unwrap();
@@ -64,12 +64,15 @@ fn open_loop_sees_a_stall_that_closed_loop_service_time_hides() {
     assert!(r.service_time_us.p50 < 100_000);
     let lag = r.send_lag_us.as_ref().unwrap();
     assert!(lag.samples == r.counts.sent);
+}
 
+/// The closed-loop half of the test above, on each backend.
+fn closed_loop_service_time_hides_a_stall(io: IoChoice) {
     let srv = TestServer::start(Mode::StallOnce {
         after: 200,
         ms: 500,
     });
-    let mut spec = closed(srv.url(), 2, 1);
+    let mut spec = closed_on(io, srv.url(), 2, 1);
     spec.duration_ms = Some(1000);
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
@@ -86,15 +89,14 @@ fn open_loop_sees_a_stall_that_closed_loop_service_time_hides() {
     );
 }
 
-#[test]
-fn refused_connections_end_the_run_with_a_report() {
+fn refused_connections_end_the_run_with_a_report(io: IoChoice) {
     // Bind and drop to get a port nobody listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut spec = closed(format!("http://127.0.0.1:{port}/"), 4, 1);
+    let mut spec = closed_on(io, format!("http://127.0.0.1:{port}/"), 4, 1);
     spec.duration_ms = Some(5000);
     let t = Instant::now();
     let r = loadgen::run(&spec).unwrap();
@@ -113,10 +115,9 @@ fn refused_connections_end_the_run_with_a_report() {
     );
 }
 
-#[test]
-fn server_killed_mid_run_ends_on_time_with_complete_accounting() {
+fn server_killed_mid_run_ends_on_time_with_complete_accounting(io: IoChoice) {
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 4, 1);
+    let mut spec = closed_on(io, srv.url(), 4, 1);
     spec.duration_ms = Some(800);
     let (r, elapsed) = run_killing_server(srv, &spec, 300);
     assert!(elapsed < Duration::from_millis(2000), "took {:?}", elapsed);
@@ -132,10 +133,9 @@ fn server_killed_mid_run_ends_on_time_with_complete_accounting() {
     assert_eq!(r.timeline.len(), 1);
 }
 
-#[test]
-fn server_killed_in_a_requests_run_stops_instead_of_hanging() {
+fn server_killed_in_a_requests_run_stops_instead_of_hanging(io: IoChoice) {
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 2, 1);
+    let mut spec = closed_on(io, srv.url(), 2, 1);
     spec.requests = Some(u32::MAX as u64);
     spec.timeout_ms = 200;
     let (r, elapsed) = run_killing_server(srv, &spec, 200);
@@ -179,12 +179,11 @@ fn open_loop_survives_the_server_dying_and_counts_the_backlog() {
     );
 }
 
-#[test]
-fn many_connections_to_a_server_that_never_accepts_end_within_the_grace() {
+fn many_connections_to_a_server_that_never_accepts_end_within_the_grace(io: IoChoice) {
     // A listener nobody accepts from: its backlog fills, later SYNs are dropped.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/ping", listener.local_addr().unwrap());
-    let mut spec = closed(url, 1000, 1);
+    let mut spec = closed_on(io, url, 1000, 1);
     spec.duration_ms = Some(300);
     spec.timeout_ms = 300;
     let t = Instant::now();
@@ -197,3 +196,13 @@ fn many_connections_to_a_server_that_never_accepts_end_within_the_grace() {
         t.elapsed()
     );
 }
+
+on_both_backends!(
+    closed_loop_service_time_hides_a_stall,
+    silent_server_produces_timeouts_not_silence,
+    timeouts_in_a_duration_run_are_counted_once,
+    refused_connections_end_the_run_with_a_report,
+    server_killed_mid_run_ends_on_time_with_complete_accounting,
+    server_killed_in_a_requests_run_stops_instead_of_hanging,
+    many_connections_to_a_server_that_never_accepts_end_within_the_grace,
+);

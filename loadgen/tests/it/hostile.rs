@@ -1,19 +1,18 @@
 //! Hostile and unusual servers: unrequested responses, bodies ended by the server closing,
 //! a server that never answers. Each case once fooled loadgen (issue 12).
 
-mod common;
+use loadgen::IoChoice;
 
-use common::{Mode, TestServer, assert_adds_up, closed, open};
+use crate::support::{Mode, TestServer, assert_adds_up, closed_on, on_both_backends, open};
 
 /// Problems that name unrequested responses.
 fn flags_unrequested(problems: &[String]) -> bool {
     problems.iter().any(|p| p.contains("nobody asked for"))
 }
 
-#[test]
-fn duplicate_responses_are_protocol_violations_in_the_closed_loop() {
+fn duplicate_responses_are_protocol_violations_in_the_closed_loop(io: IoChoice) {
     let srv = TestServer::start(Mode::Twice);
-    let mut spec = closed(srv.url(), 2, 1);
+    let mut spec = closed_on(io, srv.url(), 2, 1);
     spec.requests = Some(200);
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
@@ -47,10 +46,9 @@ fn duplicate_responses_are_flagged_in_the_open_loop() {
     assert!(flags_unrequested(&r.problems), "{:?}", r.problems);
 }
 
-#[test]
-fn a_body_ended_by_the_server_closing_completes_at_eof() {
+fn a_body_ended_by_the_server_closing_completes_at_eof(io: IoChoice) {
     let srv = TestServer::start(Mode::UntilClose);
-    let mut spec = closed(srv.url(), 2, 1);
+    let mut spec = closed_on(io, srv.url(), 2, 1);
     spec.requests = Some(20);
     spec.timeout_ms = 500;
     let r = loadgen::run(&spec).unwrap();
@@ -88,3 +86,8 @@ fn silent_server_is_blamed_not_the_generator() {
         r.problems
     );
 }
+
+on_both_backends!(
+    duplicate_responses_are_protocol_violations_in_the_closed_loop,
+    a_body_ended_by_the_server_closing_completes_at_eof,
+);

@@ -1,14 +1,13 @@
 //! Exact accounting against in-test servers: request counts, pipelining, keep-alive vs
 //! connection-per-request, status/body validation, chunked bodies.
 
-mod common;
+use loadgen::IoChoice;
 
-use common::{Mode, TestServer, assert_adds_up, closed, open};
+use crate::support::{Mode, TestServer, assert_adds_up, closed_on, on_both_backends, open};
 
-#[test]
-fn exact_counts_for_n_requests() {
+fn exact_counts_for_n_requests(io: IoChoice) {
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 4, 1);
+    let mut spec = closed_on(io, srv.url(), 4, 1);
     spec.requests = Some(1000);
     spec.threads = 2;
     let r = loadgen::run(&spec).unwrap();
@@ -21,10 +20,9 @@ fn exact_counts_for_n_requests() {
     assert!(r.requests_per_s > 0.0 && r.window_s > 0.0);
 }
 
-#[test]
-fn pipelined_counts_with_partial_last_batch() {
+fn pipelined_counts_with_partial_last_batch(io: IoChoice) {
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 3, 16);
+    let mut spec = closed_on(io, srv.url(), 3, 16);
     spec.requests = Some(1001);
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
@@ -32,10 +30,9 @@ fn pipelined_counts_with_partial_last_batch() {
     assert_eq!(srv.requests(), 1001);
 }
 
-#[test]
-fn keepalive_reuses_connections_and_close_opens_one_per_request() {
+fn keepalive_reuses_connections_and_close_opens_one_per_request(io: IoChoice) {
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 2, 1);
+    let mut spec = closed_on(io, srv.url(), 2, 1);
     spec.requests = Some(200);
     let r = loadgen::run(&spec).unwrap();
     assert_eq!(r.counts.ok, 200);
@@ -52,10 +49,9 @@ fn keepalive_reuses_connections_and_close_opens_one_per_request() {
     assert!(r.connections.established >= 200);
 }
 
-#[test]
-fn server_closing_each_connection_is_followed() {
+fn server_closing_each_connection_is_followed(io: IoChoice) {
     let srv = TestServer::start(Mode::CloseEach);
-    let mut spec = closed(srv.url(), 2, 1);
+    let mut spec = closed_on(io, srv.url(), 2, 1);
     spec.requests = Some(100);
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
@@ -63,10 +59,9 @@ fn server_closing_each_connection_is_followed() {
     assert!(r.connections.reconnected >= 98);
 }
 
-#[test]
-fn wrong_status_and_body_are_errors() {
+fn wrong_status_and_body_are_errors(io: IoChoice) {
     let srv = TestServer::start(Mode::Status(202));
-    let mut spec = closed(srv.url(), 1, 1);
+    let mut spec = closed_on(io, srv.url(), 1, 1);
     spec.requests = Some(50);
     let r = loadgen::run(&spec).unwrap();
     assert_adds_up(&r);
@@ -88,10 +83,9 @@ fn wrong_status_and_body_are_errors() {
     assert_eq!(r.counts.ok, 50);
 }
 
-#[test]
-fn chunked_bodies_are_framed() {
+fn chunked_bodies_are_framed(io: IoChoice) {
     let srv = TestServer::start(Mode::Chunked);
-    let mut spec = closed(srv.url(), 2, 4);
+    let mut spec = closed_on(io, srv.url(), 2, 4);
     spec.requests = Some(400);
     spec.expect_body_bytes = Some(7);
     let r = loadgen::run(&spec).unwrap();
@@ -99,10 +93,9 @@ fn chunked_bodies_are_framed() {
     assert_eq!(r.counts.ok, 400, "{:?}", r.counts);
 }
 
-#[test]
-fn duration_run_with_warmup_reports_a_timeline() {
+fn duration_run_with_warmup_reports_a_timeline(io: IoChoice) {
     let srv = TestServer::start(Mode::Ok);
-    let mut spec = closed(srv.url(), 4, 1);
+    let mut spec = closed_on(io, srv.url(), 4, 1);
     spec.duration_ms = Some(600);
     spec.warmup_ms = 200;
     let r = loadgen::run(&spec).unwrap();
@@ -220,10 +213,9 @@ fn open_loop_spin_waits_are_measured_and_kept_out_of_the_verdict() {
     panic!("no spin-wait measured at 33k req/s in 5 runs: {spun:?}");
 }
 
-#[test]
-fn bodies_larger_than_the_read_buffer_are_skipped_correctly() {
+fn bodies_larger_than_the_read_buffer_are_skipped_correctly(io: IoChoice) {
     let srv = TestServer::start(Mode::Big(100_000));
-    let mut spec = closed(srv.url(), 2, 2);
+    let mut spec = closed_on(io, srv.url(), 2, 2);
     spec.requests = Some(100);
     spec.expect_body_bytes = Some(100_000);
     let r = loadgen::run(&spec).unwrap();
@@ -261,11 +253,10 @@ fn open_loop_request_count_window_spans_the_schedule() {
     assert!((r.requests_per_s - 4.0).abs() < 0.2, "{}", r.requests_per_s);
 }
 
-#[test]
-fn busy_shares_never_exceed_one() {
+fn busy_shares_never_exceed_one(io: IoChoice) {
     let srv = TestServer::start(Mode::Ok);
     for n in [1, 3, 10, 100] {
-        let mut spec = closed(srv.url(), 1, 1);
+        let mut spec = closed_on(io, srv.url(), 1, 1);
         spec.requests = Some(n);
         let r = loadgen::run(&spec).unwrap();
         let g = &r.generator;
@@ -273,3 +264,15 @@ fn busy_shares_never_exceed_one() {
         assert!(g.per_thread_busy.iter().all(|b| *b <= 1.0), "n={n}: {g:?}");
     }
 }
+
+on_both_backends!(
+    exact_counts_for_n_requests,
+    pipelined_counts_with_partial_last_batch,
+    keepalive_reuses_connections_and_close_opens_one_per_request,
+    server_closing_each_connection_is_followed,
+    wrong_status_and_body_are_errors,
+    chunked_bodies_are_framed,
+    duration_run_with_warmup_reports_a_timeline,
+    bodies_larger_than_the_read_buffer_are_skipped_correctly,
+    busy_shares_never_exceed_one,
+);

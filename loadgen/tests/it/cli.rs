@@ -2,19 +2,13 @@
 //! refuses every connection (still printing the report), JSON-only stdout with `--json -`,
 //! and `--spec` files as the runner passes them.
 
-mod common;
-
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use common::{Mode, TestServer, closed};
+use loadgen::Report;
+use loadgen::report::IoBackend;
 
-fn loadgen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loadgen"))
-        .args(args)
-        .output()
-        .expect("run the loadgen binary")
-}
+use crate::support::{Mode, TestServer, closed, loadgen, without_io_uring};
 
 #[test]
 fn bad_arguments_exit_2_with_a_message() {
@@ -68,6 +62,11 @@ fn bad_arguments_exit_2_with_a_message() {
         ),
         (&["http://127.0.0.1:1/", "-H", "no colon"][..], "header"),
         (&["http://127.0.0.1:1/", "--bogus"][..], "bogus"),
+        (&["http://127.0.0.1:1/", "--io", "kqueue"][..], "--io"),
+        (
+            &["http://127.0.0.1:1/", "-R", "10", "--io", "uring"][..],
+            "open loop runs on epoll",
+        ),
         (&["--spec", "-", "-c", "8"][..], "cannot be used with"),
         (&[][..], "URL"),
     ] {
@@ -150,4 +149,51 @@ fn text_summary_by_default() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Requests/sec:"), "{text}");
     assert!(text.contains("sent 200 = ok 200"), "{text}");
+}
+
+/// A process that may not set up io_uring (here a seccomp filter, as a container runtime or
+/// `kernel.io_uring_disabled` would refuse it): `--io auto` falls back to epoll and the
+/// report says why; `--io uring` is bad input for this host (exit 2). Unrestricted, auto
+/// picks io_uring on this kernel.
+#[test]
+fn without_io_uring_auto_falls_back_to_epoll_and_uring_exits_2() {
+    let srv = TestServer::start(Mode::Ok);
+    let url = srv.url();
+    let run = |extra: &[&str], restricted: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadgen"));
+        cmd.args([url.as_str(), "-c", "2", "-n", "100", "--json", "-"])
+            .args(extra);
+        if restricted {
+            without_io_uring(&mut cmd);
+        }
+        cmd.output().expect("run the loadgen binary")
+    };
+    let report = |out: &std::process::Output| -> Report {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("a JSON report")
+    };
+
+    let r = report(&run(&[], true));
+    assert_eq!(r.counts.ok, 100, "{:?}", r.counts);
+    let io = r.generator.io.expect("the report says which backend ran");
+    assert_eq!(io.backend, IoBackend::Epoll, "{io:?}");
+    assert!(
+        io.reason.contains("unavailable") && io.reason.contains("not permitted"),
+        "{io:?}"
+    );
+
+    let out = run(&["--io", "uring"], true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("io_uring is unavailable"), "{err}");
+    assert!(out.stdout.is_empty());
+
+    let r = report(&run(&[], false));
+    let io = r.generator.io.expect("the report says which backend ran");
+    assert_eq!(io.backend, IoBackend::Uring, "{io:?}");
+    assert_eq!(r.counts.ok, 100, "{:?}", r.counts);
 }

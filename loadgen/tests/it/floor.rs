@@ -1,16 +1,9 @@
 //! `loadgen --floor`: versioned JSON the runner can record, bad input exits 2, and the
 //! committed `floor-schema.json` is the one generated from the types.
 
-use std::process::{Command, Output};
+use crate::support::loadgen;
 
 use loadgen::floor::Floor;
-
-fn loadgen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loadgen"))
-        .args(args)
-        .output()
-        .expect("run the loadgen binary")
-}
 
 #[test]
 fn floor_json_has_every_measurement() {
@@ -91,6 +84,6 @@ fn committed_floor_schema_is_the_generated_one() {
     assert!(
         committed == generated,
         "loadgen/floor-schema.json differs from the types; regenerate it with \
-         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test floor"
+         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test it -- floor"
     );
 }
