@@ -4,12 +4,7 @@
 //! one allowed CPU, each with its own `current_thread` runtime and its own SO_REUSEPORT listener
 //! on the same address (the kernel spreads connections, nothing is stolen; TechEmpower's hyper
 //! entry runs this way). Each connection is served by exactly ping-tokio-hyper's hyper stack
-//! and handler: both files are included from that crate, not copied.
-
-#[path = "../../tokio-hyper/src/handler.rs"]
-mod handler;
-#[path = "../../tokio-hyper/src/hyper_stack.rs"]
-mod hyper_stack;
+//! and handler (the ping-hyper-stack crate).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -17,9 +12,9 @@ use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use ping_common::cli::Args;
 use ping_common::startup::{Model, StartupLine};
+use ping_hyper_stack as hyper_stack;
 
 const SERVICE: &str = "ping-tokio-per-core";
 
@@ -129,7 +124,10 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<(), Strin
             // A task on this thread's runtime: with current_thread it never leaves this core.
             tokio::spawn(async move {
                 let _ = http
-                    .serve_connection(TokioIo::new(stream), service_fn(handler::handle))
+                    .serve_connection(
+                        hyper_stack::CloseAwareIo::new(stream),
+                        service_fn(|req| hyper_stack::handler::handle(SERVICE, req)),
+                    )
                     .await;
             });
         }
