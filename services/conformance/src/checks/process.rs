@@ -23,6 +23,7 @@ const KNOWN_DEVIATIONS: &[&str] = &[
     deviation::HALF_CLOSE_DROPS_REQUESTS,
     crate::expect::extra_deviation::HEADER_ORDER,
     crate::expect::extra_deviation::HEAD_LIMIT_128K,
+    crate::expect::extra_deviation::CLOSE_ANSWERS_PIPELINED,
 ];
 
 pub fn startup_line(bin: &str) {
