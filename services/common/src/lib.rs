@@ -12,6 +12,7 @@ pub mod cpus;
 pub mod date;
 pub mod listen;
 pub mod lockfile;
+pub mod per_core;
 pub mod request;
 pub mod response;
 pub mod route;

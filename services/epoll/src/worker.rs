@@ -12,7 +12,6 @@ use std::collections::BinaryHeap;
 use std::io::{self, ErrorKind};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use ping_common::MAX_HEAD_BYTES;
@@ -55,10 +54,10 @@ struct Worker {
 }
 
 /// Runs a worker forever; reports start-up success (or the error) on `ready` once bound.
-pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<(), String>>) {
+pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core::Ready<()>) {
     let worker = (|| -> Result<Worker, String> {
         if let Some(cpu) = cpu {
-            sys::pin_to(cpu).map_err(|e| format!("cannot pin to cpu {cpu}: {e}"))?;
+            ping_common::per_core::pin_current_thread(cpu)?;
         }
         let listener = sys::reuseport_listener(listen)
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
