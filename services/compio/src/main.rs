@@ -6,11 +6,9 @@
 //! not set it); the kernel spreads connections, nothing is stolen. Built with the `io-uring`
 //! driver only, so the driver is io_uring or the runtime fails to start; the driver each
 //! runtime reports is checked anyway, and the ring fds are counted. HTTP is ping-epoll's
-//! httparse request loop (`http.rs`, included, not copied) driven by `conn.rs`.
+//! httparse request loop (ping-common's `http1`, shared, not copied) driven by `conn.rs`.
 
 mod conn;
-#[path = "../../epoll/src/http.rs"]
-mod http;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;

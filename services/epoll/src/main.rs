@@ -3,10 +3,9 @@
 //! The per-core ceiling the runtimes are measured against: one OS thread per worker, each pinned
 //! to one allowed CPU, each with its own edge-triggered epoll instance and its own SO_REUSEPORT
 //! listener on the same address (the kernel spreads connections, nothing is stolen). HTTP is a
-//! hand-written httparse loop (`http.rs`) writing ping-common's canonical bytes; the event loop,
+//! hand-written httparse loop (ping-common's `http1`) writing ping-common's canonical bytes; the event loop,
 //! connections and `/sleep` timers are in `worker.rs`, the raw syscalls in `sys.rs`.
 
-mod http;
 mod sys;
 mod worker;
 

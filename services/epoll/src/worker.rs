@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use ping_common::MAX_HEAD_BYTES;
 
-use crate::http::{Next, Session};
 use crate::sys::{self, Epoll, Event};
+use ping_common::http1::{Next, Session};
 
 const READ_CHUNK: usize = 8 * 1024;
 const EVENTS: usize = 256;
@@ -185,7 +185,7 @@ impl Worker {
             input: Vec::with_capacity(READ_CHUNK),
             out: Vec::with_capacity(READ_CHUNK),
             written: 0,
-            http: Session::default(),
+            http: Session::new(crate::SERVICE),
         });
         // Data may already be there; with edge triggering the first event reports it anyway.
     }

@@ -4,11 +4,9 @@
 //! one allowed CPU (`Placement::Fixed`), each with its own `glommio::net::TcpListener`, which
 //! binds with SO_REUSEPORT itself; the kernel spreads connections, nothing is stolen. glommio
 //! runs on io_uring only (no epoll fallback). HTTP is ping-epoll's httparse request loop
-//! (`http.rs`, included, not copied) driven by an async connection loop (`conn.rs`).
+//! (ping-common's `http1`, shared, not copied) driven by an async connection loop (`conn.rs`).
 
 mod conn;
-#[path = "../../epoll/src/http.rs"]
-mod http;
 
 use std::net::SocketAddr;
 use std::os::fd::{FromRawFd, IntoRawFd};
