@@ -4,18 +4,9 @@
 # Packages `image-<binary>`; `nix build .#image-ping-epoll && docker load < result`.
 { pkgs, workspace }:
 let
-  binaries = [
-    "loadgen"
-    "ping-tokio-hyper"
-    "ping-tokio-per-core"
-    "ping-axum"
-    "ping-actix-web"
-    "ping-monoio"
-    "ping-glommio"
-    "ping-compio"
-    "ping-may-minihttp"
-    "ping-epoll"
-  ];
+  # The services come from the one list of services (services/services.toml).
+  services = (builtins.fromTOML (builtins.readFile ../services/services.toml)).service;
+  binaries = [ "loadgen" ] ++ map (s: s.name) services;
   image = name: pkgs.dockerTools.buildLayeredImage {
     name = "pingmatrix/${name}";
     tag = "latest";

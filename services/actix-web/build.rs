@@ -1,10 +1,7 @@
 //! Exposes the locked versions of the runtime, framework and HTTP crates to the start-up line.
 
-#[path = "../common/src/lockfile.rs"]
-mod lockfile;
-
 fn main() {
-    lockfile::emit_locked_versions(
+    ping_lockfile::emit_locked_versions(
         env!("CARGO_MANIFEST_DIR"),
         &[
             ("PING_ACTIX_RT_VERSION", "actix-rt"),

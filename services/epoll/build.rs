@@ -1,11 +1,8 @@
 //! Exposes the locked versions of the crates the start-up line names (no runtime: libc's epoll
 //! bindings and httparse).
 
-#[path = "../common/src/lockfile.rs"]
-mod lockfile;
-
 fn main() {
-    lockfile::emit_locked_versions(
+    ping_lockfile::emit_locked_versions(
         env!("CARGO_MANIFEST_DIR"),
         &[
             ("PING_LIBC_VERSION", "libc"),

@@ -1,10 +1,7 @@
 //! Exposes the locked versions of the runtime and HTTP crates to the start-up line.
 
-#[path = "../common/src/lockfile.rs"]
-mod lockfile;
-
 fn main() {
-    lockfile::emit_locked_versions(
+    ping_lockfile::emit_locked_versions(
         env!("CARGO_MANIFEST_DIR"),
         &[
             ("PING_MAY_VERSION", "may"),

@@ -17,6 +17,8 @@ use crate::SERVICE;
 pub const HEADER_ORDER: &str = "header-order";
 /// Deviation id: request heads are refused only over 128 KiB, not 64 KiB.
 pub const HEAD_LIMIT_128K: &str = "head-limit-128k";
+/// Deviation id (conformance's `extra_deviation::CLOSE_ANSWERS_PIPELINED`).
+pub const CLOSE_ANSWERS_PIPELINED: &str = "close-answers-pipelined";
 
 /// The `App` factory `HttpServer` calls once per worker.
 pub fn app() -> App<

@@ -98,6 +98,13 @@ fn deviations() -> Vec<Deviation> {
              happens depends on how the batch is read)",
         ),
         Deviation::new(
+            app::CLOSE_ANSWERS_PIPELINED,
+            "actix-http answers every complete request that came in the same read after a \
+             `Connection: close` or HTTP/1.0 request, and the connection then closes or stays \
+             open as the last of them asks (its dispatcher takes keep-alive from each request \
+             in turn; a service sees no connection state to stop it)",
+        ),
+        Deviation::new(
             deviation::LIBRARY_ERROR_RESPONSES,
             "actix-http answers unparsable and oversized heads itself (400/431 without a \
              Server header) or closes the connection",

@@ -15,7 +15,7 @@ use axum::routing::{MethodRouter, get};
 use ping_common::response::{CONTENT_TYPE_TEXT, Message, PONG};
 
 use crate::SERVICE;
-use crate::hyper_stack::date_value;
+use ping_hyper_stack::date_value;
 
 pub fn router() -> Router {
     Router::new()

@@ -2,24 +2,22 @@
 //!
 //! The application (`app.rs`) is plain axum. It is served by ping-tokio-hyper's runtime and
 //! connection loop: a multi-thread (work-stealing) tokio runtime, one listener, one task per
-//! connection, hyper's `http1::Builder` as configured in tokio-hyper's `hyper_stack.rs`
-//! (included, not copied). `axum::serve` cannot set hyper's options (title-case header names,
+//! connection, hyper's `http1::Builder` and connection I/O as ping-hyper-stack configures them
+//! for every hyper-served service. `axum::serve` cannot set hyper's options (title-case header names,
 //! `pipeline_flush`, head limit), and serving both through the same loop makes the difference
 //! between ping-axum and ping-tokio-hyper the framework's cost alone.
 
 mod app;
-#[path = "../../tokio-hyper/src/hyper_stack.rs"]
-mod hyper_stack;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use ping_common::cli::Args;
 use ping_common::listen::Share;
 use ping_common::startup::{Model, StartupLine};
+use ping_hyper_stack as hyper_stack;
 
 const SERVICE: &str = "ping-axum";
 
@@ -83,7 +81,9 @@ async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
         let http = http.clone();
         let service = TowerToHyperService::new(app.clone());
         tokio::spawn(async move {
-            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+            let _ = http
+                .serve_connection(hyper_stack::CloseAwareIo::new(stream), service)
+                .await;
         });
     }
 }

@@ -46,10 +46,14 @@ pub fn route(method: &str, target: &str) -> Route {
     }
 }
 
+/// The path of an absolute-form target, if it is one. The scheme is case-insensitive
+/// (RFC 3986 §3.1): `HTTP://EXAMPLE.COM/ping` is `/ping`, as hyper routes it.
 fn absolute_form_path(target: &str) -> Option<&str> {
-    let rest = target
-        .strip_prefix("http://")
-        .or_else(|| target.strip_prefix("https://"))?;
+    let rest = ["http://", "https://"].iter().find_map(|scheme| {
+        let head = target.get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme)
+            .then(|| &target[scheme.len()..])
+    })?;
     Some(rest.find('/').map_or("/", |i| &rest[i..]))
 }
 
@@ -101,6 +105,9 @@ mod tests {
         );
         assert_eq!(route("GET", "http://h:1/ping"), Route::Ping);
         assert_eq!(route("GET", "http://h:1"), Route::NotFound);
+        assert_eq!(route("GET", "HTTP://EXAMPLE.COM/ping"), Route::Ping);
+        assert_eq!(route("GET", "HtTpS://h/json?x=1"), Route::Json);
+        assert_eq!(route("GET", "httpx://h/ping"), Route::NotFound);
         assert_eq!(route("GET", "/"), Route::NotFound);
         assert_eq!(route("GET", "/pingx"), Route::NotFound);
         assert_eq!(route("POST", "/nope"), Route::NotFound);

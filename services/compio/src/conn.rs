@@ -1,5 +1,5 @@
-//! One connection: read (owned buffer, appended), answer every complete request (ping-epoll's
-//! `http::Session`), write all answers with one `write_all`; a `/sleep` first writes what is
+//! One connection: read (owned buffer, appended), answer every complete request (ping-common's
+//! `http1::Session`, as ping-epoll), write all answers with one `write_all`; a `/sleep` first writes what is
 //! ready, then waits on compio's timer.
 
 use std::time::Duration;
@@ -8,7 +8,7 @@ use compio::BufResult;
 use compio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use compio::net::TcpStream;
 
-use crate::http::{Next, Session};
+use ping_common::http1::{Next, Session};
 
 const READ_CHUNK: usize = 8 * 1024;
 
@@ -16,7 +16,7 @@ pub async fn serve(mut stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let mut http = Session::default();
+    let mut http = Session::new(crate::SERVICE);
     loop {
         while let Next::Sleep(ms) = http.process(&mut input, &mut out) {
             if !out.is_empty() {

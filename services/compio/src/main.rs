@@ -6,21 +6,19 @@
 //! not set it); the kernel spreads connections, nothing is stolen. Built with the `io-uring`
 //! driver only, so the driver is io_uring or the runtime fails to start; the driver each
 //! runtime reports is checked anyway, and the ring fds are counted. HTTP is ping-epoll's
-//! httparse request loop (`http.rs`, included, not copied) driven by `conn.rs`.
+//! httparse request loop (ping-common's `http1`, shared, not copied) driven by `conn.rs`.
 
 mod conn;
-#[path = "../../epoll/src/http.rs"]
-mod http;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
 use compio::driver::DriverType;
 use compio::net::TcpListener;
 use ping_common::cli::Args;
+use ping_common::per_core;
 use ping_common::startup::{Model, StartupLine};
 
 const SERVICE: &str = "ping-compio";
@@ -31,36 +29,20 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
-    let allowed = ping_common::cpus::allowed_cpus();
+    let placement = per_core::Placement::for_workers(workers);
     // SO_REUSEPORT would let us share a port a stale server still holds: probe it first.
     let listen = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    // Pin worker i to the i-th allowed CPU; with more workers than CPUs pinning would stack
-    // threads on the same CPUs, so leave placement to the kernel then.
-    let pin = workers <= allowed.len();
-
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let mut threads = Vec::with_capacity(workers);
-    for i in 0..workers {
-        let cpu = if pin { allowed.get(i).copied() } else { None };
-        let ready = ready_tx.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("compio-{i}"))
-                .spawn(move || worker(listen, cpu, ready))?,
-        );
-    }
-    drop(ready_tx);
-    let mut uring = 0;
-    for _ in 0..workers {
-        match ready_rx.recv() {
-            Ok(Ok(DriverType::IoUring)) => uring += 1,
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => anyhow::bail!("worker failed to start: {e}"),
-            Err(_) => anyhow::bail!("a worker exited during start-up"),
-        }
-    }
-    let io_uring_fds = count_io_uring_fds();
+    let started = per_core::start_threads("compio", workers, &placement, move |cpu, ready| {
+        worker(listen, cpu, ready)
+    })
+    .map_err(anyhow::Error::msg)?;
+    let uring = started
+        .reports
+        .iter()
+        .filter(|d| matches!(d, DriverType::IoUring))
+        .count();
+    let io_uring_fds = per_core::io_uring_fds();
     let confirmed = io_uring_fds.is_none_or(|n| n >= uring);
     let io_driver = match (uring, confirmed) {
         (0, _) => "epoll".to_owned(),
@@ -84,22 +66,22 @@ fn run(args: Args) -> anyhow::Result<()> {
         pid: std::process::id(),
         listen,
         server_header: SERVICE.into(),
-        pinned: pin,
-        allowed_cpus: allowed,
+        pinned: placement.pin,
+        allowed_cpus: placement.allowed,
         deviations: Vec::new(),
         burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds,
     }
     .print()?;
 
-    for t in threads {
+    for t in started.handles {
         let _ = t.join();
     }
     anyhow::bail!("all workers exited")
 }
 
 /// One worker thread: build a runtime, bind, report its driver, accept forever.
-fn worker(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<DriverType, String>>) {
+fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<DriverType>) {
     let mut builder = compio::runtime::RuntimeBuilder::new();
     if let Some(cpu) = cpu {
         builder.thread_affinity(HashSet::from([cpu]));
@@ -138,15 +120,4 @@ fn reuseport_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
         addr,
         ping_common::listen::Share::PerCore,
     )?)
-}
-
-/// `anon_inode:[io_uring]` fds of this process: an io_uring runtime holds one per worker.
-fn count_io_uring_fds() -> Option<usize> {
-    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
-    Some(
-        dir.filter_map(Result::ok)
-            .filter_map(|e| std::fs::read_link(e.path()).ok())
-            .filter(|target| target.as_os_str() == "anon_inode:[io_uring]")
-            .count(),
-    )
 }

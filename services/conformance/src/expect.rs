@@ -17,6 +17,9 @@ pub mod extra_deviation {
     /// Request heads are refused only over 128 KiB (actix-http's hard-coded buffer limit), not
     /// over 64 KiB; a complete head below that is served.
     pub const HEAD_LIMIT_128K: &str = "head-limit-128k";
+    /// Complete requests that arrive in the same read after one that ends the connection are
+    /// answered too; the last answered one decides whether the connection closes (actix-http).
+    pub const CLOSE_ANSWERS_PIPELINED: &str = "close-answers-pipelined";
 }
 
 /// Expected bytes of `reply` from this service, using the `Date` the response carried (after

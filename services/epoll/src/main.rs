@@ -3,18 +3,17 @@
 //! The per-core ceiling the runtimes are measured against: one OS thread per worker, each pinned
 //! to one allowed CPU, each with its own edge-triggered epoll instance and its own SO_REUSEPORT
 //! listener on the same address (the kernel spreads connections, nothing is stolen). HTTP is a
-//! hand-written httparse loop (`http.rs`) writing ping-common's canonical bytes; the event loop,
+//! hand-written httparse loop (ping-common's `http1`) writing ping-common's canonical bytes; the event loop,
 //! connections and `/sleep` timers are in `worker.rs`, the raw syscalls in `sys.rs`.
 
-mod http;
 mod sys;
 mod worker;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::mpsc;
 
 use ping_common::cli::Args;
+use ping_common::per_core;
 use ping_common::startup::{Model, StartupLine};
 
 const SERVICE: &str = "ping-epoll";
@@ -25,33 +24,14 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
-    let allowed = ping_common::cpus::allowed_cpus();
+    let placement = per_core::Placement::for_workers(workers);
     // SO_REUSEPORT would let us share a port a stale server still holds: probe it first.
     let listen: SocketAddr = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    // Pin worker i to the i-th allowed CPU; with more workers than CPUs pinning would stack
-    // threads on the same CPUs, so leave placement to the kernel then.
-    let pin = workers <= allowed.len();
-
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let mut threads = Vec::with_capacity(workers);
-    for i in 0..workers {
-        let cpu = if pin { allowed.get(i).copied() } else { None };
-        let ready = ready_tx.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("epoll-{i}"))
-                .spawn(move || worker::run(listen, cpu, ready))?,
-        );
-    }
-    drop(ready_tx);
-    for _ in 0..workers {
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => anyhow::bail!("worker failed to start: {e}"),
-            Err(_) => anyhow::bail!("a worker exited during start-up"),
-        }
-    }
+    let started = per_core::start_threads("epoll", workers, &placement, move |cpu, ready| {
+        worker::run(listen, cpu, ready)
+    })
+    .map_err(anyhow::Error::msg)?;
 
     StartupLine {
         service: SERVICE.into(),
@@ -68,15 +48,15 @@ fn run(args: Args) -> anyhow::Result<()> {
         pid: std::process::id(),
         listen,
         server_header: SERVICE.into(),
-        pinned: pin,
-        allowed_cpus: allowed,
+        pinned: placement.pin,
+        allowed_cpus: placement.allowed,
         deviations: Vec::new(),
         burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds: None,
     }
     .print()?;
 
-    for t in threads {
+    for t in started.handles {
         let _ = t.join();
     }
     anyhow::bail!("all workers exited")

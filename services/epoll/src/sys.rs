@@ -121,10 +121,3 @@ pub fn shutdown_write(fd: RawFd) {
     // SAFETY: no pointers; an error (e.g. not connected) is harmless here.
     unsafe { libc::shutdown(fd, libc::SHUT_WR) };
 }
-
-/// Pins the calling thread to one CPU.
-pub fn pin_to(cpu: usize) -> nix::Result<()> {
-    let mut set = nix::sched::CpuSet::new();
-    set.set(cpu)?;
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
-}

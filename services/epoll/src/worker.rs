@@ -12,13 +12,12 @@ use std::collections::BinaryHeap;
 use std::io::{self, ErrorKind};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use ping_common::MAX_HEAD_BYTES;
 
-use crate::http::{Next, Session};
 use crate::sys::{self, Epoll, Event};
+use ping_common::http1::{Next, Session};
 
 const READ_CHUNK: usize = 8 * 1024;
 const EVENTS: usize = 256;
@@ -55,10 +54,10 @@ struct Worker {
 }
 
 /// Runs a worker forever; reports start-up success (or the error) on `ready` once bound.
-pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<(), String>>) {
+pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core::Ready<()>) {
     let worker = (|| -> Result<Worker, String> {
         if let Some(cpu) = cpu {
-            sys::pin_to(cpu).map_err(|e| format!("cannot pin to cpu {cpu}: {e}"))?;
+            ping_common::per_core::pin_current_thread(cpu)?;
         }
         let listener = sys::reuseport_listener(listen)
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -186,7 +185,7 @@ impl Worker {
             input: Vec::with_capacity(READ_CHUNK),
             out: Vec::with_capacity(READ_CHUNK),
             written: 0,
-            http: Session::default(),
+            http: Session::new(crate::SERVICE),
         });
         // Data may already be there; with edge triggering the first event reports it anyway.
     }

@@ -1,4 +1,4 @@
-//! One connection: read, answer every complete request (ping-epoll's `http::Session`), write
+//! One connection: read, answer every complete request (ping-common's `http1::Session`, as ping-epoll), write
 //! all answers with one `write_all`; a `/sleep` first writes what is ready, then waits on
 //! glommio's timer.
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
-use crate::http::{Next, Session};
+use ping_common::http1::{Next, Session};
 
 const READ_CHUNK: usize = 8 * 1024;
 
@@ -17,7 +17,7 @@ pub async fn serve(mut stream: TcpStream) {
     let mut chunk = vec![0u8; READ_CHUNK];
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let mut http = Session::default();
+    let mut http = Session::new(crate::SERVICE);
     loop {
         while let Next::Sleep(ms) = http.process(&mut input, &mut out) {
             if !out.is_empty() && !write(&mut stream, &mut out).await {

@@ -4,22 +4,20 @@
 //! one allowed CPU (`Placement::Fixed`), each with its own `glommio::net::TcpListener`, which
 //! binds with SO_REUSEPORT itself; the kernel spreads connections, nothing is stolen. glommio
 //! runs on io_uring only (no epoll fallback). HTTP is ping-epoll's httparse request loop
-//! (`http.rs`, included, not copied) driven by an async connection loop (`conn.rs`).
+//! (ping-common's `http1`, shared, not copied) driven by an async connection loop (`conn.rs`).
 
 mod conn;
-#[path = "../../epoll/src/http.rs"]
-mod http;
 
 use std::net::SocketAddr;
 use std::os::fd::{FromRawFd, IntoRawFd};
 use std::process::ExitCode;
-use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 use ping_common::cli::Args;
 use ping_common::listen::Share;
+use ping_common::per_core;
 use ping_common::startup::{Model, StartupLine};
 
 const SERVICE: &str = "ping-glommio";
@@ -30,37 +28,23 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
-    let allowed = ping_common::cpus::allowed_cpus();
+    let placement = per_core::Placement::for_workers(workers);
     // glommio's listener sets SO_REUSEPORT: check the port is really free first (and resolve :0).
     let listen = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    // Pin executor i to the i-th allowed CPU; with more workers than CPUs pinning would stack
-    // executors on the same CPUs, so leave placement to the kernel then.
-    let pin = workers <= allowed.len();
-
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let mut executors = Vec::with_capacity(workers);
-    for i in 0..workers {
-        let placement = match allowed.get(i) {
-            Some(&cpu) if pin => Placement::Fixed(cpu),
-            _ => Placement::Unbound,
+    // Executor i on the i-th allowed CPU (glommio pins it: `Placement::Fixed`).
+    let started = per_core::start(workers, |i, ready| {
+        let executor_placement = match placement.cpu(i) {
+            Some(cpu) => Placement::Fixed(cpu),
+            None => Placement::Unbound,
         };
-        let ready = ready_tx.clone();
-        let executor = LocalExecutorBuilder::new(placement)
+        LocalExecutorBuilder::new(executor_placement)
             .name(&format!("glommio-{i}"))
             .spawn(move || serve(listen, ready))
-            .map_err(|e| anyhow::anyhow!("cannot start glommio executor {i}: {e}"))?;
-        executors.push(executor);
-    }
-    drop(ready_tx);
-    for _ in 0..workers {
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => anyhow::bail!("worker failed to start: {e}"),
-            Err(_) => anyhow::bail!("a worker exited during start-up"),
-        }
-    }
-    let io_uring_fds = count_io_uring_fds();
+            .map_err(|e| format!("cannot start glommio executor {i}: {e}"))
+    })
+    .map_err(anyhow::Error::msg)?;
+    let io_uring_fds = per_core::io_uring_fds();
     StartupLine {
         service: SERVICE.into(),
         runtime: "glommio".into(),
@@ -81,22 +65,22 @@ fn run(args: Args) -> anyhow::Result<()> {
         pid: std::process::id(),
         listen,
         server_header: SERVICE.into(),
-        pinned: pin,
-        allowed_cpus: allowed,
+        pinned: placement.pin,
+        allowed_cpus: placement.allowed,
         deviations: Vec::new(),
         burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds,
     }
     .print()?;
 
-    for e in executors {
+    for e in started.handles {
         let _ = e.join();
     }
     anyhow::bail!("all executors exited")
 }
 
 /// One executor: bind its own listener, report, accept forever.
-async fn serve(listen: SocketAddr, ready: Sender<Result<(), String>>) {
+async fn serve(listen: SocketAddr, ready: per_core::Ready<()>) {
     // The contract's listening socket (ping-common, SO_REUSEPORT), taken by glommio. glommio's
     // own `bind` would not set SO_REUSEADDR.
     let listener = match ping_common::listen::bind_listener(listen, Share::PerCore) {
@@ -118,15 +102,4 @@ async fn serve(listen: SocketAddr, ready: Sender<Result<(), String>>) {
             Err(_) => glommio::timer::sleep(Duration::from_millis(5)).await,
         }
     }
-}
-
-/// `anon_inode:[io_uring]` fds of this process (glommio holds several per executor).
-fn count_io_uring_fds() -> Option<usize> {
-    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
-    Some(
-        dir.filter_map(Result::ok)
-            .filter_map(|e| std::fs::read_link(e.path()).ok())
-            .filter(|target| target.as_os_str() == "anon_inode:[io_uring]")
-            .count(),
-    )
 }

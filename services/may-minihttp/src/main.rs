@@ -1,7 +1,7 @@
 //! `ping-may-minihttp`: the ping contract (services/README.md) on may + may_minihttp.
 //!
 //! Idiomatic shape (as may_minihttp's examples and TechEmpower entry): configure may's worker
-//! count, then `HttpServer(service).start(addr)`; one accept coroutine, one coroutine per
+//! count, then `HttpServiceFactory::start(addr)` (`HttpServer`'s loops, a service per connection); one accept coroutine, one coroutine per
 //! connection, workers pinned by may to the allowed CPUs (its default). The library's limits
 //! that we cannot work around from an `HttpService` are declared as deviations (`deviations.rs`).
 
@@ -10,7 +10,7 @@ mod service;
 
 use std::process::ExitCode;
 
-use may_minihttp::HttpServer;
+use may_minihttp::HttpServiceFactory;
 use ping_common::cli::Args;
 use ping_common::startup::{Model, StartupLine};
 
@@ -29,7 +29,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     // Must precede the first coroutine: the scheduler reads it once.
     may::config().set_workers(workers);
-    let server = HttpServer(service::Ping)
+    // A factory rather than `HttpServer(service)`: the same accept and connection loops, and
+    // each connection's service learns its socket (to close after an untrusted request).
+    let server = service::Factory
         .start(listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     StartupLine {

@@ -11,9 +11,9 @@ mod worker;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::mpsc;
 
 use ping_common::cli::Args;
+use ping_common::per_core;
 use ping_common::startup::{Model, StartupLine};
 
 const SERVICE: &str = "ping-monoio";
@@ -24,35 +24,15 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
-    let allowed = ping_common::cpus::allowed_cpus();
+    let placement = per_core::Placement::for_workers(workers);
     let listen: SocketAddr = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    // Pin worker i to the i-th allowed CPU; with more workers than CPUs pinning would stack
-    // threads on the same CPUs, so leave placement to the kernel then.
-    let pin = workers <= allowed.len();
-
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let mut threads = Vec::with_capacity(workers);
-    for i in 0..workers {
-        let cpu = if pin { allowed.get(i).copied() } else { None };
-        let ready = ready_tx.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("monoio-{i}"))
-                .spawn(move || worker::run(listen, cpu, ready))?,
-        );
-    }
-    drop(ready_tx);
-
-    let mut drivers = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        match ready_rx.recv() {
-            Ok(Ok(driver)) => drivers.push(driver),
-            Ok(Err(e)) => anyhow::bail!("worker failed to start: {e}"),
-            Err(_) => anyhow::bail!("a worker exited during start-up"),
-        }
-    }
-    let io_uring_fds = count_io_uring_fds();
+    let started = per_core::start_threads("monoio", workers, &placement, move |cpu, ready| {
+        worker::run(listen, cpu, ready)
+    })
+    .map_err(anyhow::Error::msg)?;
+    let drivers = &started.reports;
+    let io_uring_fds = per_core::io_uring_fds();
     StartupLine {
         service: SERVICE.into(),
         runtime: "monoio".into(),
@@ -63,19 +43,19 @@ fn run(args: Args) -> anyhow::Result<()> {
         ),
         model: Model::ThreadPerCore,
         workers,
-        io_driver: io_driver(&drivers, io_uring_fds),
+        io_driver: io_driver(drivers, io_uring_fds),
         pid: std::process::id(),
         listen,
         server_header: SERVICE.into(),
-        pinned: pin,
-        allowed_cpus: allowed,
+        pinned: placement.pin,
+        allowed_cpus: placement.allowed,
         deviations: Vec::new(),
         burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds,
     }
     .print()?;
 
-    for t in threads {
+    for t in started.handles {
         let _ = t.join();
     }
     anyhow::bail!("all workers exited")
@@ -96,15 +76,4 @@ fn io_driver(drivers: &[worker::Driver], io_uring_fds: Option<usize>) -> String 
             drivers.len() - uring
         ),
     }
-}
-
-/// `anon_inode:[io_uring]` fds of this process: an io_uring runtime holds one per worker.
-fn count_io_uring_fds() -> Option<usize> {
-    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
-    Some(
-        dir.filter_map(Result::ok)
-            .filter_map(|e| std::fs::read_link(e.path()).ok())
-            .filter(|target| target.as_os_str() == "anon_inode:[io_uring]")
-            .count(),
-    )
 }

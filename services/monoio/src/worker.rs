@@ -1,7 +1,6 @@
 //! One worker: an OS thread with its own monoio runtime and SO_REUSEPORT listener.
 
 use std::net::SocketAddr;
-use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use monoio::net::TcpListener;
@@ -19,7 +18,7 @@ pub enum Driver {
 const RING_ENTRIES: u32 = 1024;
 
 /// Runs a worker forever; reports its driver (or a start-up error) on `ready` once bound.
-pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<Driver, String>>) {
+pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core::Ready<Driver>) {
     if let Some(cpu) = cpu
         && let Err(e) = monoio::utils::bind_to_cpu_set([cpu])
     {

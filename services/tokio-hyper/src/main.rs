@@ -1,20 +1,18 @@
 //! `ping-tokio-hyper`: the ping contract (services/README.md) on tokio + hyper 1.x.
 //!
 //! Idiomatic shape: one multi-thread runtime, one listener, one task per connection served by
-//! hyper's `http1::Builder`. The handler lives in `handler.rs`.
-
-mod handler;
-mod hyper_stack;
+//! hyper's `http1::Builder`. The builder, handler and connection I/O are ping-hyper-stack's,
+//! shared with ping-tokio-per-core and ping-axum.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use ping_common::cli::Args;
 use ping_common::listen::Share;
 use ping_common::startup::{Model, StartupLine};
+use ping_hyper_stack as hyper_stack;
 
 const SERVICE: &str = "ping-tokio-hyper";
 
@@ -78,7 +76,10 @@ async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
         let http = http.clone();
         tokio::spawn(async move {
             let _ = http
-                .serve_connection(TokioIo::new(stream), service_fn(handler::handle))
+                .serve_connection(
+                    hyper_stack::CloseAwareIo::new(stream),
+                    service_fn(|req| hyper_stack::handler::handle(SERVICE, req)),
+                )
                 .await;
         });
     }

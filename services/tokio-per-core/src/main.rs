@@ -4,22 +4,17 @@
 //! one allowed CPU, each with its own `current_thread` runtime and its own SO_REUSEPORT listener
 //! on the same address (the kernel spreads connections, nothing is stolen; TechEmpower's hyper
 //! entry runs this way). Each connection is served by exactly ping-tokio-hyper's hyper stack
-//! and handler: both files are included from that crate, not copied.
-
-#[path = "../../tokio-hyper/src/handler.rs"]
-mod handler;
-#[path = "../../tokio-hyper/src/hyper_stack.rs"]
-mod hyper_stack;
+//! and handler (the ping-hyper-stack crate).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use ping_common::cli::Args;
+use ping_common::per_core;
 use ping_common::startup::{Model, StartupLine};
+use ping_hyper_stack as hyper_stack;
 
 const SERVICE: &str = "ping-tokio-per-core";
 
@@ -29,33 +24,14 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
-    let allowed = ping_common::cpus::allowed_cpus();
+    let placement = per_core::Placement::for_workers(workers);
     // SO_REUSEPORT would let us share a port a stale server still holds: probe it first.
     let listen = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    // Pin worker i to the i-th allowed CPU; with more workers than CPUs pinning would stack
-    // threads on the same CPUs, so leave placement to the kernel then.
-    let pin = workers <= allowed.len();
-
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let mut threads = Vec::with_capacity(workers);
-    for i in 0..workers {
-        let cpu = if pin { allowed.get(i).copied() } else { None };
-        let ready = ready_tx.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("tokio-core-{i}"))
-                .spawn(move || worker(listen, cpu, ready))?,
-        );
-    }
-    drop(ready_tx);
-    for _ in 0..workers {
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => anyhow::bail!("worker failed to start: {e}"),
-            Err(_) => anyhow::bail!("a worker exited during start-up"),
-        }
-    }
+    let started = per_core::start_threads("tokio-core", workers, &placement, move |cpu, ready| {
+        worker(listen, cpu, ready)
+    })
+    .map_err(anyhow::Error::msg)?;
 
     StartupLine {
         service: SERVICE.into(),
@@ -68,31 +44,27 @@ fn run(args: Args) -> anyhow::Result<()> {
         pid: std::process::id(),
         listen,
         server_header: SERVICE.into(),
-        pinned: pin,
-        allowed_cpus: allowed,
+        pinned: placement.pin,
+        allowed_cpus: placement.allowed,
         deviations: hyper_stack::deviations(),
         burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds: None,
     }
     .print()?;
 
-    for t in threads {
+    for t in started.handles {
         let _ = t.join();
     }
     anyhow::bail!("all workers exited")
 }
 
 /// One worker thread: pin, build a current_thread runtime, bind, serve forever.
-fn worker(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<(), String>>) {
-    if let Some(cpu) = cpu {
-        let mut set = nix::sched::CpuSet::new();
-        let pinned = set
-            .set(cpu)
-            .and_then(|()| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set));
-        if let Err(e) = pinned {
-            let _ = ready.send(Err(format!("cannot pin to cpu {cpu}: {e}")));
-            return;
-        }
+fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<()>) {
+    if let Some(cpu) = cpu
+        && let Err(e) = per_core::pin_current_thread(cpu)
+    {
+        let _ = ready.send(Err(e));
+        return;
     }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -129,7 +101,10 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: Sender<Result<(), Strin
             // A task on this thread's runtime: with current_thread it never leaves this core.
             tokio::spawn(async move {
                 let _ = http
-                    .serve_connection(TokioIo::new(stream), service_fn(handler::handle))
+                    .serve_connection(
+                        hyper_stack::CloseAwareIo::new(stream),
+                        service_fn(|req| hyper_stack::handler::handle(SERVICE, req)),
+                    )
                     .await;
             });
         }

@@ -3,6 +3,7 @@
 
 pub mod burn;
 pub mod connection;
+pub mod edges;
 pub mod endpoints;
 pub mod load;
 pub mod process;

@@ -23,6 +23,7 @@ const KNOWN_DEVIATIONS: &[&str] = &[
     deviation::HALF_CLOSE_DROPS_REQUESTS,
     crate::expect::extra_deviation::HEADER_ORDER,
     crate::expect::extra_deviation::HEAD_LIMIT_128K,
+    crate::expect::extra_deviation::CLOSE_ANSWERS_PIPELINED,
 ];
 
 pub fn startup_line(bin: &str) {
@@ -52,6 +53,24 @@ pub fn startup_line(bin: &str) {
         s.io_driver
     );
     assert_eq!(s.burn_ns, 0, "--burn-ns defaults to 0");
+    // The one list of services says the same as the service itself.
+    let listed = ping_catalogue::find(&s.service)
+        .unwrap_or_else(|| panic!("{} is not in services/services.toml", s.service));
+    assert_eq!(
+        (raw["runtime"].as_str(), raw["model"].as_str()),
+        (Some(listed.runtime.as_str()), Some(listed.model.as_str())),
+        "start-up line vs services/services.toml"
+    );
+    let drivers: &[&str] = match listed.io_driver.as_str() {
+        "io_uring-or-epoll" => &["io_uring", "epoll"],
+        one => &[one],
+    };
+    assert!(
+        drivers.contains(&s.io_driver.as_str()),
+        "io_driver {:?}, services/services.toml says {:?}",
+        s.io_driver,
+        listed.io_driver
+    );
     // Default workers: the CPUs this process (and so its child) may run on.
     assert_eq!(s.workers, ping_common::cpus::allowed_cpu_count());
     for d in &s.deviations {

@@ -1,6 +1,6 @@
 //! Version of a locked package, read from `Cargo.lock` text.
 //!
-//! Dependency-free on purpose: service build scripts `include!` this file so the start-up line
+//! Dependency-free on purpose: it is every service's build-dependency, so the start-up line
 //! reports the runtime version actually built, without hard-coding it.
 
 /// Returns the version of the first `[[package]]` named `name` in a `Cargo.lock` text.

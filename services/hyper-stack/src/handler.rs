@@ -1,6 +1,6 @@
-//! The request handler: shared routing, an asynchronous sleep, canonical headers in order.
-//! ping-tokio-per-core includes this file too (same handler, other scheduler model); it names
-//! the service by the including crate's `SERVICE`.
+//! The request handler of ping-tokio-hyper and ping-tokio-per-core (same handler, other
+//! scheduler model): shared routing, an asynchronous sleep, canonical headers in order. The
+//! caller names the service (its `Server` header).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -13,20 +13,23 @@ use hyper::{Request, Response, StatusCode};
 use ping_common::response::{Body, Reply};
 use ping_common::route::{Route, route};
 
-use crate::SERVICE;
-use crate::hyper_stack::date_value;
+use crate::builder::date_value;
 
-pub async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+/// Answers one request as `service` (the `Server` value).
+pub async fn handle(
+    service: &'static str,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
     let route = route(req.method().as_str(), target);
     if let Route::Sleep { ms } = route {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
     ping_common::burn::per_request();
-    Ok(to_response(Reply::for_route(route)))
+    Ok(to_response(service, Reply::for_route(route)))
 }
 
-fn to_response(reply: Reply) -> Response<Full<Bytes>> {
+fn to_response(service: &'static str, reply: Reply) -> Response<Full<Bytes>> {
     let content_type = reply.content_type();
     let allow = reply.allow();
     let status = StatusCode::from_u16(reply.status.code()).unwrap_or(StatusCode::OK);
@@ -37,7 +40,7 @@ fn to_response(reply: Reply) -> Response<Full<Bytes>> {
     };
     // Inserted in canonical order; hyper writes a HeaderMap in insertion order.
     let mut headers = hyper::HeaderMap::with_capacity(5);
-    headers.insert(header::SERVER, HeaderValue::from_static(SERVICE));
+    headers.insert(header::SERVER, HeaderValue::from_static(service));
     headers.insert(header::DATE, date_value());
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
     if let Some(ct) = content_type {

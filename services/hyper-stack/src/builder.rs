@@ -1,7 +1,5 @@
-//! The hyper HTTP/1 stack shared by every hyper-served service (ping-tokio-hyper,
-//! ping-tokio-per-core, ping-axum, which include this file): the connection builder, the
-//! deviations it implies, and the cached `Date` value. One copy, so the services differ only in
-//! what they are meant to compare (scheduler model, framework).
+//! hyper's connection builder as every hyper-served ping service configures it, the contract
+//! points it does not meet (deviations), and the cached `Date` value.
 
 use std::cell::RefCell;
 

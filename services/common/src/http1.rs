@@ -3,19 +3,19 @@
 //!
 //! Same decisions as ping-monoio's loop: heads over 64 KiB → 431 and close, more than 64 headers
 //! → 431 and close, unparsable → 400 and close; `Content-Length` bodies are skipped, chunked
-//! request bodies are refused with 400. Runtime-free, so ping-glommio and ping-compio include
-//! this file for their request handling too (they name the service by their own `SERVICE`).
+//! request bodies are refused with 400. Runtime-free: ping-epoll, ping-glommio and ping-compio
+//! all handle requests with it, each naming itself (the `Server` value) in [`Session::new`].
 
-use ping_common::MAX_HEAD_BYTES;
-use ping_common::request::{Parsed, parse};
-use ping_common::response::{Reply, Status};
-use ping_common::route::Route;
-
-use crate::SERVICE;
+use crate::MAX_HEAD_BYTES;
+use crate::request::{Parsed, parse};
+use crate::response::{Reply, Status};
+use crate::route::Route;
 
 /// Per-connection HTTP state (the bytes themselves live in the connection).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Session {
+    /// The service's name, its `Server` value.
+    service: &'static str,
     /// Body bytes of the last request still to be discarded.
     skip: u64,
     /// Close once the output is written.
@@ -34,6 +34,16 @@ pub enum Next {
 }
 
 impl Session {
+    /// A fresh connection's state, answering as `service`.
+    pub fn new(service: &'static str) -> Session {
+        Session {
+            service,
+            skip: 0,
+            close_after: false,
+            sleeping: None,
+        }
+    }
+
     /// Answers every complete request at the front of `input` into `out`, in order, and removes
     /// the consumed bytes. Does nothing while a `/sleep` is pending or after a close decision.
     pub fn process(&mut self, input: &mut Vec<u8>, out: &mut Vec<u8>) -> Next {
@@ -54,13 +64,13 @@ impl Session {
             match parse(&input[start..]) {
                 Parsed::Partial => {
                     if input.len() - start > MAX_HEAD_BYTES {
-                        Reply::empty(Status::HeadersTooLarge).encode(SERVICE, false, out);
+                        Reply::empty(Status::HeadersTooLarge).encode(self.service, false, out);
                         self.close_after = true;
                     }
                     break;
                 }
                 Parsed::Invalid(status) => {
-                    Reply::empty(status).encode(SERVICE, false, out);
+                    Reply::empty(status).encode(self.service, false, out);
                     self.close_after = true;
                 }
                 Parsed::Request {
@@ -77,8 +87,8 @@ impl Session {
                         next = Next::Sleep(ms);
                         break;
                     }
-                    ping_common::burn::per_request();
-                    Reply::for_route(route).encode(SERVICE, said_close, out);
+                    crate::burn::per_request();
+                    Reply::for_route(route).encode(self.service, said_close, out);
                     self.close_after = !keep_alive;
                 }
             }
@@ -90,8 +100,8 @@ impl Session {
     /// The pending `/sleep` is over: answer it.
     pub fn wake(&mut self, out: &mut Vec<u8>) {
         if let Some((said_close, keep_alive)) = self.sleeping.take() {
-            ping_common::burn::per_request();
-            Reply::for_route(Route::Sleep { ms: 0 }).encode(SERVICE, said_close, out);
+            crate::burn::per_request();
+            Reply::for_route(Route::Sleep { ms: 0 }).encode(self.service, said_close, out);
             self.close_after = !keep_alive;
         }
     }
@@ -100,6 +110,8 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SERVICE: &str = "ping-test";
 
     fn run(s: &mut Session, input: &[u8]) -> (Next, String, Vec<u8>) {
         let mut input = input.to_vec();
@@ -110,7 +122,7 @@ mod tests {
 
     #[test]
     fn pipelined_requests_answered_in_order_partial_kept() {
-        let mut s = Session::default();
+        let mut s = Session::new(SERVICE);
         let (next, out, rest) = run(
             &mut s,
             b"GET /ping HTTP/1.1\r\n\r\nGET /json HTTP/1.1\r\n\r\nGET /pi",
@@ -124,7 +136,7 @@ mod tests {
 
     #[test]
     fn sleep_stops_processing_until_woken() {
-        let mut s = Session::default();
+        let mut s = Session::new(SERVICE);
         let (next, out, rest) = run(
             &mut s,
             b"GET /sleep?ms=5 HTTP/1.1\r\nConnection: close\r\n\r\nGET /ping HTTP/1.1\r\n\r\n",
@@ -143,7 +155,7 @@ mod tests {
 
     #[test]
     fn bodies_skipped_errors_close() {
-        let mut s = Session::default();
+        let mut s = Session::new(SERVICE);
         let (_, out, rest) = run(
             &mut s,
             b"POST /ping HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /ping HTTP/1.0\r\n\r\n",
@@ -151,15 +163,15 @@ mod tests {
         assert!(out.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"));
         assert!(out.ends_with("pong"));
         assert!(rest.is_empty() && s.close_after, "HTTP/1.0 closes");
-        let mut s = Session::default();
+        let mut s = Session::new(SERVICE);
         let (_, out, _) = run(&mut s, b"\x00garbage\r\n\r\nGET /ping HTTP/1.1\r\n\r\n");
         assert!(out.starts_with("HTTP/1.1 400 Bad Request\r\n"));
         assert_eq!(out.matches("HTTP/1.1").count(), 1);
         assert!(s.close_after);
-        let many: String = (0..=ping_common::MAX_HEADERS)
+        let many: String = (0..=crate::MAX_HEADERS)
             .map(|i| format!("X{i}: v\r\n"))
             .collect();
-        let mut s = Session::default();
+        let mut s = Session::new(SERVICE);
         let (_, out, _) = run(
             &mut s,
             format!("GET /ping HTTP/1.1\r\n{many}\r\n").as_bytes(),
