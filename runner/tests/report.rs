@@ -226,3 +226,31 @@ fn an_unknown_latency_level_is_an_error_before_anything_is_written() {
     );
     assert!(!run.join("plots").exists());
 }
+
+/// `report --readme` on an interrupted run used to rewrite the README's headline ("0
+/// repetitions per cell", services missing) without a word about the interruption.
+#[test]
+fn the_readme_headline_refuses_an_interrupted_run() {
+    use runner::results::schema::{ResultsFile, RunStatus};
+    let d = scratch("report-interrupted");
+    let run = write_run(&d, "run", &MACHINE, &full_matrix());
+    let path = run.join("results.json");
+    let mut res: ResultsFile = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    res.status = RunStatus::Interrupted;
+    std::fs::write(&path, serde_json::to_vec_pretty(&res).unwrap()).unwrap();
+    let readme = d.join("README.md");
+    let before = "<!-- pingmatrix:reference:begin -->\nold\n<!-- pingmatrix:reference:end -->\n";
+    std::fs::write(&readme, before).unwrap();
+    let out = run_matrix([
+        OsStr::new("report"),
+        run.as_os_str(),
+        OsStr::new("--readme"),
+        readme.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is interrupted, not completed"), "{err}");
+    assert_eq!(std::fs::read_to_string(&readme).unwrap(), before);
+    // Without --readme the run's own page and plots are still written.
+    assert_success(&run_matrix([OsStr::new("report"), run.as_os_str()]));
+}
