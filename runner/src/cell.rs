@@ -135,13 +135,18 @@ pub fn run_rep_with(
     rep: u32,
     window: Option<&mut dyn Window>,
 ) -> Option<RepResult> {
-    if res.cell.hosts.is_some() {
-        return multi_host(ctx, res, rep);
-    }
-    match steps(ctx, res, rep, window) {
-        Ok(r) => Some(r),
-        Err(stop) => {
-            fail(res, stop);
+    let r = if res.cell.hosts.is_some() {
+        multi_host(ctx, res, rep)
+    } else {
+        steps(ctx, res, rep, window)
+            .map_err(|stop| fail(res, stop))
+            .ok()
+    }?;
+    // A window that measured nothing fails the cell, whichever way it was produced.
+    match crate::results::measured::problem(&r) {
+        None => Some(r),
+        Some(why) => {
+            fail(res, Stop::at(Stage::Load, why));
             None
         }
     }

@@ -480,3 +480,57 @@ fn the_gate_fails_a_candidate_it_cannot_judge() {
     let out = compare_cli(&["--fail-on-regression", "5"], &old, &same);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// One repetition per cell gives no interval: nothing can be judged, and the gate used to
+/// pass it ("14 without CI", exit 0).
+#[test]
+fn the_gate_fails_a_candidate_with_one_repetition_per_cell() {
+    let d = scratch("gate-n1");
+    let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
+    let one = write_run(&d, "one", &MACHINE, &matrix(1, |s, c| base(s, c).seed(1)));
+    let out = compare_cli(&["--fail-on-regression", "5"], &old, &one);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("6 cell(s) cannot be judged"), "{err}");
+    let out = compare_cli(
+        &["--fail-on-regression", "5", "--allow-incomplete"],
+        &old,
+        &one,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    // Without the gate the comparison is shown as before.
+    assert_eq!(compare_cli(&[], &old, &one).status.code(), Some(0));
+}
+
+/// A churn cell leaking 20 MiB per cycle used to compare as "no change" (only start-up and
+/// idle RSS were compared) and pass the gate.
+#[test]
+fn churn_memory_takes_part_in_compare_and_the_gate() {
+    let d = scratch("churn-leak");
+    let old = write_churn_run(&d, "old", 64 * 1024, 0);
+    let same = write_churn_run(&d, "same", 64 * 1024, 1);
+    let leak = write_churn_run(&d, "leak", 20 << 20, 1);
+    let c = compare(&load(&old).unwrap(), &load(&leak).unwrap(), OPT).unwrap();
+    assert_eq!(
+        verdicts(&c, "svc", Metric::ChurnRssLastBytes),
+        vec![Verdict::Worse]
+    );
+    let text = export::terminal::render(&c, false);
+    assert!(text.contains("RSS after churn"), "{text}");
+    let out = compare_cli(&["--fail-on-regression", "5"], &old, &leak);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("RSS after churn"), "{err}");
+    let c = compare(&load(&old).unwrap(), &load(&same).unwrap(), OPT).unwrap();
+    assert_eq!(
+        verdicts(&c, "svc", Metric::ChurnRssLastBytes),
+        vec![Verdict::NoChange]
+    );
+    let out = compare_cli(&["--fail-on-regression", "5"], &old, &same);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -157,6 +157,7 @@ memory_max_mib = 64
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    let rendered_url = spec["url"].clone();
     spec["url"] = format!("http://127.0.0.1:{port}/ping").into();
     let spec_file = dir.0.join("spec.json");
     std::fs::write(&spec_file, spec.to_string()).unwrap();
@@ -175,22 +176,31 @@ memory_max_mib = 64
             .output()
             .unwrap();
         assert!(o.status.code().is_some_and(|c| c <= 1), "{}", out_text(&o));
-        std::fs::write(reports.join(format!("{key}.{n}.json")), &o.stdout).unwrap();
+        // The pod's report names the Service's URL, as the ConfigMap's spec does.
+        let mut r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        r["spec"]["url"] = rendered_url.clone();
+        std::fs::write(reports.join(format!("{key}.{n}.json")), r.to_string()).unwrap();
     }
     let _ = server.kill();
     let _ = server.wait();
     let out = dir.0.join("results");
-    let o = Command::new(bin("matrix"))
-        .arg("ingest")
-        .arg("--manifests")
-        .arg(&manifests)
-        .arg("--reports")
-        .arg(&reports)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let ingest = |reports: &Path| {
+        Command::new(bin("matrix"))
+            .arg("ingest")
+            .arg("--manifests")
+            .arg(&manifests)
+            .arg("--reports")
+            .arg(reports)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    refuses_reports_that_are_not_this_cells(&reports, key, &ingest);
+    let o = ingest(&reports);
     assert!(o.status.success(), "{}", out_text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("skipped") && err.contains("__c999__"), "{err}");
     let run = std::fs::read_dir(&out)
         .unwrap()
         .flatten()
@@ -207,4 +217,79 @@ memory_max_mib = 64
         "not measured in the cluster"
     );
     assert!(run.join("results.md").exists());
+}
+
+/// Variants of the two good reports in `reports` (repetitions 1 and 2 of `key`), each in a
+/// directory of its own, that ingest must refuse naming the file (and the field): a report
+/// of another load filed under the cell, another duration, one report under two names for
+/// one repetition, a copy under another repetition number, a repetition beyond the plan.
+/// Finally leaves a report for a cell not in the plan beside the good ones (said, skipped).
+fn refuses_reports_that_are_not_this_cells(
+    reports: &Path,
+    key: &str,
+    ingest: &dyn Fn(&Path) -> std::process::Output,
+) {
+    let good = |n: u32| std::fs::read(reports.join(format!("{key}.{n}.json"))).unwrap();
+    let edited = |n: u32, edit: &dyn Fn(&mut Value)| {
+        let mut v: Value = serde_json::from_slice(&good(n)).unwrap();
+        edit(&mut v);
+        v.to_string().into_bytes()
+    };
+    let open = edited(2, &|v| {
+        v["spec"]["model"] = serde_json::json!({
+            "kind": "open", "rate_per_s": 5000.0, "connections": 2, "coalesce_us": 20
+        })
+    });
+    let longer = edited(2, &|v| v["spec"]["duration_ms"] = 300.into());
+    let cases: Vec<(&str, Vec<(String, Vec<u8>)>, &str)> = vec![
+        (
+            "open-loop",
+            vec![(format!("{key}.2.json"), open)],
+            "model.kind is \"open\"",
+        ),
+        (
+            "duration",
+            vec![(format!("{key}.2.json"), longer)],
+            "duration_ms is 300",
+        ),
+        (
+            "two-names",
+            vec![
+                (format!("{key}.json"), good(1)),
+                (format!("{key}.01.json"), edited(2, &|_| ())),
+            ],
+            "are both repetition 1",
+        ),
+        (
+            "copy",
+            vec![(format!("{key}.2.json"), good(1))],
+            "is byte-identical to",
+        ),
+        (
+            "beyond",
+            vec![(format!("{key}.7.json"), edited(2, &|_| ()))],
+            "repetition 7, but the plan has 2",
+        ),
+    ];
+    for (name, files, want) in cases {
+        let dir = reports.with_file_name(format!("reports-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{key}.1.json")), good(1)).unwrap();
+        for (f, bytes) in &files {
+            std::fs::write(dir.join(f), bytes).unwrap();
+        }
+        let o = ingest(&dir);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", out_text(&o));
+        assert!(
+            err.contains(&files[files.len() - 1].0) || err.contains(&files[0].0),
+            "{name}: {err}"
+        );
+        assert!(err.contains(want), "{name}: {want:?} not in {err}");
+    }
+    std::fs::write(
+        reports.join("ping-epoll__ping__c999__pod.1.json"),
+        edited(2, &|v| v["spec"]["warmup_ms"] = 1.into()),
+    )
+    .unwrap();
 }

@@ -226,3 +226,90 @@ fn an_unknown_latency_level_is_an_error_before_anything_is_written() {
     );
     assert!(!run.join("plots").exists());
 }
+
+/// `report --readme` on an interrupted run used to rewrite the README's headline ("0
+/// repetitions per cell", services missing) without a word about the interruption.
+#[test]
+fn the_readme_headline_refuses_an_interrupted_run() {
+    use runner::results::schema::{ResultsFile, RunStatus};
+    let d = scratch("report-interrupted");
+    let run = write_run(&d, "run", &MACHINE, &full_matrix());
+    let path = run.join("results.json");
+    let mut res: ResultsFile = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    res.status = RunStatus::Interrupted;
+    std::fs::write(&path, serde_json::to_vec_pretty(&res).unwrap()).unwrap();
+    let readme = d.join("README.md");
+    let before = "<!-- pingmatrix:reference:begin -->\nold\n<!-- pingmatrix:reference:end -->\n";
+    std::fs::write(&readme, before).unwrap();
+    let out = run_matrix([
+        OsStr::new("report"),
+        run.as_os_str(),
+        OsStr::new("--readme"),
+        readme.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is interrupted, not completed"), "{err}");
+    assert_eq!(std::fs::read_to_string(&readme).unwrap(), before);
+    // Without --readme the run's own page and plots are still written.
+    assert_success(&run_matrix([OsStr::new("report"), run.as_os_str()]));
+}
+
+/// `--diff-flamegraph` used to draw a diff from whatever parsed of a `.folded` file of
+/// garbage lines (exit 0).
+#[test]
+fn a_folded_file_of_garbage_lines_is_refused_with_its_line() {
+    use runner::results::schema::{CellFlamegraph, CellResult};
+    use runner::results::store::Store;
+    let d = scratch("report-garbage-folded");
+    let profiled = |id: &str, folded: &str| {
+        let run = write_run(&d, id, &MACHINE, &full_matrix());
+        let store = Store::open(&run).unwrap();
+        let key = "ping-monoio__ping__c64__pinned";
+        let mut c: CellResult = store.read_cell(key).unwrap();
+        std::fs::create_dir_all(run.join("flamegraphs")).unwrap();
+        std::fs::write(run.join(format!("flamegraphs/{key}.folded")), folded).unwrap();
+        std::fs::write(run.join(format!("flamegraphs/{key}.svg")), "<svg/>").unwrap();
+        let profile = serde_json::json!({
+            "status": "recorded", "event": "cpu-clock", "hardware_counters": false,
+            "call_graph": {"method": "dwarf", "stack_bytes": 8192}, "frequency_hz": 1999,
+            "samples": 2, "weight": 7, "weight_unit": "ns", "stacks": 2,
+            "perf_version": "perf version 6.1", "pid": 1, "window_s": 1.0,
+            "folded": format!("flamegraphs/{key}.folded"),
+            "svg": format!("flamegraphs/{key}.svg"), "perf_data": null
+        });
+        c.flamegraph = Some(CellFlamegraph {
+            rep: 6,
+            profiled: true,
+            result: None,
+            profile: Some(serde_json::from_value(profile).unwrap()),
+            error: None,
+        });
+        store.write_cell(&c).unwrap();
+        run
+    };
+    let old = profiled("old", "main;a 3\nmain;b 4\n");
+    let new = profiled("new", "main;a 3\nsegfault at 0x0 in the middle\nmain;b 4\n");
+    let diff = |a: &std::path::Path, b: &std::path::Path| {
+        run_matrix([
+            OsStr::new("report"),
+            OsStr::new("--diff-flamegraph"),
+            a.as_os_str(),
+            b.as_os_str(),
+        ])
+    };
+    let out = diff(&old, &new);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ping-monoio__ping__c64__pinned.folded") && err.contains("line 2:"),
+        "{err}"
+    );
+    assert!(
+        !new.join("flamegraphs/ping-monoio__ping__c64__pinned.diff.svg")
+            .exists()
+    );
+    // The well-formed pair still diffs.
+    let out = diff(&old, &old);
+    assert_success(&out);
+}

@@ -31,7 +31,10 @@ fn folded(set: &ResultSet, r: &ProfileRecord) -> anyhow::Result<Vec<u8>> {
     } else {
         set.dir.join(&r.folded)
     };
-    std::fs::read(&p).with_context(|| format!("reading {}", p.display()))
+    let bytes = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+    // A file of garbage lines must not become a diff drawn from whatever parsed.
+    crate::profile::sample_count(&bytes).with_context(|| format!("{}", p.display()))?;
+    Ok(bytes)
 }
 
 /// Writes one diff per common profiled cell; returns (written files, refusals).

@@ -34,6 +34,15 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
     let matrix_path = args.manifests.join("matrix.toml");
     let text = std::fs::read_to_string(&matrix_path)
         .map_err(|e| anyhow::anyhow!("{}: {e}", matrix_path.display()))?;
+    // Every report is checked before the result directory is created.
+    let mut filing = k8s::ingest::file_reports(&args.reports, &planned)?;
+    for p in &filing.unknown {
+        eprintln!(
+            "skipped {}: no cell of {} has that key",
+            p.display(),
+            plan_path.display()
+        );
+    }
     let now_ms = now_unix_us() / 1000;
     let (store, run_id) = Store::create_new(
         &args.out,
@@ -41,8 +50,16 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
     )?;
     let mut cells = Vec::new();
     for spec in &planned {
-        let reports = k8s::ingest::reports_for(&args.reports, &spec.key)?;
-        let reports = reports.into_iter().map(|(_, r)| r).collect();
+        let filed = filing.cells.remove(&spec.key).unwrap_or_default();
+        if !filed.is_empty() && filed.len() < spec.repetitions as usize {
+            eprintln!(
+                "{}: {} of {} planned repetitions reported",
+                spec.key,
+                filed.len(),
+                spec.repetitions
+            );
+        }
+        let reports = filed.into_iter().map(|f| (f.rep, f.report)).collect();
         if let Some(c) = k8s::ingest::cell_result(&run_id, spec, reports) {
             store.write_cell(&c)?;
             cells.push(c);

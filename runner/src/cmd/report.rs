@@ -66,6 +66,12 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{}: {e}", readme.display()))?;
     }
     let set = set::load(&args.run)?;
+    if args.readme.is_some()
+        && let Some(why) = report::headline::refusal(&set)
+    {
+        // Before any file is written: the user asked for the README and gets nothing else.
+        anyhow::bail!(why);
+    }
     let charts = write(&set, args.latency_level.as_deref())?;
     for c in &charts {
         println!("wrote {}", set.dir.join(&c.file).display());

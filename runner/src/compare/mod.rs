@@ -61,9 +61,8 @@ pub fn compare(
                 new_incomplete: incomplete(n),
                 open_loop: n.offered_rate_per_s.is_some(),
                 not_comparable,
-                metrics: metric::ALL
-                    .iter()
-                    .map(|&mt| {
+                metrics: metrics_of(o, n)
+                    .map(|mt| {
                         let mut mc =
                             compare_metric(mt, (old, o), (new, n), withhold, opt.noise_pct);
                         let cals = [&old.results.calibration, &new.results.calibration];
@@ -87,6 +86,14 @@ pub fn compare(
         cells,
         warnings,
     })
+}
+
+/// What a matched cell is compared on: every load metric, and a churn cell's memory too.
+fn metrics_of(o: &CellSummary, n: &CellSummary) -> impl Iterator<Item = Metric> + use<> {
+    let churn = o.churn.is_some() || n.churn.is_some();
+    metric::ALL
+        .into_iter()
+        .chain(metric::CHURN.into_iter().filter(move |_| churn))
 }
 
 /// One metric of one matched cell: both sides' values, the difference and the verdict.

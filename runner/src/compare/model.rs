@@ -64,6 +64,13 @@ impl CellComparison {
     pub fn suspect(&self) -> bool {
         self.suspect_old || self.suspect_new
     }
+
+    /// A metric measured on both sides got no interval, so no verdict can be given on it.
+    pub fn unjudged(&self) -> bool {
+        self.metrics
+            .iter()
+            .any(|m| m.verdict == crate::results::difference::Verdict::Undetermined)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -124,6 +131,20 @@ impl Comparison {
                 "{} cell(s) did not complete in the new run: {}",
                 failed.len(),
                 failed.join(", ")
+            ));
+        }
+        let unjudged: Vec<&str> = self
+            .cells
+            .iter()
+            .filter(|c| !c.new_incomplete && c.unjudged())
+            .map(|c| c.key.as_str())
+            .collect();
+        if !unjudged.is_empty() {
+            g.push(format!(
+                "{} cell(s) cannot be judged (a metric without CI: fewer than 2 repetitions \
+                 on a side): {}",
+                unjudged.len(),
+                unjudged.join(", ")
             ));
         }
         if !self.only_old.is_empty() {

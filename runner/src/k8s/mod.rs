@@ -66,6 +66,14 @@ fn resources(cpu: &str, memory_mib: u64) -> Value {
     json!({ "requests": r.clone(), "limits": r })
 }
 
+/// The load spec a cell's generator Job runs (its ConfigMap's `spec.json`), against the
+/// cell's Service: what every report ingested for the cell must carry.
+pub fn job_spec(cell: &CellSpec) -> loadgen::LoadSpec {
+    let mut spec = cell.load_spec(PORT);
+    spec.url = format!("http://{}:{PORT}{}", cell_name(&cell.key), cell.path);
+    spec
+}
+
 /// The four documents of one cell: (file name, document).
 pub fn manifests(cell: &CellSpec, binary: &str, images: &Images) -> Vec<(String, Value)> {
     let name = cell_name(&cell.key);
@@ -114,8 +122,7 @@ pub fn manifests(cell: &CellSpec, binary: &str, images: &Images) -> Vec<(String,
             "ports": [{ "name": "http", "port": PORT, "targetPort": PORT }],
         },
     });
-    let mut spec = cell.load_spec(PORT);
-    spec.url = format!("http://{name}:{PORT}{}", cell.path);
+    let spec = job_spec(cell);
     let config = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -31,12 +31,22 @@ pub(super) fn fold_perf_script_from(script: impl std::io::BufRead) -> Result<Vec
 pub fn sample_count(folded: &[u8]) -> Result<(u64, u64), Error> {
     let text = std::str::from_utf8(folded).map_err(|e| Error::Folded(e.to_string()))?;
     let (mut weight, mut stacks) = (0u64, 0u64);
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         // The count is the last field; frame names may contain spaces (`<T as Trait>`).
         let count = line
             .rsplit_once(' ')
+            .filter(|(stack, _)| !stack.trim().is_empty())
             .and_then(|(_, n)| n.trim().parse::<u64>().ok())
-            .ok_or_else(|| Error::Folded(format!("no sample count at the end of {line:?}")))?;
+            .ok_or_else(|| {
+                Error::Folded(format!(
+                    "line {}: not `frame;…;frame count`: {line:?}",
+                    i + 1
+                ))
+            })?;
         weight += count;
         stacks += 1;
     }
@@ -171,6 +181,10 @@ mod tests {
     fn empty_or_malformed_folded_input_is_an_error_not_a_panic() {
         assert!(flamegraph_svg(b"", "t", "ns").is_err());
         assert!(sample_count(b"main;a x\n").is_err());
+        // Garbage is refused with the line it is on, not drawn from whatever parsed.
+        let e = sample_count(b"main;a 3\n\nnot a folded line\n").unwrap_err();
+        assert!(e.to_string().contains("line 3:"), "{e}");
+        assert!(sample_count(b" 5\n").is_err());
         assert_eq!(sample_count(b"").unwrap(), (0, 0));
         assert_eq!(sample_count(b"a;<T as X>::f 3\nb 4\n").unwrap(), (7, 2));
     }

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::results::difference::{NOISE_PCT, Verdict};
 use crate::results::group::{CEILING, first_seen};
 use crate::results::metric::Metric;
-use crate::results::schema::{CellStatus, CellSummary, Stat};
+use crate::results::schema::{CellStatus, CellSummary, RunStatus, Stat};
 use crate::results::set::ResultSet;
 use crate::results::stats;
 use crate::results::units::{Unit, mib_cell, micros_brief, value};
@@ -27,9 +27,29 @@ fn headline_group(set: &ResultSet) -> Option<(String, String)> {
     Some((g.scenario.clone(), g.profile.clone()))
 }
 
+/// Why `set` cannot headline the README: a run that did not complete (interrupted, or
+/// still running) would show a partial matrix — "0 repetitions per cell", services missing —
+/// as the reference figures.
+pub fn refusal(set: &ResultSet) -> Option<String> {
+    let status = set.results.status;
+    (status != RunStatus::Completed).then(|| {
+        format!(
+            "run {} is {}, not completed: the README's reference section shows only a \
+             completed run (finish it with `matrix run --resume {}`)",
+            set.results.run_id,
+            format!("{status:?}").to_lowercase(),
+            set.dir.display()
+        )
+    })
+}
+
 /// Markdown for the reference section. `readme_dir` is where links are relative to; the
-/// plots must already be written (links are checked against the files).
+/// plots must already be written (links are checked against the files). Refuses a run that
+/// did not complete ([`refusal`]).
 pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::Result<String> {
+    if let Some(why) = refusal(set) {
+        anyhow::bail!(why);
+    }
     let (scenario, profile) = headline_group(set).ok_or_else(|| {
         anyhow::anyhow!(
             "run {} has no closed-loop cells to headline",

@@ -18,6 +18,9 @@ pub const ALL: [Metric; 7] = [
     Metric::CpuUsPerRequest,
 ];
 
+/// The metrics only a connection-churn cell measures (compared besides [`ALL`] there).
+pub const CHURN: [Metric; 1] = [Metric::ChurnRssLastBytes];
+
 /// The metrics a cell under `load` measures: at a fixed offered rate req/s is the
 /// generator's setting, not a measurement.
 pub fn measured_under(load: &loadgen::LoadModel) -> impl Iterator<Item = Metric> + use<> {
@@ -36,13 +39,14 @@ impl Metric {
             Metric::IdleRssBytes => "idle RSS",
             Metric::PeakRssBytes => "peak RSS",
             Metric::CpuUsPerRequest => "CPU/request",
+            Metric::ChurnRssLastBytes => "RSS after churn",
         }
     }
 
     pub fn unit(self) -> Unit {
         match self {
             Metric::RequestsPerS => Unit::PerSecond,
-            Metric::IdleRssBytes | Metric::PeakRssBytes => Unit::Bytes,
+            Metric::IdleRssBytes | Metric::PeakRssBytes | Metric::ChurnRssLastBytes => Unit::Bytes,
             _ => Unit::Micros,
         }
     }
@@ -59,7 +63,9 @@ impl Metric {
             | Metric::LatencyP50Us
             | Metric::LatencyP99Us
             | Metric::StartupUs => ("faster", "slower"),
-            Metric::IdleRssBytes | Metric::PeakRssBytes => ("smaller", "larger"),
+            Metric::IdleRssBytes | Metric::PeakRssBytes | Metric::ChurnRssLastBytes => {
+                ("smaller", "larger")
+            }
             Metric::CpuUsPerRequest => ("cheaper", "costlier"),
         }
     }
@@ -136,6 +142,12 @@ pub fn by_rep(c: &CellResult, m: Metric) -> Vec<(u32, f64)> {
         Metric::IdleRssBytes => starts
             .filter_map(|s| Some((s.rep, u(s.idle_rss_bytes?))))
             .collect(),
+        Metric::ChurnRssLastBytes => c
+            .churn
+            .iter()
+            .filter(|r| r.rep > 0)
+            .filter_map(|r| Some((r.rep, u(r.cycles.last()?.rss_closed_bytes?))))
+            .collect(),
     }
 }
 
@@ -158,6 +170,11 @@ pub fn from_summary(s: &CellSummary, m: Metric) -> Option<MetricValues> {
             .server_cpu_us_per_request
             .as_ref()
             .and_then(MetricValues::from_stat),
+        Metric::ChurnRssLastBytes => s
+            .churn
+            .as_ref()
+            .and_then(|c| c.rss_last_bytes)
+            .map(|b| MetricValues::point(b as f64)),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod calibration;
 pub mod churn;
 pub mod difference;
 pub mod group;
+pub mod measured;
 pub mod metric;
 pub mod power;
 pub mod schema;

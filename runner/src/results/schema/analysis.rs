@@ -40,6 +40,9 @@ pub enum Metric {
     IdleRssBytes,
     PeakRssBytes,
     CpuUsPerRequest,
+    /// Connection churn: RSS after the last open/close cycle (each repetition's last
+    /// settled reading) — where a leak per cycle accumulates.
+    ChurnRssLastBytes,
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,0 +1,128 @@
+//! Whether a finished repetition measured anything: a window in which no response
+//! completed, or a generator that exited 1 (it never established a connection), is not a
+//! measurement of the service. Such a repetition fails its cell with the reason instead of
+//! entering summaries, verdicts and `compare` as 0 req/s with 0 µs latency.
+//!
+//! One rule for every way a repetition is produced (one machine, several generator hosts,
+//! the profiled repetition), so callers check the repetition here rather than each path
+//! deciding for itself.
+
+use loadgen::Report;
+
+use super::schema::RepResult;
+
+/// Responses that completed inside the report's window (ok, non-2xx and mismatched bodies or
+/// statuses all count: the service answered).
+pub fn completed_responses(r: &Report) -> u64 {
+    r.counts.ok + r.counts.non_2xx + r.counts.errors.status_mismatch + r.counts.errors.body_mismatch
+}
+
+/// Why `report` (from a generator that exited with `exit_code`) is no measurement, if it
+/// is not one.
+pub fn report_problem(host: Option<&str>, r: &Report, exit_code: Option<i32>) -> Option<String> {
+    let who = host.map_or_else(String::new, |h| format!("host {h}: "));
+    let c = &r.connections;
+    if exit_code.is_some_and(|code| code != 0) || c.established == 0 {
+        return Some(format!(
+            "{who}loadgen exited with {}: no connection was established \
+             ({} requested, {} failed)",
+            exit_code.map_or_else(|| "no code".to_string(), |code| code.to_string()),
+            c.requested,
+            c.failed
+        ));
+    }
+    if completed_responses(r) == 0 {
+        return Some(format!(
+            "{who}no request completed in the window ({} ms; {} sent, {} in flight at its end)",
+            (r.window_s * 1000.0).round(),
+            r.counts.sent,
+            r.counts.in_flight_at_end
+        ));
+    }
+    None
+}
+
+/// Why the repetition is no measurement (every generator's report is checked, then the
+/// merged one), or None when it is one.
+pub fn problem(rep: &RepResult) -> Option<String> {
+    let per_host: Vec<String> = rep
+        .generators
+        .iter()
+        .filter_map(|g| report_problem(Some(&g.host), &g.report, g.loadgen_exit_code))
+        .collect();
+    if !per_host.is_empty() {
+        return Some(per_host.join("; "));
+    }
+    let exit = if rep.generators.is_empty() {
+        rep.loadgen_exit_code
+    } else {
+        // Each generator's code was checked above; the merge has no exit code of its own.
+        Some(0)
+    };
+    report_problem(None, &rep.report, exit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(established: u64, ok: u64) -> Report {
+        use loadgen::report::{Counts, Generator, Percentiles, Saturation};
+        Report {
+            schema_version: 1,
+            loadgen_version: "test".into(),
+            spec: serde_json::from_str(
+                r#"{"url":"http://127.0.0.1:1/ping",
+                    "model":{"kind":"closed","connections":4,"pipeline":1},"threads":1,
+                    "keepalive":true,"duration_ms":300,"requests":null,"warmup_ms":0,
+                    "timeout_ms":1000,"expect_status":200,"expect_body_bytes":null}"#,
+            )
+            .unwrap(),
+            started_unix_ms: 0,
+            window_s: 0.3,
+            requests_per_s: ok as f64 / 0.3,
+            ok_per_s: ok as f64 / 0.3,
+            latency_us: Percentiles::default(),
+            service_time_us: Percentiles::default(),
+            send_lag_us: None,
+            schedule_lag_us: None,
+            wake_lag_us: None,
+            own_lag_us: None,
+            counts: Counts {
+                ok,
+                sent: ok,
+                ..Counts::default()
+            },
+            connections: loadgen::report::ConnectionCounts {
+                requested: 4,
+                established,
+                failed: 4 - established,
+                ..Default::default()
+            },
+            status_counts: Default::default(),
+            bytes_read: 0,
+            bytes_written: 0,
+            timeline: vec![],
+            generator: Generator::default(),
+            verdict: Saturation::default(),
+            latency_hdr_v2_b64: String::new(),
+            open_loop_hdr_v2_b64: None,
+            problems: vec![],
+        }
+    }
+
+    #[test]
+    fn a_window_without_a_completed_response_is_no_measurement() {
+        let p = report_problem(None, &report(4, 0), Some(0)).unwrap();
+        assert!(p.contains("no request completed in the window"), "{p}");
+        assert_eq!(report_problem(None, &report(4, 1), Some(0)), None);
+    }
+
+    #[test]
+    fn a_generator_that_exited_1_or_never_connected_is_no_measurement() {
+        let p = report_problem(Some("gen"), &report(0, 0), Some(1)).unwrap();
+        assert!(p.starts_with("host gen: loadgen exited with 1"), "{p}");
+        assert!(report_problem(None, &report(4, 9), Some(1)).is_some());
+        assert!(report_problem(None, &report(0, 9), Some(0)).is_some());
+    }
+}
