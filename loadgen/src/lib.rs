@@ -6,6 +6,7 @@ mod check;
 pub mod cli;
 pub mod floor;
 pub mod http;
+pub mod identity;
 mod merge;
 pub mod recorder;
 pub mod report;
