@@ -130,9 +130,15 @@ fn commit(e: &Environment) -> Option<String> {
 fn loadgen_changed(a: &str, b: &str) -> Option<bool> {
     let dir = crate::binaries::exe_dir()?;
     let mut cmd = Command::new("git");
-    cmd.arg("-C")
-        .arg(dir)
-        .args(["diff", "--quiet", a, b, "--", "loadgen", "Cargo.lock"]);
+    cmd.arg("-C").arg(dir).args([
+        "diff",
+        "--quiet",
+        a,
+        b,
+        "--",
+        ":(top)loadgen",
+        ":(top)Cargo.lock",
+    ]);
     let (status, _) = crate::process::output_within(cmd, std::time::Duration::from_secs(5)).ok()?;
     match status.code() {
         Some(0) => Some(false),
