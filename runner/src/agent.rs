@@ -124,36 +124,22 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
     let timeout = Duration::from_millis(s.startup_timeout_ms);
     let binary = Path::new(&s.binary);
     // As on the runner's host: a warm start after an unmeasured one, launched vfork-style.
-    let warmup_first_200_us = match warm::warm_up(
-        binary,
-        ip,
-        l.workers,
-        spawn::Argv::Contract(&s.args),
-        &conf,
-        &probe,
-        timeout,
-    ) {
-        Ok(us) => us,
-        Err(f) => {
-            let mut e = Failed::at(f.stage(), f.reason);
-            e.stderr_tail = f.stderr_tail;
-            e.limits = conf.record.clone();
-            return Reply::Failed(Box::new(e));
-        }
-    };
+    let warmup_first_200_us =
+        match warm::warm_up(binary, ip, l.workers, &s.args, &conf, &probe, timeout) {
+            Ok(us) => us,
+            Err(f) => {
+                let mut e = Failed::at(f.stage(), f.reason);
+                e.stderr_tail = f.stderr_tail;
+                e.limits = conf.record.clone();
+                return Reply::Failed(Box::new(e));
+            }
+        };
     let addr = match spawn::free_addr(ip) {
         Ok(a) => a,
         Err(e) => return failed(Stage::Spawn, format!("no free port on {ip}: {e}")),
     };
     let port = addr.port();
-    let mut proc = match spawn::spawn(
-        binary,
-        addr,
-        l.workers,
-        spawn::Argv::Contract(&s.args),
-        &conf,
-        &probe,
-    ) {
+    let mut proc = match spawn::spawn(binary, addr, l.workers, &s.args, &conf, &probe) {
         Ok(p) => p,
         Err(e) => return failed(Stage::Spawn, format!("cannot start {}: {e}", s.binary)),
     };

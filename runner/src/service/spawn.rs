@@ -29,6 +29,25 @@ pub enum Argv<'a> {
     External(&'a [String]),
 }
 
+// Callers that start suite services pass their extra arguments as before.
+impl<'a> From<&'a [String]> for Argv<'a> {
+    fn from(extra: &'a [String]) -> Self {
+        Argv::Contract(extra)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [String; N]> for Argv<'a> {
+    fn from(extra: &'a [String; N]) -> Self {
+        Argv::Contract(extra)
+    }
+}
+
+impl<'a> From<&'a Vec<String>> for Argv<'a> {
+    fn from(extra: &'a Vec<String>) -> Self {
+        Argv::Contract(extra)
+    }
+}
+
 impl Argv<'_> {
     /// The arguments for one start on `addr`.
     pub fn for_start(&self, addr: SocketAddr, workers: u32) -> Vec<OsString> {
@@ -53,17 +72,17 @@ impl Argv<'_> {
 
 /// Starts the service listening on `addr`, launched vfork-style ([`Proc::launch`]) with the
 /// calling thread on `probe_cpus` meanwhile (where it will probe for readiness next).
-pub fn spawn(
+pub fn spawn<'a>(
     binary: &Path,
     addr: SocketAddr,
     workers: u32,
-    argv: Argv<'_>,
+    argv: impl Into<Argv<'a>>,
     confinement: &Confinement,
     probe_cpus: &[u32],
 ) -> std::io::Result<Proc> {
     Proc::launch(
         binary,
-        &argv.for_start(addr, workers),
+        &argv.into().for_start(addr, workers),
         confinement,
         probe_cpus,
     )

@@ -47,11 +47,11 @@ impl Failed {
 
 /// Starts `binary` as [`spawn::spawn`] does, waits for its first 200 from `probe_cpus`
 /// (within `timeout`) and kills its process group. Returns its exec → first 200 in µs.
-pub fn warm_up(
+pub fn warm_up<'a>(
     binary: &Path,
     ip: IpAddr,
     workers: u32,
-    argv: spawn::Argv<'_>,
+    argv: impl Into<spawn::Argv<'a>>,
     confinement: &Confinement,
     probe_cpus: &[u32],
     timeout: Duration,
