@@ -179,3 +179,47 @@ fn a_pin_that_does_not_resolve_is_refused_with_the_pins_location() {
     );
     assert!(!out_dir.exists());
 }
+
+/// A variant whose build fails (its revision has no such binary) fails its own cells with
+/// cargo's error; the service itself still runs and the run goes on (exit 1).
+#[test]
+fn a_variant_that_does_not_build_fails_its_cells_and_the_run_goes_on() {
+    let base = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "");
+    // a41b232: the workspace before ping-epoll existed.
+    let variant = "[[services.variants]]\nname = \"old\"\nrev = \"a41b232\"\n";
+    let text = base.replacen("\n[[scenarios]]", &format!("\n{variant}\n[[scenarios]]"), 1);
+    let (m, out_dir) = in_checkout("unbuildable", &text);
+    let dir = m.parent().unwrap().join("variants");
+    let out = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=ping"])
+        .env("PINGMATRIX_VARIANTS_DIR", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", out_text(&out));
+    let run = only_run_dir(&out_dir);
+    assert_eq!(
+        cell_json(&run, "ping-epoll__ping__c4__pinned")["status"],
+        "ok"
+    );
+    let v = cell_json(&run, "ping-epoll@old__ping__c4__pinned");
+    assert_eq!(v["status"], "failed", "{v}");
+    let why = v["failure"].to_string();
+    assert!(
+        why.contains("could not be built") && why.contains("cargo build failed"),
+        "{why}"
+    );
+    let rec: serde_json::Value = read(&run.join("run.json"));
+    let variants = &rec["environment"]["variants"];
+    assert_eq!(variants[0]["service"], "ping-epoll@old", "{variants}");
+    assert!(
+        variants[0]["commit"]
+            .as_str()
+            .unwrap()
+            .starts_with("a41b232")
+    );
+    assert!(variants[0]["error"].as_str().is_some(), "{variants}");
+    let md = std::fs::read_to_string(run.join("results.md")).unwrap();
+    assert!(
+        md.contains("## Variants") && md.contains("✗ cargo build failed"),
+        "{md}"
+    );
+}
