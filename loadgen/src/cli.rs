@@ -8,13 +8,31 @@ use clap::Parser;
 
 use crate::spec::{IoChoice, LoadModel, LoadSpec};
 
+/// `loadgen --version`'s text after "loadgen ": the version, the method identity line
+/// and the build stamp, one per line.
+fn long_version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{}\n{}{}\n{}",
+            env!("CARGO_PKG_VERSION"),
+            crate::identity::LINE_PREFIX,
+            IDENTITY,
+            pingmatrix_stamp::STAMP
+        )
+    })
+}
+
+/// This binary's method identity (`crate::identity`), computed by build.rs.
+pub const IDENTITY: &str = env!("PINGMATRIX_LOADGEN_IDENTITY");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "loadgen",
     version,
-    // `loadgen -V` stays "loadgen 0.1.0" (what runs are matched on); `--version` shows the
-    // build stamp, which the runner finds in the binary's bytes.
-    long_version = pingmatrix_stamp::STAMP,
+    // `loadgen -V` is "loadgen 0.1.0"; `--version` repeats the version, then the method
+    // identity (what runs are matched on: `crate::identity`) and the build stamp.
+    long_version = long_version(),
     about = "Closed- and open-loop HTTP/1.1 load generator with exact accounting",
     after_help = "Durations accept 500ms, 10s, 2m or plain seconds.\n\
 Exit status: 0 run completed (errors are data), 1 run could not be performed or no \

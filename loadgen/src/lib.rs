@@ -11,6 +11,7 @@ pub mod floor;
 mod hdr;
 pub mod hosts;
 pub mod http;
+pub mod identity;
 mod merge;
 pub mod recorder;
 pub mod report;

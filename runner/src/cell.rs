@@ -182,7 +182,7 @@ fn steps(
     let (mut proc, mut start) = spawn_service(ctx, &cell, binary, &confs.server, rep)?;
     let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
     let ready = wait_ready(ctx, &cell, &mut proc, addr, &mut start)
-        .and_then(|()| check_service(res, &proc, addr, &cell.path));
+        .and_then(|()| check_service(res, &proc, addr, &cell));
     if let Err(stop) = ready {
         finish_start(ctx, res, &mut proc, start);
         return Err(stop.with_tail(proc.stderr_tail()));
@@ -202,12 +202,15 @@ fn service_binary<'m>(ctx: &Ctx<'m>, cell: &CellSpec) -> Result<&'m Path, Stop> 
         .services
         .iter()
         .find(|s| s.name == cell.service)
-        .map(|s| s.binary.as_path())
         .ok_or_else(|| {
             Stop::at(
                 Stage::Spawn,
                 format!("service {} not in the matrix", cell.service),
             )
+        })
+        .and_then(|s| match &s.unavailable {
+            Some(why) => Err(Stop::at(Stage::Spawn, why.clone())),
+            None => Ok(s.binary.as_path()),
         })
 }
 
@@ -235,11 +238,16 @@ fn spawn_service(
     rep: u32,
 ) -> Result<(Proc, StartRecord), Stop> {
     let ip = IpAddr::from([127, 0, 0, 1]);
+    let argv = if cell.external {
+        spawn::Argv::External(&cell.service_args)
+    } else {
+        spawn::Argv::Contract(&cell.service_args)
+    };
     let warmup_first_200_us = warm::warm_up(
         binary,
         ip,
         cell.limits.workers,
-        &cell.service_args,
+        argv,
         conf,
         &cell.limits.loadgen_cpus,
         Duration::from_millis(ctx.matrix.startup_timeout_ms),
@@ -252,7 +260,7 @@ fn spawn_service(
         binary,
         addr,
         cell.limits.workers,
-        &cell.service_args,
+        argv,
         conf,
         &cell.limits.loadgen_cpus,
     )
@@ -298,16 +306,23 @@ fn wait_ready(
 }
 
 /// The start-up line and every endpoint, checked against the contract.
+/// An external service (`command`) has no start-up line and is checked on its path only.
 fn check_service(
     res: &mut CellResult,
     proc: &Proc,
     addr: SocketAddr,
-    path: &str,
+    cell: &CellSpec,
 ) -> Result<(), Stop> {
-    let line = startup_line::read(proc, Duration::from_millis(500));
-    let mut checks: Vec<EndpointCheck> = verify::verify(addr, path, Duration::from_secs(2));
+    let timeout = Duration::from_secs(2);
+    let (line, mut checks) = if cell.external {
+        (Ok(None), verify::verify_path(addr, &cell.path, timeout))
+    } else {
+        let line = startup_line::read(proc, Duration::from_millis(500)).map(Some);
+        (line, verify::verify(addr, &cell.path, timeout))
+    };
     match line {
-        Ok(b) => {
+        Ok(None) => {}
+        Ok(Some(b)) => {
             if res.startup_line.is_none() {
                 res.startup_line = Some(b);
             }
@@ -418,7 +433,7 @@ pub fn run_churn_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<ChurnR
         let (mut proc, mut start) = spawn_service(ctx, &cell, binary, &confs.server, rep)?;
         let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
         let ready = wait_ready(ctx, &cell, &mut proc, addr, &mut start)
-            .and_then(|()| check_service(res, &proc, addr, &cell.path));
+            .and_then(|()| check_service(res, &proc, addr, &cell));
         if let Err(stop) = ready {
             finish_start(ctx, res, &mut proc, start);
             return Err(stop.with_tail(proc.stderr_tail()));

@@ -18,6 +18,8 @@
 //!   binaries, one multi-host repetition) and `agent` (`matrix agent`, its other side on
 //!   each host); `cell` hands a multi-host cell to `host::rep`. `k8s`: manifests per cell
 //!   and ingesting the Jobs' reports (no cluster needed).
+//! - `variant`: service variants (another revision, pinned dependency versions) built and
+//!   cached before the run, run as `<service>@<variant>` services.
 //! - `profile` (perf → folded stacks → SVG, self-contained) and `flamegraph`, its glue for
 //!   `matrix run --flamegraph` (one extra, profiled repetition per cell, beside `cell`).
 //!
@@ -50,3 +52,4 @@ pub mod report;
 pub mod results;
 pub mod sample;
 pub mod service;
+pub mod variant;

@@ -214,6 +214,7 @@ impl Shared<'_> {
             // Churn cells have no primary metric to aim a CI at.
             adaptive: self.adaptive.filter(|_| level.churn.is_none()),
             arm: arm.map(str::to_string),
+            external: s.external,
         }
     }
 

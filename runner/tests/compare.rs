@@ -105,6 +105,7 @@ fn different_hardware_is_refused_unless_forced() {
         cpu_model: "Intel Xeon Gold 5120",
         logical_cpus: 4,
         loadgen_version: "loadgen 0.2.0",
+        loadgen_identity: Some("loadgen 0.2.0 src=00aa00aa00aa00aa deps=11bb11bb11bb11bb"),
     };
     let new = write_run(&d, "new", &other, &matrix(3, base));
     let (o, n) = (load(&old).unwrap(), load(&new).unwrap());
@@ -112,7 +113,7 @@ fn different_hardware_is_refused_unless_forced() {
     for want in [
         "CPU model differs",
         "logical CPUs differs",
-        "load generator version differs",
+        "load generator method differs: version 0.1.0 vs 0.2.0",
         "--force",
     ] {
         assert!(err.contains(want), "missing {want:?} in: {err}");

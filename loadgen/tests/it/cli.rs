@@ -197,3 +197,24 @@ fn without_io_uring_auto_falls_back_to_epoll_and_uring_exits_2() {
     assert_eq!(io.backend, IoBackend::Uring, "{io:?}");
     assert_eq!(r.counts.ok, 100, "{:?}", r.counts);
 }
+
+/// `--version` says the version number first (C6), then the method identity the runner
+/// matches runs on, then the build stamp; `-V` is the version alone.
+#[test]
+fn version_prints_the_number_the_method_identity_and_the_stamp() {
+    let out = loadgen(&["--version"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], concat!("loadgen ", env!("CARGO_PKG_VERSION")));
+    let id = lines[1].strip_prefix("method: ").expect("a method line");
+    let parts = loadgen::identity::parse(id).expect("an identity");
+    assert_eq!(parts.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(parts.src.len(), 16);
+    assert!(lines[2].starts_with("pingmatrix-build commit="), "{text}");
+    let short = loadgen(&["-V"]);
+    assert_eq!(
+        String::from_utf8_lossy(&short.stdout).trim(),
+        concat!("loadgen ", env!("CARGO_PKG_VERSION"))
+    );
+}

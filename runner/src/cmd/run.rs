@@ -95,8 +95,19 @@ fn binaries(m: &Matrix) -> BTreeMap<String, String> {
     b
 }
 
-fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, RunRecord)> {
-    let env = crate::env::collect(&args.select.config, &m.loadgen, binaries(m));
+/// The services the plan starts (variants not in it are not built).
+fn plan_services(plan: &Plan) -> std::collections::BTreeSet<String> {
+    plan.all_cells().map(|c| c.service.clone()).collect()
+}
+
+fn start_run(
+    args: &RunArgs,
+    m: &Matrix,
+    plan: &Plan,
+    variants: Vec<crate::results::variants::VariantRecord>,
+) -> anyhow::Result<(Store, RunRecord)> {
+    let mut env = crate::env::collect(&args.select.config, &m.loadgen, binaries(m));
+    env.variants = variants;
     let now_ms = now_unix_us() / 1000;
     let short = env
         .source
@@ -144,7 +155,7 @@ fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
     let store = Store::open(dir)?;
     let run = store.read_run()?;
     let path = PathBuf::from(&run.config_path);
-    let m = config::validate::parse(&path, &run.config_toml, exe_dir().as_deref())?;
+    let mut m = config::validate::parse(&path, &run.config_toml, exe_dir().as_deref())?;
     let opts = Options {
         quick: run.quick,
         only: run.only.clone(),
@@ -156,6 +167,8 @@ fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
         },
     };
     let plan = plan::expand(&m, &opts)?;
+    // The builds are cached by content, so this finds the binaries the run started with.
+    crate::variant::prepare(&mut m, &plan_services(&plan), &mut |n| eprintln!("{n}"))?;
     Ok((store, run, m, plan))
 }
 
@@ -165,13 +178,19 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     let (store, mut run, m, plan) = match &args.resume {
         Some(dir) => resume_run(dir)?,
         None => {
-            let m = config::load(&args.select.config, exe_dir().as_deref())?;
+            let mut m = config::load(&args.select.config, exe_dir().as_deref())?;
             let opts = Options {
                 calibration: calibrate,
                 ..args.select.plan_options()
             };
             let plan = plan::expand(&m, &opts)?;
-            let (store, run) = start_run(args, &m, &plan)?;
+            let quiet = args.quiet;
+            let variants = crate::variant::prepare(&mut m, &plan_services(&plan), &mut |n| {
+                if !quiet {
+                    eprintln!("{n}");
+                }
+            })?;
+            let (store, run) = start_run(args, &m, &plan, variants)?;
             (store, run, m, plan)
         }
     };

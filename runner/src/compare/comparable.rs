@@ -1,12 +1,24 @@
 //! Whether two result sets may be compared at all: same hardware and load generator for the
 //! run, and for each matched cell the same load model, pinning, limits and window lengths.
 //! A difference here makes every delta meaningless, so it is a refusal unless `--force`.
+//! The load generator is matched by its method identity, not the repository's commit
+//! (`method`).
 
 use std::collections::BTreeMap;
 
 use crate::results::schema::{CellSpec, RunRecord};
 
 use crate::results::set::ResultSet;
+
+use super::method;
+
+/// Run-level warnings: what could not be checked (a run older than loadgen's identity).
+pub fn run_warnings(old: &ResultSet, new: &ResultSet) -> Vec<String> {
+    match (&old.run, &new.run) {
+        (Some(o), Some(n)) => method::warnings(&o.environment, &n.environment),
+        _ => Vec::new(),
+    }
+}
 
 /// Run-level reasons the two sides are not comparable (empty = comparable).
 pub fn run_differences(old: &ResultSet, new: &ResultSet) -> Vec<String> {
@@ -29,18 +41,7 @@ pub fn run_differences(old: &ResultSet, new: &ResultSet) -> Vec<String> {
     differ(&mut r, "CPU model", &ho.cpu_model, &hn.cpu_model);
     differ(&mut r, "logical CPUs", &ho.logical_cpus, &hn.logical_cpus);
     differ(&mut r, "architecture", &ho.arch, &hn.arch);
-    differ(
-        &mut r,
-        "load generator version",
-        &o.environment
-            .loadgen_version
-            .as_deref()
-            .unwrap_or("unknown"),
-        &n.environment
-            .loadgen_version
-            .as_deref()
-            .unwrap_or("unknown"),
-    );
+    r.extend(method::refusals(&o.environment, &n.environment));
     r
 }
 

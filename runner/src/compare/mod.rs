@@ -6,6 +6,7 @@ pub mod comparable;
 pub mod export;
 pub mod matching;
 pub mod mde;
+pub mod method;
 pub mod model;
 
 use self::model::{CellComparison, Comparison, MetricComparison, Side};
@@ -73,7 +74,8 @@ pub fn compare(
             }
         })
         .collect();
-    let warnings = mde::drift_warnings(&cells, old, new);
+    let mut warnings = comparable::run_warnings(old, new);
+    warnings.extend(mde::drift_warnings(&cells, old, new));
     Ok(Comparison {
         old: side(old),
         new: side(new),

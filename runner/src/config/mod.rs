@@ -69,8 +69,35 @@ pub struct QuickDef {
 #[derive(Debug, Clone)]
 pub struct ServiceDef {
     pub name: String,
+    /// The executable (for a variant: where its build will be, set by `crate::variant`).
     pub binary: PathBuf,
+    /// For a suite service, extra arguments after `--listen`/`--workers`; for an external
+    /// one, its whole argument template (`external`).
     pub args: Vec<String>,
+    /// `command = [...]`: a server the suite did not write, started with `args` as the
+    /// template (no `--listen`/`--workers`, no start-up line).
+    pub external: bool,
+    /// A variant of another entry: what to build.
+    pub variant: Option<VariantDef>,
+    /// Why the service cannot be started (a variant whose build failed); its cells fail
+    /// with this reason and the run goes on.
+    pub unavailable: Option<String>,
+}
+
+/// `[[services.variants]]`, validated: the revision resolved to a commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VariantDef {
+    /// The `[[services]]` entry it is a variant of.
+    pub base: String,
+    pub name: String,
+    /// The binary's name (the base entry's `binary`).
+    pub binary_name: String,
+    pub rev: String,
+    pub commit: String,
+    /// The repository `rev` is read from (the matrix file's).
+    pub repo: PathBuf,
+    /// crate → (version, "file:line:col" of the pin, for resolution errors).
+    pub pins: std::collections::BTreeMap<String, (String, String)>,
 }
 
 #[derive(Debug, Clone)]

@@ -109,9 +109,33 @@ pub struct Calibration {
 #[serde(deny_unknown_fields)]
 pub struct Service {
     pub name: Spanned<String>,
-    pub binary: Spanned<String>,
+    /// A service of this suite (it obeys `services/README.md`); or give `command`.
+    pub binary: Option<Spanned<String>>,
     #[serde(default)]
     pub args: Vec<String>,
+    /// A server the suite did not write: program and arguments, with `{addr}`, `{port}`,
+    /// `{host}` and `{workers}` replaced per start (`crate::service::external`).
+    pub command: Option<Spanned<Vec<String>>>,
+    /// The same service built at another revision or with pinned dependency versions; each
+    /// runs as `<name>@<variant>` beside it (`crate::variant`).
+    #[serde(default)]
+    pub variants: Vec<Variant>,
+}
+
+/// `[[services.variants]]`: one more build of the service's binary.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: Spanned<String>,
+    /// A git revision of the repository the matrix file is in (default "HEAD": its last
+    /// commit, not the working tree).
+    pub rev: Option<Spanned<String>>,
+    /// Workspace dependencies pinned to one version each, e.g. `{ tokio = "1.51.0" }`.
+    #[serde(default)]
+    pub pin: std::collections::BTreeMap<String, Spanned<String>>,
+    /// Extra service arguments for this variant instead of the entry's `args` (e.g.
+    /// `["--burn-ns", "2000"]` to inject a known slowdown).
+    pub args: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

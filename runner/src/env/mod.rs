@@ -15,6 +15,7 @@ pub fn collect(
     binaries: BTreeMap<String, String>,
 ) -> Environment {
     let source = toolchain::source(config_path);
+    let version = toolchain::loadgen_version(loadgen);
     let binary_builds = provenance::binary_builds(&binaries);
     Environment {
         provenance_warnings: provenance::warnings(&source, &binary_builds),
@@ -27,7 +28,9 @@ pub fn collect(
         toolchain: toolchain::toolchain(),
         source,
         provenance: provenance::provenance(),
-        loadgen_version: toolchain::loadgen_version(loadgen),
+        loadgen_version: version.as_ref().and_then(|v| toolchain::version_line(v)),
+        loadgen_identity: version.as_ref().and_then(|v| toolchain::identity_line(v)),
+        variants: Vec::new(),
         binaries,
     }
 }

@@ -87,9 +87,39 @@ pub fn source(config: &Path) -> Source {
     }
 }
 
-/// The first line of `loadgen --version` (later lines may carry its build stamp, which is
-/// recorded with the binaries, not here: runs of two commits stay comparable).
+/// The whole of `loadgen --version` (the parts are taken by [`version_line`] and
+/// [`identity_line`]; its build stamp is recorded with the binaries).
 pub fn loadgen_version(loadgen: &Path) -> Option<String> {
     output(Command::new(loadgen).arg("--version"))
-        .and_then(|v| v.lines().next().map(str::to_string))
+}
+
+/// The version: the first line, "loadgen 0.1.0".
+pub fn version_line(version_output: &str) -> Option<String> {
+    version_output.lines().next().map(|l| l.trim().to_string())
+}
+
+/// loadgen's method identity (`loadgen::identity`), from its "method: " line; None from a
+/// loadgen that predates it.
+pub fn identity_line(version_output: &str) -> Option<String> {
+    version_output
+        .lines()
+        .find_map(|l| l.strip_prefix(loadgen::identity::LINE_PREFIX))
+        .map(|l| l.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_and_identity_are_read_from_their_lines() {
+        let out = "loadgen 0.1.0\nmethod: loadgen 0.1.0 src=aa deps=bb\npingmatrix-build commit=c dirty=false;\n";
+        assert_eq!(version_line(out).as_deref(), Some("loadgen 0.1.0"));
+        assert_eq!(
+            identity_line(out).as_deref(),
+            Some("loadgen 0.1.0 src=aa deps=bb")
+        );
+        let old = "loadgen pingmatrix-build commit=c dirty=false;\n";
+        assert_eq!(identity_line(old), None);
+    }
 }

@@ -101,6 +101,7 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
     how_to_read(&mut o, res);
     super::verdicts::calibration(&mut o, res);
     super::verdicts::against_baseline(&mut o, res);
+    super::variants::section(&mut o, run);
     load_tables(&mut o, res);
     super::verdicts::repetitions(&mut o, res);
     super::churn::section(&mut o, res);

@@ -6,4 +6,5 @@ pub mod flamegraphs;
 pub mod hosts;
 pub mod json;
 pub mod markdown;
+pub mod variants;
 pub mod verdicts;

@@ -81,11 +81,19 @@ pub fn first_seen<'s>(values: impl IntoIterator<Item = &'s String>) -> Vec<Strin
 
 /// service → "runtime version / io driver / model" from the first start-up line seen in
 /// `cells` (the model as the start-up line spells it: work-stealing, thread-per-core, …).
+/// What is said of a server the suite did not write (`command = [...]`): it prints no
+/// start-up line, so its runtime, version and I/O driver are not known.
+pub const EXTERNAL_RUNTIME: &str = "external: runtime not reported";
+
 pub fn runtimes_by_service<'a>(
     cells: impl IntoIterator<Item = &'a CellResult>,
 ) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     for c in cells {
+        if c.cell.external {
+            m.entry(c.cell.service.clone())
+                .or_insert_with(|| EXTERNAL_RUNTIME.to_string());
+        }
         if let Some(b) = &c.startup_line {
             m.entry(c.cell.service.clone()).or_insert_with(|| {
                 let model = serde_json::to_value(b.model)

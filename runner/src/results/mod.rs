@@ -19,4 +19,5 @@ pub mod store;
 pub mod summary;
 pub mod suspect;
 pub mod units;
+pub mod variants;
 pub mod verdict;

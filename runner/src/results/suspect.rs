@@ -221,6 +221,7 @@ mod tests {
             adaptive: None,
             arm: None,
             hosts: None,
+            external: false,
         }
     }
 

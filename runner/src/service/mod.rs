@@ -1,6 +1,7 @@
 //! One service instance's life: spawn (confined, own process group) → first 200 →
 //! start-up line → verification → stop with the port checked free.
 
+pub mod external;
 pub mod http;
 pub mod spawn;
 pub mod startup;

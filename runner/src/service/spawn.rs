@@ -19,22 +19,71 @@ pub fn port_is_free(port: u16) -> bool {
     TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).is_ok()
 }
 
+/// How a service is told where to listen.
+#[derive(Debug, Clone, Copy)]
+pub enum Argv<'a> {
+    /// A service of this suite: `--listen <addr> --workers <n>`, then these.
+    Contract(&'a [String]),
+    /// A server the suite did not write: this template, placeholders replaced
+    /// (`super::external`).
+    External(&'a [String]),
+}
+
+// Callers that start suite services pass their extra arguments as before.
+impl<'a> From<&'a [String]> for Argv<'a> {
+    fn from(extra: &'a [String]) -> Self {
+        Argv::Contract(extra)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [String; N]> for Argv<'a> {
+    fn from(extra: &'a [String; N]) -> Self {
+        Argv::Contract(extra)
+    }
+}
+
+impl<'a> From<&'a Vec<String>> for Argv<'a> {
+    fn from(extra: &'a Vec<String>) -> Self {
+        Argv::Contract(extra)
+    }
+}
+
+impl Argv<'_> {
+    /// The arguments for one start on `addr`.
+    pub fn for_start(&self, addr: SocketAddr, workers: u32) -> Vec<OsString> {
+        match self {
+            Argv::Contract(extra) => {
+                let mut args: Vec<OsString> = vec![
+                    "--listen".into(),
+                    addr.to_string().into(),
+                    "--workers".into(),
+                    workers.to_string().into(),
+                ];
+                args.extend(extra.iter().map(OsString::from));
+                args
+            }
+            Argv::External(t) => super::external::expand(t, addr, workers)
+                .into_iter()
+                .map(OsString::from)
+                .collect(),
+        }
+    }
+}
+
 /// Starts the service listening on `addr`, launched vfork-style ([`Proc::launch`]) with the
 /// calling thread on `probe_cpus` meanwhile (where it will probe for readiness next).
-pub fn spawn(
+pub fn spawn<'a>(
     binary: &Path,
     addr: SocketAddr,
     workers: u32,
-    extra: &[String],
+    argv: impl Into<Argv<'a>>,
     confinement: &Confinement,
     probe_cpus: &[u32],
 ) -> std::io::Result<Proc> {
-    let mut args: Vec<OsString> = vec![
-        "--listen".into(),
-        addr.to_string().into(),
-        "--workers".into(),
-        workers.to_string().into(),
-    ];
-    args.extend(extra.iter().map(OsString::from));
-    Proc::launch(binary, &args, confinement, probe_cpus)
+    Proc::launch(
+        binary,
+        &argv.into().for_start(addr, workers),
+        confinement,
+        probe_cpus,
+    )
 }

@@ -47,11 +47,11 @@ impl Failed {
 
 /// Starts `binary` as [`spawn::spawn`] does, waits for its first 200 from `probe_cpus`
 /// (within `timeout`) and kills its process group. Returns its exec → first 200 in µs.
-pub fn warm_up(
+pub fn warm_up<'a>(
     binary: &Path,
     ip: IpAddr,
     workers: u32,
-    extra: &[String],
+    argv: impl Into<spawn::Argv<'a>>,
     confinement: &Confinement,
     probe_cpus: &[u32],
     timeout: Duration,
@@ -62,7 +62,7 @@ pub fn warm_up(
         stderr_tail: None,
     };
     let addr = spawn::free_addr(ip).map_err(|e| at_spawn(format!("no free port: {e}")))?;
-    let mut proc = spawn::spawn(binary, addr, workers, extra, confinement, probe_cpus)
+    let mut proc = spawn::spawn(binary, addr, workers, argv, confinement, probe_cpus)
         .map_err(|e| at_spawn(format!("cannot start {}: {e}", binary.display())))?;
     let ready =
         crate::limits::cpus::on_cpus(probe_cpus, || startup::wait_ready(&mut proc, addr, timeout));

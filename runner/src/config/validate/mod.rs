@@ -5,7 +5,8 @@
 //! This module owns the error type, the span → line:col mapping and the order of the checks
 //! (`check`); each section of the file has its own module:
 //! - `defaults`: `[defaults]` and the `[quick]` windows (timing, timeouts, loadgen);
-//! - `services`: `[[services]]` (names, binaries);
+//! - `services`: `[[services]]` (names, binaries), `external`: their `command`, and
+//!   `variants`: their `[[services.variants]]`;
 //! - `profiles`: `[[profiles]]` (cpusets, quota, memory, workers);
 //! - `scenarios`: `[[scenarios]]` (request path, profile restrictions), and `load`: its
 //!   load levels;
@@ -21,6 +22,7 @@ mod bounds;
 mod cells;
 mod churn;
 mod defaults;
+mod external;
 mod host;
 pub mod hosts;
 mod load;
@@ -28,6 +30,7 @@ mod names;
 mod profiles;
 mod scenarios;
 mod services;
+mod variants;
 
 use std::fmt;
 use std::ops::Range;

@@ -51,6 +51,10 @@ pub struct CellSpec {
     /// single-machine cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hosts: Option<Placement>,
+    /// A server the suite did not write (`command = [...]`): `service_args` is its argument
+    /// template; it prints no start-up line and is verified on `path` only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub external: bool,
 }
 
 /// Where a multi-host cell runs, by `[[hosts]]` name ("local" = the runner's machine).

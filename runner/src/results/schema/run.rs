@@ -164,8 +164,15 @@ pub struct Environment {
     pub toolchain: Toolchain,
     pub source: Source,
     pub provenance: Provenance,
-    /// `loadgen --version` output (None if it could not be run).
+    /// `loadgen --version`'s first line, "loadgen 0.1.0" (None if it could not be run).
     pub loadgen_version: Option<String>,
+    /// loadgen's method identity (`loadgen::identity`): what `matrix compare` matches runs
+    /// on. None in runs made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loadgen_identity: Option<String>,
+    /// The service variants built for this run (`crate::variant`), one per variant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<crate::results::variants::VariantRecord>,
     /// Resolved absolute paths of every binary used.
     pub binaries: BTreeMap<String, String>,
     /// What each of those binaries is: its bytes' sha256 and the build stamp found in them.

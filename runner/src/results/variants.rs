@@ -1,0 +1,40 @@
+//! run.json's record of each service variant (`crate::variant` builds them): what source
+//! and which dependency versions the binary was built from, how, and its sha256 — or why it
+//! could not be built.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantRecord {
+    /// The service name cells use: `<service>@<variant>`.
+    pub service: String,
+    /// The `[[services]]` entry it is a variant of.
+    pub base: String,
+    pub variant: String,
+    /// `rev` as written in the matrix file ("HEAD" when none was given).
+    pub rev: String,
+    /// The commit it resolved to.
+    pub commit: String,
+    /// `pin`: crate → the version asked for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pins: BTreeMap<String, String>,
+    /// Resolved versions of the runtime crates, read from the variant's own Cargo.lock
+    /// (a crate locked at two versions lists both).
+    pub resolved: BTreeMap<String, Vec<String>>,
+    /// The sha256 of the variant's Cargo.lock.
+    pub cargo_lock_sha256: String,
+    /// The content hash the build is cached under (`target/variants/<hash>/`).
+    pub cache_key: String,
+    /// The command that built it, run in the variant's source tree.
+    pub build_command: String,
+    /// Whether this run built it or found it cached.
+    pub cached: bool,
+    /// The binary's path and sha256 (None when the build failed).
+    pub binary: Option<String>,
+    pub binary_sha256: Option<String>,
+    /// Why the build failed (the tail of cargo's output); its cells fail with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

@@ -1,0 +1,107 @@
+//! Building a variant's tree: `cargo build --release --locked --bin <binary>` with one build
+//! directory shared by all variants (crates that resolve alike are compiled once), the
+//! binary copied into the variant's cache directory with its record (`variant.json`), so
+//! the next run with the same content finds it.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+use super::source::{resolved, tail};
+use crate::config::VariantDef;
+use crate::results::variants::VariantRecord;
+
+const RECORD: &str = "variant.json";
+
+/// A variant built before with the same content (its record and binary are there).
+pub fn cached(dir: &Path, service: &str) -> Option<VariantRecord> {
+    let text = std::fs::read(dir.join(RECORD)).ok()?;
+    let mut r: VariantRecord = serde_json::from_slice(&text).ok()?;
+    let bin = r.binary.as_ref()?;
+    if r.error.is_some() || !Path::new(bin).exists() {
+        return None;
+    }
+    r.cached = true;
+    r.service = service.to_string();
+    Some(r)
+}
+
+pub fn build(
+    v: &VariantDef,
+    service: &str,
+    key: &str,
+    root: &Path,
+    dir: &Path,
+    src: &Path,
+) -> VariantRecord {
+    let target = root.join("build");
+    let args = ["build", "--release", "--locked", "--bin", &v.binary_name];
+    let build_command = format!(
+        "CARGO_TARGET_DIR={} PINGMATRIX_GIT_COMMIT={} cargo {}",
+        crate::binaries::display_path(&target),
+        v.commit,
+        args.join(" ")
+    );
+    let mut crates: Vec<&str> = super::RUNTIME_CRATES.to_vec();
+    crates.extend(v.pins.keys().map(String::as_str));
+    let lock = std::fs::read(src.join("Cargo.lock")).unwrap_or_default();
+    let mut rec = VariantRecord {
+        service: service.to_string(),
+        base: v.base.clone(),
+        variant: v.name.clone(),
+        rev: v.rev.clone(),
+        commit: v.commit.clone(),
+        pins: v
+            .pins
+            .iter()
+            .map(|(k, (ver, _))| (k.clone(), ver.clone()))
+            .collect(),
+        resolved: resolved(src, &crates),
+        cargo_lock_sha256: format!("{:x}", Sha256::digest(&lock)),
+        cache_key: key.to_string(),
+        build_command,
+        cached: false,
+        binary: None,
+        binary_sha256: None,
+        error: None,
+    };
+    // The tree has no .git: the build stamp takes the commit from PINGMATRIX_GIT_COMMIT,
+    // and git must not find the enclosing checkout (GIT_CEILING_DIRECTORIES).
+    let out = Command::new("cargo")
+        .current_dir(src)
+        .args(args)
+        .env("CARGO_TARGET_DIR", &target)
+        .env("PINGMATRIX_GIT_COMMIT", &v.commit)
+        .env("GIT_CEILING_DIRECTORIES", root)
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            rec.error = Some(format!("cargo build failed: {}", tail(&o.stderr, 6)));
+            return rec;
+        }
+        Err(e) => {
+            rec.error = Some(format!("cannot run cargo: {e}"));
+            return rec;
+        }
+    }
+    let built = target.join("release").join(&v.binary_name);
+    let bin_dir = dir.join("bin");
+    let dest = bin_dir.join(&v.binary_name);
+    let copied = std::fs::create_dir_all(&bin_dir).and_then(|()| std::fs::copy(&built, &dest));
+    match copied.and_then(|_| std::fs::read(&dest)) {
+        Ok(bytes) => {
+            rec.binary_sha256 = Some(format!("{:x}", Sha256::digest(&bytes)));
+            rec.binary = Some(dest.display().to_string());
+        }
+        Err(e) => rec.error = Some(format!("cannot copy {}: {e}", built.display())),
+    }
+    if rec.error.is_none()
+        && let Ok(json) = serde_json::to_vec_pretty(&rec)
+    {
+        let _ = std::fs::write(dir.join(RECORD), json);
+    }
+    rec
+}

@@ -1,0 +1,166 @@
+//! Service variants: the same service built from another revision of this repository or
+//! with pinned dependency versions, run as `<service>@<variant>` beside the others and
+//! interleaved like any service. Before the run starts, `prepare` gives every variant its
+//! own source tree (`source`: the revision's files, pins written into its own Cargo.toml
+//! and resolved into its own Cargo.lock), builds it (`build`) and caches the binary by
+//! content under `target/variants/<key>/`, and returns what run.json records of each.
+//!
+//! A pin that does not resolve is bad input (the run does not start, exit 2, naming the
+//! pin's file:line:col and cargo's reason); a build that fails makes the variant's cells
+//! fail with cargo's error, and the run goes on.
+
+mod build;
+mod source;
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::config::{Matrix, VariantDef};
+use crate::results::variants::VariantRecord;
+
+/// The crates whose resolved versions are recorded for every variant (those of them in its
+/// lock), beside whatever it pins.
+pub const RUNTIME_CRATES: [&str; 12] = [
+    "tokio",
+    "hyper",
+    "hyper-util",
+    "axum",
+    "actix-web",
+    "actix-rt",
+    "monoio",
+    "glommio",
+    "compio",
+    "may",
+    "may_minihttp",
+    "mio",
+];
+
+/// Where variant trees and the shared build directory live: `PINGMATRIX_VARIANTS_DIR`, or
+/// `target/variants` of the repository.
+pub fn cache_root(repo: &Path) -> PathBuf {
+    std::env::var_os("PINGMATRIX_VARIANTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo.join("target").join("variants"))
+}
+
+/// The content the build depends on: the commit, the binary, the pins, the compiler and the
+/// profile. Two variants with the same key are the same binary.
+pub fn cache_key(v: &VariantDef, rustc: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(format!("commit={}\nbinary={}\n", v.commit, v.binary_name));
+    for (k, (ver, _)) in &v.pins {
+        h.update(format!("pin {k}={ver}\n"));
+    }
+    h.update(format!("rustc={rustc}\nprofile=release\n"));
+    format!("{:x}", h.finalize())[..16].to_string()
+}
+
+/// Builds (or finds cached) every variant of `m` that `needed` names (the plan's services),
+/// pointing each variant service at its binary or marking it unavailable with the build's
+/// error. Err: a pin did not resolve.
+pub fn prepare(
+    m: &mut Matrix,
+    needed: &std::collections::BTreeSet<String>,
+    note: &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<VariantRecord>> {
+    let rustc = crate::env::toolchain::toolchain()
+        .rustc_runtime
+        .unwrap_or_else(|| "unknown".into());
+    let mut records = Vec::new();
+    for s in m.services.iter_mut() {
+        let Some(v) = s.variant.clone().filter(|_| needed.contains(&s.name)) else {
+            continue;
+        };
+        let root = cache_root(&v.repo);
+        let key = cache_key(&v, &rustc);
+        let dir = root.join(&key);
+        let rec = match build::cached(&dir, &s.name) {
+            Some(r) => {
+                note(&format!("variant {}: cached ({})", s.name, dir.display()));
+                r
+            }
+            None => {
+                note(&format!(
+                    "variant {}: preparing {} at {}{} …",
+                    s.name,
+                    v.binary_name,
+                    &v.commit[..v.commit.len().min(12)],
+                    pins_text(&v)
+                ));
+                let tree = source::prepare(&v, &dir)?;
+                let r = build::build(&v, &s.name, &key, &root, &dir, &tree);
+                match &r.error {
+                    Some(e) => note(&format!("variant {}: build failed: {e}", s.name)),
+                    None => note(&format!("variant {}: built", s.name)),
+                }
+                r
+            }
+        };
+        let mut rec = rec;
+        match (&rec.binary, &rec.error) {
+            (Some(b), None) => {
+                s.binary = PathBuf::from(b);
+                // run.json names it as it names every binary: relative to where `matrix` ran.
+                rec.binary = Some(crate::binaries::display_path(&s.binary));
+            }
+            (_, e) => {
+                s.unavailable = Some(format!(
+                    "variant {} could not be built: {}",
+                    s.name,
+                    e.as_deref().unwrap_or("no binary")
+                ))
+            }
+        }
+        records.push(rec);
+    }
+    Ok(records)
+}
+
+fn pins_text(v: &VariantDef) -> String {
+    v.pins
+        .iter()
+        .map(|(k, (ver, _))| format!(", {k} = {ver}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(commit: &str, pins: &[(&str, &str)]) -> VariantDef {
+        VariantDef {
+            base: "ping-tokio-hyper".into(),
+            name: "v".into(),
+            binary_name: "ping-tokio-hyper".into(),
+            rev: "HEAD".into(),
+            commit: commit.into(),
+            repo: PathBuf::from("."),
+            pins: pins
+                .iter()
+                .map(|(k, v)| (k.to_string(), (v.to_string(), "m.toml:1:1".to_string())))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_cache_key_is_the_content_not_the_name() {
+        let a = def("abc", &[("tokio", "1.51.0")]);
+        let mut renamed = a.clone();
+        renamed.name = "other".into();
+        renamed.pins.get_mut("tokio").unwrap().1 = "elsewhere:9:9".into();
+        assert_eq!(
+            cache_key(&a, "rustc 1.95.0"),
+            cache_key(&renamed, "rustc 1.95.0")
+        );
+        assert_ne!(
+            cache_key(&a, "rustc 1.95.0"),
+            cache_key(&def("abc", &[]), "rustc 1.95.0")
+        );
+        assert_ne!(
+            cache_key(&a, "rustc 1.95.0"),
+            cache_key(&def("abd", &[("tokio", "1.51.0")]), "rustc 1.95.0")
+        );
+        assert_ne!(cache_key(&a, "rustc 1.95.0"), cache_key(&a, "rustc 1.96.0"));
+    }
+}
