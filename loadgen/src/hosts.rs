@@ -253,7 +253,7 @@ fn generator(parts: &[(&str, &Report)]) -> Generator {
         cost: gens()
             .map(|g| g.cost.as_ref())
             .collect::<Option<Vec<_>>>()
-            .map(|c| loadgen::report::OwnCost::sum(c, responses.round() as u64)),
+            .map(|c| crate::report::OwnCost::sum(c, responses.round() as u64)),
     }
 }
 
@@ -296,7 +296,7 @@ mod tests {
             expect_status: 200,
             expect_body_bytes: None,
             headers: vec![],
-            io: loadgen::IoChoice::Auto,
+            io: crate::IoChoice::Auto,
         }
     }
 
