@@ -172,6 +172,7 @@ pub fn run_rep(
         floor_check: None,
         report,
         generators: runs,
+        counts: None,
     })
 }
 

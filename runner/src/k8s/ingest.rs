@@ -64,6 +64,7 @@ pub fn cell_result(
             loadgen_exit_code: None,
             floor_check: None,
             generators: vec![],
+            counts: None,
         })
         .collect();
     c.status = CellStatus::Ok;

@@ -604,6 +604,10 @@ pub struct RepResult {
     /// merge (percentiles from the added histograms). Empty for single-machine cells.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<GeneratorRun>,
+    /// Kernel counts of the service and the generator over the window (runs before counted
+    /// cost lack them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<crate::results::counted::RepCounts>,
 }
 
 /// One generator host's share of a multi-host repetition.

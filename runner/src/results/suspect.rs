@@ -275,6 +275,7 @@ mod tests {
                 loadgen_exit_code: Some(0),
                 floor_check: None,
                 generators: vec![],
+                counts: None,
             })
             .collect();
         c

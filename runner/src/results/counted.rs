@@ -1,0 +1,115 @@
+//! Counted cost records: what the kernel counted for a process over a repetition's measured
+//! window (syscalls, context switches, page faults, user/system CPU), totals and per
+//! response. Counts are exact where times are noisy, so they rank services on a busy machine.
+//!
+//! Added to results after schema version 1 as optional fields: runs without them read as
+//! "not counted" and render exactly as before.
+
+use serde::{Deserialize, Serialize};
+
+/// Kernel counts of one process (every thread) over one measured window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCounts {
+    /// Responses in the window (the divisor of every per-request value).
+    pub responses: u64,
+    /// `raw_syscalls:sys_enter` events (perf stat, every thread, inherited by new ones);
+    /// `None` with `syscalls_unmeasured` saying why.
+    pub syscalls: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls_unmeasured: Option<String>,
+    /// Summed over the process's threads (/proc/<pid>/task/*/status); `None` when /proc
+    /// could not be read at both edges of the window.
+    pub voluntary_ctx_switches: Option<f64>,
+    pub involuntary_ctx_switches: Option<f64>,
+    /// The process's own counters (/proc/<pid>/stat: exited threads included).
+    pub minor_faults: Option<f64>,
+    pub major_faults: Option<f64>,
+    pub user_us: Option<f64>,
+    pub system_us: Option<f64>,
+}
+
+impl ProcessCounts {
+    fn per(&self, x: Option<f64>) -> Option<f64> {
+        x.filter(|_| self.responses > 0)
+            .map(|v| v / self.responses as f64)
+    }
+
+    pub fn syscalls_per_request(&self) -> Option<f64> {
+        self.per(self.syscalls)
+    }
+
+    /// Voluntary plus involuntary.
+    pub fn ctx_switches_per_request(&self) -> Option<f64> {
+        self.per(Some(
+            self.voluntary_ctx_switches? + self.involuntary_ctx_switches?,
+        ))
+    }
+
+    /// Voluntary switches: the thread went to sleep, so each is one wake-up later.
+    pub fn wakeups_per_request(&self) -> Option<f64> {
+        self.per(self.voluntary_ctx_switches)
+    }
+
+    pub fn faults_per_request(&self) -> Option<f64> {
+        self.per(Some(self.minor_faults? + self.major_faults?))
+    }
+
+    pub fn user_us_per_request(&self) -> Option<f64> {
+        self.per(self.user_us)
+    }
+
+    pub fn system_us_per_request(&self) -> Option<f64> {
+        self.per(self.system_us)
+    }
+}
+
+/// One repetition's counts: the service's and the generator's processes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RepCounts {
+    pub server: ProcessCounts,
+    pub loadgen: ProcessCounts,
+    /// How the counts were taken, e.g. `perf version 6.1.187 (raw_syscalls:sys_enter) + /proc`.
+    pub tool: String,
+}
+
+/// Instructions per request for a cell, from a Valgrind run of the service at two request
+/// counts (the slope, so start-up and idle cost cancel), or why there is none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionCount {
+    /// User-space instructions per request (the kernel's are not counted).
+    pub per_request: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<String>,
+    /// e.g. `valgrind-3.19.0 --tool=cachegrind --cache-sim=no`.
+    pub tool: String,
+    /// (requests, instructions) of each run.
+    pub points: Vec<(u64, u64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_request_values_divide_by_responses() {
+        let c = ProcessCounts {
+            responses: 1000,
+            syscalls: Some(2030.0),
+            voluntary_ctx_switches: Some(500.0),
+            involuntary_ctx_switches: Some(20.0),
+            minor_faults: Some(10.0),
+            major_faults: Some(0.0),
+            user_us: Some(3000.0),
+            system_us: Some(1500.0),
+            ..Default::default()
+        };
+        assert_eq!(c.syscalls_per_request(), Some(2.03));
+        assert_eq!(c.ctx_switches_per_request(), Some(0.52));
+        assert_eq!(c.wakeups_per_request(), Some(0.5));
+        assert_eq!(c.faults_per_request(), Some(0.01));
+        assert_eq!(c.user_us_per_request(), Some(3.0));
+        assert_eq!(c.system_us_per_request(), Some(1.5));
+        let none = ProcessCounts::default();
+        assert_eq!(none.syscalls_per_request(), None, "no responses: no ratio");
+    }
+}
