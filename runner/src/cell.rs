@@ -32,6 +32,8 @@ pub struct Ctx<'a> {
     pub machine_floor: Option<&'a loadgen::floor::Floor>,
     /// The hosts of a multi-host run (cells with `hosts` run through them).
     pub fleet: Option<&'a crate::host::Fleet>,
+    /// `--count-instructions`: Valgrind instruction counts after c1 repetitions.
+    pub count_instructions: bool,
 }
 
 /// A step that ended the repetition: where, why, and the service's stderr tail if it ran.
@@ -404,12 +406,41 @@ fn measure(
         floor_check,
         generators: vec![],
         counts: Some(counts),
+        instructions: instructions(ctx, res, cell),
         started_unix_ms: r.started_unix_ms,
         server,
         cgroup: delta(&before, &after),
         loadgen_exit_code: run.exit_code,
         report: run.report,
     })
+}
+
+/// With `--count-instructions`, a closed-loop keep-alive cell at one connection: the
+/// service's instructions per request under Valgrind (its own starts, after the load).
+fn instructions(
+    ctx: &Ctx,
+    res: &CellResult,
+    cell: &CellSpec,
+) -> Option<crate::results::counted::InstructionCount> {
+    let c1 = matches!(
+        cell.load,
+        loadgen::LoadModel::Closed {
+            connections: 1,
+            pipeline: 0 | 1,
+        }
+    ) && cell.keepalive;
+    if !ctx.count_instructions || !c1 {
+        return None;
+    }
+    let binary = service_binary(ctx, cell).ok()?;
+    Some(count::valgrind::measure(&count::valgrind::Target {
+        binary,
+        service_args: &cell.service_args,
+        path: &cell.path,
+        io_driver: res.startup_line.as_ref().map(|l| l.io_driver.as_str()),
+        cpus: &cell.limits.server_cpus,
+        scratch_dir: ctx.tmp_dir,
+    }))
 }
 
 /// One repetition of a connection-churn cell: the same start and checks as `run_rep`, then

@@ -17,6 +17,9 @@ use crate::results::set::ResultSet;
 pub const METHOD: &str = "Welch's t on the per-repetition values (per-start for startup and idle RSS): \
 95 % CI of the difference of means, relative to the old mean";
 
+/// Said when instruction counts are compared between runs that differ in their machine.
+pub const INSTRUCTIONS_ACROSS_MACHINES: &str = "instructions/request is compared across these runs' differences: user-space instruction counts of the same binaries are comparable between machines of one architecture (times and kernel counts are not); check both runs used the same build stamp";
+
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     pub noise_pct: f64,
@@ -63,7 +66,16 @@ pub fn compare(
                 not_comparable,
                 metrics: metric::ALL
                     .iter()
-                    .map(|&mt| {
+                    .copied()
+                    .chain(metric::COUNTED.into_iter().filter(|&mt| {
+                        let counted = |set: &ResultSet, key: &str| {
+                            set.cells
+                                .get(key)
+                                .is_some_and(|c| !metric::by_rep(c, mt).is_empty())
+                        };
+                        counted(old, &o.key) || counted(new, &n.key)
+                    }))
+                    .map(|mt| {
                         let mut mc =
                             compare_metric(mt, (old, o), (new, n), withhold, opt.noise_pct);
                         let cals = [&old.results.calibration, &new.results.calibration];
@@ -74,7 +86,15 @@ pub fn compare(
             }
         })
         .collect();
-    let warnings = mde::drift_warnings(&cells, old, new);
+    let mut warnings = mde::drift_warnings(&cells, old, new);
+    let instructions_compared = cells.iter().any(|c| {
+        c.metrics
+            .iter()
+            .any(|m| m.metric == Metric::InstructionsPerRequest && m.difference.is_some())
+    });
+    if instructions_compared && !run_diffs.is_empty() {
+        warnings.push(INSTRUCTIONS_ACROSS_MACHINES.to_owned());
+    }
     Ok(Comparison {
         old: side(old),
         new: side(new),

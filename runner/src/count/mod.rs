@@ -2,11 +2,12 @@
 //! syscalls (`perf`), context switches, page faults and user/system CPU (`/proc`) — read
 //! while the load runs and cut to the generator's window afterwards, for the service and for
 //! the generator alike. Counts are exact where times are noisy: they rank services on a busy
-//! machine.
+//! machine. Instructions per request under Valgrind (`--count-instructions`): [`valgrind`].
 
 pub mod perf;
 pub mod proc;
 pub mod timeline;
+pub mod valgrind;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

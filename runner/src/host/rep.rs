@@ -173,6 +173,7 @@ pub fn run_rep(
         report,
         generators: runs,
         counts: None,
+        instructions: None,
     })
 }
 

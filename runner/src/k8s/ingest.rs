@@ -65,6 +65,7 @@ pub fn cell_result(
             floor_check: None,
             generators: vec![],
             counts: None,
+            instructions: None,
         })
         .collect();
     c.status = CellStatus::Ok;

@@ -7,6 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::results::schema::{RepResult, Stat};
+use crate::results::stats::summarize;
+
 /// Kernel counts of one process (every thread) over one measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessCounts {
@@ -84,6 +87,82 @@ pub struct InstructionCount {
     pub tool: String,
     /// (requests, instructions) of each run.
     pub points: Vec<(u64, u64)>,
+}
+
+/// One process's per-request counts over a cell's measured repetitions (results.json).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerRequestSummary {
+    pub syscalls: Option<Stat>,
+    /// Why syscalls were not counted (the first repetition's reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls_unmeasured: Option<String>,
+    /// Voluntary + involuntary.
+    pub ctx_switches: Option<Stat>,
+    /// Voluntary switches: the thread slept and was woken.
+    pub wakeups: Option<Stat>,
+    pub faults: Option<Stat>,
+    pub user_us: Option<Stat>,
+    pub system_us: Option<Stat>,
+}
+
+impl PerRequestSummary {
+    fn of(counts: &[&ProcessCounts]) -> PerRequestSummary {
+        let s = |f: fn(&ProcessCounts) -> Option<f64>| {
+            summarize(&counts.iter().filter_map(|c| f(c)).collect::<Vec<f64>>())
+        };
+        PerRequestSummary {
+            syscalls: s(ProcessCounts::syscalls_per_request),
+            syscalls_unmeasured: counts.iter().find_map(|c| c.syscalls_unmeasured.clone()),
+            ctx_switches: s(ProcessCounts::ctx_switches_per_request),
+            wakeups: s(ProcessCounts::wakeups_per_request),
+            faults: s(ProcessCounts::faults_per_request),
+            user_us: s(ProcessCounts::user_us_per_request),
+            system_us: s(ProcessCounts::system_us_per_request),
+        }
+    }
+}
+
+/// A cell's counted cost (results.json `counted`): per-request counts of the service and the
+/// generator, and instructions per request where counted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CountedSummary {
+    /// Repetitions that were counted.
+    pub reps: u32,
+    pub server: PerRequestSummary,
+    pub loadgen: PerRequestSummary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Stat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_unmeasured: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_tool: Option<String>,
+    /// How the kernel counts were taken.
+    pub tool: String,
+}
+
+/// The counted cost of a cell's measured repetitions; `None` when none was counted (runs
+/// recorded before counted cost).
+pub fn summarize_reps(reps: &[&RepResult]) -> Option<CountedSummary> {
+    let counted: Vec<&RepCounts> = reps.iter().filter_map(|r| r.counts.as_ref()).collect();
+    if counted.is_empty() {
+        return None;
+    }
+    let side = |f: fn(&RepCounts) -> &ProcessCounts| {
+        PerRequestSummary::of(&counted.iter().map(|c| f(c)).collect::<Vec<_>>())
+    };
+    let ins: Vec<&InstructionCount> = reps
+        .iter()
+        .filter_map(|r| r.instructions.as_ref())
+        .collect();
+    Some(CountedSummary {
+        reps: counted.len() as u32,
+        server: side(|c| &c.server),
+        loadgen: side(|c| &c.loadgen),
+        instructions: summarize(&ins.iter().filter_map(|i| i.per_request).collect::<Vec<_>>()),
+        instructions_unmeasured: ins.iter().find_map(|i| i.unmeasured.clone()),
+        instructions_tool: ins.first().map(|i| i.tool.clone()),
+        tool: counted[0].tool.clone(),
+    })
 }
 
 #[cfg(test)]

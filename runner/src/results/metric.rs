@@ -17,6 +17,26 @@ pub enum Metric {
     IdleRssBytes,
     PeakRssBytes,
     CpuUsPerRequest,
+    /// Counted cost (`results::counted`): the service's syscalls per response.
+    SyscallsPerRequest,
+    /// The service's voluntary + involuntary context switches per response.
+    CtxSwitchesPerRequest,
+    /// The service's user-space instructions per request under Valgrind (c1 cells).
+    InstructionsPerRequest,
+}
+
+/// The counted metrics: judged only in cells that counted them, so runs recorded before
+/// counted cost read (and render) as they did.
+pub const COUNTED: [Metric; 3] = [
+    Metric::SyscallsPerRequest,
+    Metric::CtxSwitchesPerRequest,
+    Metric::InstructionsPerRequest,
+];
+
+/// The metrics a cell measured: [`measured_under`] its load, plus the counted ones it has
+/// values of.
+pub fn measured_in(c: &CellResult) -> impl Iterator<Item = Metric> + use<'_> {
+    measured_under(&c.cell.load).chain(COUNTED.into_iter().filter(|&m| !by_rep(c, m).is_empty()))
 }
 
 pub const ALL: [Metric; 7] = [
@@ -47,6 +67,9 @@ impl Metric {
             Metric::IdleRssBytes => "idle RSS",
             Metric::PeakRssBytes => "peak RSS",
             Metric::CpuUsPerRequest => "CPU/request",
+            Metric::SyscallsPerRequest => "syscalls/request",
+            Metric::CtxSwitchesPerRequest => "context switches/request",
+            Metric::InstructionsPerRequest => "instructions/request",
         }
     }
 
@@ -54,6 +77,9 @@ impl Metric {
         match self {
             Metric::RequestsPerS => Unit::PerSecond,
             Metric::IdleRssBytes | Metric::PeakRssBytes => Unit::Bytes,
+            Metric::SyscallsPerRequest
+            | Metric::CtxSwitchesPerRequest
+            | Metric::InstructionsPerRequest => Unit::Count,
             _ => Unit::Micros,
         }
     }
@@ -71,7 +97,10 @@ impl Metric {
             | Metric::LatencyP99Us
             | Metric::StartupUs => ("faster", "slower"),
             Metric::IdleRssBytes | Metric::PeakRssBytes => ("smaller", "larger"),
-            Metric::CpuUsPerRequest => ("cheaper", "costlier"),
+            Metric::CpuUsPerRequest
+            | Metric::SyscallsPerRequest
+            | Metric::CtxSwitchesPerRequest
+            | Metric::InstructionsPerRequest => ("cheaper", "costlier"),
         }
     }
 }
@@ -147,6 +176,15 @@ pub fn by_rep(c: &CellResult, m: Metric) -> Vec<(u32, f64)> {
         Metric::IdleRssBytes => starts
             .filter_map(|s| Some((s.rep, u(s.idle_rss_bytes?))))
             .collect(),
+        Metric::SyscallsPerRequest => reps
+            .filter_map(|r| Some((r.rep, r.counts.as_ref()?.server.syscalls_per_request()?)))
+            .collect(),
+        Metric::CtxSwitchesPerRequest => reps
+            .filter_map(|r| Some((r.rep, r.counts.as_ref()?.server.ctx_switches_per_request()?)))
+            .collect(),
+        Metric::InstructionsPerRequest => reps
+            .filter_map(|r| Some((r.rep, r.instructions.as_ref()?.per_request?)))
+            .collect(),
     }
 }
 
@@ -169,6 +207,10 @@ pub fn from_summary(s: &CellSummary, m: Metric) -> Option<MetricValues> {
             .server_cpu_us_per_request
             .as_ref()
             .and_then(MetricValues::from_stat),
+        // Counted cost is read from the cell files only.
+        Metric::SyscallsPerRequest
+        | Metric::CtxSwitchesPerRequest
+        | Metric::InstructionsPerRequest => None,
     }
 }
 

@@ -608,6 +608,10 @@ pub struct RepResult {
     /// cost lack them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<crate::results::counted::RepCounts>,
+    /// `matrix run --count-instructions`, closed-loop c1 cells: the service's user-space
+    /// instructions per request under Valgrind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<crate::results::counted::InstructionCount>,
 }
 
 /// One generator host's share of a multi-host repetition.
@@ -812,6 +816,9 @@ pub struct CellSummary {
     /// Adaptive repetitions: how many the cell took and why it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<super::adaptive::Stopping>,
+    /// Counted cost per request (runs before it lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<super::counted::CountedSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

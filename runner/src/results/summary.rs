@@ -134,6 +134,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         failure: c.failure.as_ref().map(ToString::to_string),
         churn: c.cell.churn.map(|s| churn::summarize(&s, &c.churn)),
         stopped: c.stopped.clone(),
+        counted: crate::results::counted::summarize_reps(&reps),
     }
 }
 

@@ -276,6 +276,7 @@ mod tests {
                 floor_check: None,
                 generators: vec![],
                 counts: None,
+                instructions: None,
             })
             .collect();
         c
