@@ -1,5 +1,6 @@
 //! One repetition of one cell, start to finish: confine → spawn → first 200 → start-up line →
-//! verify → idle RSS → load (warm-up + measured window) with CPU/RSS sampling → stop →
+//! verify → idle RSS → load (warm-up + measured window) with CPU/RSS sampling and the
+//! kernel's counts of server and generator (`count`) → stop →
 //! port check. Every failure is recorded on the cell with its stage, reason and the
 //! service's stderr tail; the matrix goes on.
 
@@ -8,6 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::config::Matrix;
+use crate::count;
 use crate::interrupt;
 use crate::limits::{self, Confinement, Request, Role};
 use crate::load;
@@ -30,6 +32,8 @@ pub struct Ctx<'a> {
     pub machine_floor: Option<&'a loadgen::floor::Floor>,
     /// The hosts of a multi-host run (cells with `hosts` run through them).
     pub fleet: Option<&'a crate::host::Fleet>,
+    /// `--count-instructions`: Valgrind instruction counts after c1 repetitions.
+    pub count_instructions: bool,
 }
 
 /// A step that ended the repetition: where, why, and the service's stderr tail if it ran.
@@ -366,11 +370,23 @@ fn measure(
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
     let before = confs.server.counters();
     let sampler = Sampler::start(proc.pid);
+    let server_counter = count::Counter::start(proc.pid);
     if let Some(w) = window.as_deref_mut() {
         w.load_starting(proc.pid, cell);
     }
-    let run = load::run(&ctx.matrix.loadgen, &spec, &spec_file, &confs.loadgen);
+    let mut loadgen_counter = None;
+    let run = load::run_observed(
+        &ctx.matrix.loadgen,
+        &spec,
+        &spec_file,
+        &confs.loadgen,
+        &mut |pid| loadgen_counter = Some(count::Counter::start(pid)),
+    );
     let samples = sampler.finish();
+    let counted = (
+        server_counter.finish(),
+        loadgen_counter.map(count::Counter::finish),
+    );
     let after = confs.server.counters();
     if let Some(w) = window {
         w.load_done();
@@ -392,6 +408,7 @@ fn measure(
     let r = &run.report;
     let responses = (r.requests_per_s * r.window_s).round() as u64;
     let server = sample::usage_in_window(&samples, r.started_unix_ms * 1000, r.window_s, responses);
+    let counts = count::rep_counts(&counted, r.started_unix_ms * 1000, r.window_s, responses);
     let floor_check = match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
         (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
             let lag = crate::floor::Lag {
@@ -408,12 +425,42 @@ fn measure(
         rep,
         floor_check,
         generators: vec![],
+        counts: Some(counts),
+        instructions: instructions(ctx, res, cell),
         started_unix_ms: r.started_unix_ms,
         server,
         cgroup: delta(&before, &after),
         loadgen_exit_code: run.exit_code,
         report: run.report,
     })
+}
+
+/// With `--count-instructions`, a closed-loop keep-alive cell at one connection: the
+/// service's instructions per request under Valgrind (its own starts, after the load).
+fn instructions(
+    ctx: &Ctx,
+    res: &CellResult,
+    cell: &CellSpec,
+) -> Option<crate::results::schema::InstructionCount> {
+    let c1 = matches!(
+        cell.load,
+        loadgen::LoadModel::Closed {
+            connections: 1,
+            pipeline: 0 | 1,
+        }
+    ) && cell.keepalive;
+    if !ctx.count_instructions || !c1 {
+        return None;
+    }
+    let binary = service_binary(ctx, cell).ok()?;
+    Some(count::valgrind::measure(&count::valgrind::Target {
+        binary,
+        service_args: &cell.service_args,
+        path: &cell.path,
+        io_driver: res.startup_line.as_ref().map(|l| l.io_driver.as_str()),
+        cpus: &cell.limits.server_cpus,
+        scratch_dir: ctx.tmp_dir,
+    }))
 }
 
 /// One repetition of a connection-churn cell: the same start and checks as `run_rep`, then

@@ -120,6 +120,11 @@ pub struct RunArgs {
         requires = "flamegraph"
     )]
     pub flamegraph_hz: u32,
+    /// Instructions per request: after each repetition of a closed-loop cell at one
+    /// connection, run the service under Valgrind (cachegrind) for 2,000 and 6,000 requests
+    /// and record the slope (user space only). io_uring services read "unmeasured".
+    #[arg(long)]
+    pub count_instructions: bool,
 }
 
 #[derive(Debug, Subcommand)]

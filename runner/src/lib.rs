@@ -34,6 +34,7 @@ pub mod cli;
 pub mod cmd;
 pub mod compare;
 pub mod config;
+pub mod count;
 pub mod env;
 pub mod export;
 pub mod flamegraph;

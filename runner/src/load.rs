@@ -23,6 +23,17 @@ pub fn run(
     spec_file: &Path,
     confinement: &Confinement,
 ) -> Result<LoadRun, String> {
+    run_observed(loadgen, spec, spec_file, confinement, &mut |_| {})
+}
+
+/// [`run`], telling `started` the generator's pid as soon as it runs (to count it).
+pub fn run_observed(
+    loadgen: &Path,
+    spec: &LoadSpec,
+    spec_file: &Path,
+    confinement: &Confinement,
+    started: &mut dyn FnMut(u32),
+) -> Result<LoadRun, String> {
     let json = serde_json::to_vec_pretty(spec).map_err(|e| e.to_string())?;
     std::fs::write(spec_file, json)
         .map_err(|e| format!("cannot write {}: {e}", spec_file.display()))?;
@@ -30,6 +41,7 @@ pub fn run(
     cmd.arg("--spec").arg(spec_file).arg("--json").arg("-");
     let mut proc = Proc::spawn(cmd, confinement)
         .map_err(|e| format!("cannot start {}: {e}", loadgen.display()))?;
+    started(proc.pid);
     let budget = spec.wall_budget();
     let deadline = Instant::now() + budget;
     let status = loop {

@@ -217,6 +217,7 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
             .and_then(|f| f.machine.as_ref())
             .and_then(|m| m.report.as_ref()),
         fleet: (!fleet.endpoints.is_empty()).then_some(&fleet),
+        count_instructions: args.count_instructions,
     };
     let mut progress = Progress::new(plan.max_rep_count(), plan.estimate_s(), args.quiet);
     progress.note(&format!("run {} → {}", run.run_id, store.dir.display()));

@@ -18,6 +18,9 @@ use crate::results::set::ResultSet;
 pub const METHOD: &str = "Welch's t on the per-repetition values (per-start for startup and idle RSS): \
 95 % CI of the difference of means, relative to the old mean";
 
+/// Said when instruction counts are compared between runs that differ in their machine.
+pub const INSTRUCTIONS_ACROSS_MACHINES: &str = "instructions/request is compared across these runs' differences: user-space instruction counts of the same binaries are comparable between machines of one architecture (times and kernel counts are not); check both runs used the same build stamp";
+
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     pub noise_pct: f64,
@@ -62,7 +65,8 @@ pub fn compare(
                 new_incomplete: incomplete(n),
                 open_loop: n.offered_rate_per_s.is_some(),
                 not_comparable,
-                metrics: metrics_of(o, n)
+                metrics: metrics_of((old, o), (new, n))
+                    .into_iter()
                     .map(|mt| {
                         let mut mc =
                             compare_metric(mt, (old, o), (new, n), withhold, opt.noise_pct);
@@ -76,6 +80,14 @@ pub fn compare(
         .collect();
     let mut warnings = comparable::run_warnings(old, new);
     warnings.extend(mde::drift_warnings(&cells, old, new));
+    let instructions_compared = cells.iter().any(|c| {
+        c.metrics
+            .iter()
+            .any(|m| m.metric == Metric::InstructionsPerRequest && m.difference.is_some())
+    });
+    if instructions_compared && !run_diffs.is_empty() {
+        warnings.push(INSTRUCTIONS_ACROSS_MACHINES.to_owned());
+    }
     Ok(Comparison {
         old: side(old),
         new: side(new),
@@ -90,12 +102,27 @@ pub fn compare(
     })
 }
 
-/// What a matched cell is compared on: every load metric, and a churn cell's memory too.
-fn metrics_of(o: &CellSummary, n: &CellSummary) -> impl Iterator<Item = Metric> + use<> {
+/// What a matched cell is compared on: every load metric, a churn cell's memory, and the
+/// counted metrics where either side counted them (so older runs read as before).
+fn metrics_of(
+    (old, o): (&ResultSet, &CellSummary),
+    (new, n): (&ResultSet, &CellSummary),
+) -> Vec<Metric> {
     let churn = o.churn.is_some() || n.churn.is_some();
+    let counted = |set: &ResultSet, key: &str, mt: Metric| {
+        set.cells
+            .get(key)
+            .is_some_and(|c| !metric::by_rep(c, mt).is_empty())
+    };
     metric::ALL
         .into_iter()
-        .chain(metric::CHURN.into_iter().filter(move |_| churn))
+        .chain(metric::CHURN.into_iter().filter(|_| churn))
+        .chain(
+            metric::COUNTED
+                .into_iter()
+                .filter(|&mt| counted(old, &o.key, mt) || counted(new, &n.key, mt)),
+        )
+        .collect()
 }
 
 /// One metric of one matched cell: both sides' values, the difference and the verdict.

@@ -103,6 +103,7 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
     super::verdicts::against_baseline(&mut o, res);
     super::variants::section(&mut o, run);
     load_tables(&mut o, res);
+    super::counted::section(&mut o, res);
     super::verdicts::repetitions(&mut o, res);
     super::churn::section(&mut o, res);
     startup_and_memory(&mut o, res, runtimes);
@@ -174,6 +175,12 @@ fn how_to_read(o: &mut String, res: &ResultsFile) {
         let _ = writeln!(
             o,
             "- (N× epoll): server CPU per request as a multiple of `{CEILING}`'s at the same load — the service with no runtime (one edge-triggered epoll loop per core), this machine's per-core ceiling."
+        );
+    }
+    if res.cells.iter().any(|c| c.counted.is_some()) {
+        let _ = writeln!(
+            o,
+            "- Counted cost (syscalls, context switches, faults, instructions per request) is exact where times are noisy: a ranking on counts holds on a busy machine, and instruction counts of one binary hold across machines of one architecture. They are not time: a syscall or an instruction costs different ns on different services and machines. See \"Counted cost per request\" and docs/counted-cost.md."
         );
     }
     let _ = writeln!(

@@ -2,6 +2,7 @@
 //! page a human reads). They never touch files; the store or `cmd::report` writes them.
 
 pub mod churn;
+pub mod counted;
 pub mod flamegraphs;
 pub mod hosts;
 pub mod json;

@@ -87,9 +87,11 @@ pub fn misled(cal: &Calibration) -> Vec<String> {
 }
 
 /// Metrics shown against the baseline: peak RSS is a point per cell and rarely moves.
-const SHOWN: [Metric; 6] = [
+const SHOWN: [Metric; 8] = [
     Metric::RequestsPerS,
     Metric::CpuUsPerRequest,
+    Metric::SyscallsPerRequest,
+    Metric::InstructionsPerRequest,
     Metric::LatencyP50Us,
     Metric::LatencyP99Us,
     Metric::StartupUs,

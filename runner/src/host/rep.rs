@@ -145,6 +145,8 @@ pub fn run_rep(
         floor_check: None,
         report,
         generators: runs,
+        counts: None,
+        instructions: None,
     })
 }
 

@@ -186,6 +186,8 @@ pub fn cell_result(
             loadgen_exit_code: None,
             floor_check: None,
             generators: vec![],
+            counts: None,
+            instructions: None,
         })
         .collect();
     c.status = CellStatus::Ok;

@@ -124,9 +124,8 @@ pub fn from_cells<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Option
                 )
             })
             .collect();
-        let metrics: Vec<CalibrationMetric> = metric::measured_under(&a.cell.load)
-            .map(|m| metric_of(a, b, m))
-            .collect();
+        let metrics: Vec<CalibrationMetric> =
+            metric::measured_in(a).map(|m| metric_of(a, b, m)).collect();
         out.push(CalibrationCell {
             scenario: a.cell.scenario.clone(),
             level: a.cell.level.clone(),

@@ -8,6 +8,20 @@ use crate::results::schema::{CellResult, CellSummary, Stat};
 use crate::results::stats;
 pub use crate::results::units::Unit;
 
+/// The counted metrics: judged only in cells that counted them, so runs recorded before
+/// counted cost read (and render) as they did.
+pub const COUNTED: [Metric; 3] = [
+    Metric::SyscallsPerRequest,
+    Metric::CtxSwitchesPerRequest,
+    Metric::InstructionsPerRequest,
+];
+
+/// The metrics a cell measured: [`measured_under`] its load, plus the counted ones it has
+/// values of.
+pub fn measured_in(c: &CellResult) -> impl Iterator<Item = Metric> + use<'_> {
+    measured_under(&c.cell.load).chain(COUNTED.into_iter().filter(|&m| !by_rep(c, m).is_empty()))
+}
+
 pub const ALL: [Metric; 7] = [
     Metric::RequestsPerS,
     Metric::LatencyP50Us,
@@ -40,6 +54,9 @@ impl Metric {
             Metric::PeakRssBytes => "peak RSS",
             Metric::CpuUsPerRequest => "CPU/request",
             Metric::ChurnRssLastBytes => "RSS after churn",
+            Metric::SyscallsPerRequest => "syscalls/request",
+            Metric::CtxSwitchesPerRequest => "context switches/request",
+            Metric::InstructionsPerRequest => "instructions/request",
         }
     }
 
@@ -47,6 +64,9 @@ impl Metric {
         match self {
             Metric::RequestsPerS => Unit::PerSecond,
             Metric::IdleRssBytes | Metric::PeakRssBytes | Metric::ChurnRssLastBytes => Unit::Bytes,
+            Metric::SyscallsPerRequest
+            | Metric::CtxSwitchesPerRequest
+            | Metric::InstructionsPerRequest => Unit::Count,
             _ => Unit::Micros,
         }
     }
@@ -66,7 +86,10 @@ impl Metric {
             Metric::IdleRssBytes | Metric::PeakRssBytes | Metric::ChurnRssLastBytes => {
                 ("smaller", "larger")
             }
-            Metric::CpuUsPerRequest => ("cheaper", "costlier"),
+            Metric::CpuUsPerRequest
+            | Metric::SyscallsPerRequest
+            | Metric::CtxSwitchesPerRequest
+            | Metric::InstructionsPerRequest => ("cheaper", "costlier"),
         }
     }
 }
@@ -148,6 +171,15 @@ pub fn by_rep(c: &CellResult, m: Metric) -> Vec<(u32, f64)> {
             .filter(|r| r.rep > 0)
             .filter_map(|r| Some((r.rep, u(r.cycles.last()?.rss_closed_bytes?))))
             .collect(),
+        Metric::SyscallsPerRequest => reps
+            .filter_map(|r| Some((r.rep, r.counts.as_ref()?.server.syscalls_per_request()?)))
+            .collect(),
+        Metric::CtxSwitchesPerRequest => reps
+            .filter_map(|r| Some((r.rep, r.counts.as_ref()?.server.ctx_switches_per_request()?)))
+            .collect(),
+        Metric::InstructionsPerRequest => reps
+            .filter_map(|r| Some((r.rep, r.instructions.as_ref()?.per_request?)))
+            .collect(),
     }
 }
 
@@ -175,6 +207,10 @@ pub fn from_summary(s: &CellSummary, m: Metric) -> Option<MetricValues> {
             .as_ref()
             .and_then(|c| c.rss_last_bytes)
             .map(|b| MetricValues::point(b as f64)),
+        // Counted cost is read from the cell files only.
+        Metric::SyscallsPerRequest
+        | Metric::CtxSwitchesPerRequest
+        | Metric::InstructionsPerRequest => None,
     }
 }
 

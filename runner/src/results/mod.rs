@@ -7,6 +7,7 @@
 pub mod adaptive;
 pub mod calibration;
 pub mod churn;
+pub mod counted;
 pub mod difference;
 pub mod group;
 pub mod measured;

@@ -3,7 +3,8 @@
 use loadgen::LoadModel;
 
 use super::schema::{
-    CellResult, CellSpec, CellStatus, CellSummary, LatencySummary, SCHEMA_VERSION, Stat,
+    CellResult, CellSpec, CellStatus, CellSummary, CountedSummary, InstructionCount,
+    LatencySummary, PerRequestSummary, ProcessCounts, RepCounts, RepResult, SCHEMA_VERSION, Stat,
 };
 use crate::results::churn;
 use crate::results::stats::{self, median};
@@ -151,7 +152,50 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         failure: c.failure.as_ref().map(ToString::to_string),
         churn: c.cell.churn.map(|s| churn::summarize(&s, &c.churn)),
         stopped: c.stopped.clone(),
+        counted: counted(&reps),
     }
+}
+
+impl PerRequestSummary {
+    fn of(counts: &[&ProcessCounts]) -> PerRequestSummary {
+        let s = |f: fn(&ProcessCounts) -> Option<f64>| {
+            summarize(&counts.iter().filter_map(|c| f(c)).collect::<Vec<f64>>())
+        };
+        PerRequestSummary {
+            syscalls: s(ProcessCounts::syscalls_per_request),
+            syscalls_unmeasured: counts.iter().find_map(|c| c.syscalls_unmeasured.clone()),
+            ctx_switches: s(ProcessCounts::ctx_switches_per_request),
+            wakeups: s(ProcessCounts::wakeups_per_request),
+            faults: s(ProcessCounts::faults_per_request),
+            user_us: s(ProcessCounts::user_us_per_request),
+            system_us: s(ProcessCounts::system_us_per_request),
+        }
+    }
+}
+
+/// The counted cost of a cell's measured repetitions; `None` when none was counted (runs
+/// recorded before counted cost).
+pub fn counted(reps: &[&RepResult]) -> Option<CountedSummary> {
+    let counted: Vec<&RepCounts> = reps.iter().filter_map(|r| r.counts.as_ref()).collect();
+    if counted.is_empty() {
+        return None;
+    }
+    let side = |f: fn(&RepCounts) -> &ProcessCounts| {
+        PerRequestSummary::of(&counted.iter().map(|c| f(c)).collect::<Vec<_>>())
+    };
+    let ins: Vec<&InstructionCount> = reps
+        .iter()
+        .filter_map(|r| r.instructions.as_ref())
+        .collect();
+    Some(CountedSummary {
+        reps: counted.len() as u32,
+        server: side(|c| &c.server),
+        loadgen: side(|c| &c.loadgen),
+        instructions: summarize(&ins.iter().filter_map(|i| i.per_request).collect::<Vec<_>>()),
+        instructions_unmeasured: ins.iter().find_map(|i| i.unmeasured.clone()),
+        instructions_tool: ins.first().map(|i| i.tool.clone()),
+        tool: counted[0].tool.clone(),
+    })
 }
 
 #[cfg(test)]

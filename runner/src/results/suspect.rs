@@ -276,6 +276,8 @@ mod tests {
                 loadgen_exit_code: Some(0),
                 floor_check: None,
                 generators: vec![],
+                counts: None,
+                instructions: None,
             })
             .collect();
         c

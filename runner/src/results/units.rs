@@ -15,6 +15,8 @@ pub enum Unit {
     PerSecond,
     Micros,
     Bytes,
+    /// A count per request (syscalls, context switches, instructions).
+    Count,
 }
 
 const MIB: f64 = 1_048_576.0;
@@ -31,6 +33,28 @@ pub fn value(unit: Unit, x: f64) -> String {
         Unit::Micros if x >= 10.0 => format!("{x:.1} µs"),
         Unit::Micros => format!("{x:.2} µs"),
         Unit::Bytes => format!("{:.2} MiB", x / MIB),
+        Unit::Count => count(x),
+    }
+}
+
+/// A count per request: "9,972", "21.5", "2.031", "0.0320".
+pub fn count(x: f64) -> String {
+    if x >= 1000.0 {
+        let n = x.round() as u64;
+        let (th, rest) = (n / 1000, n % 1000);
+        if th >= 1000 {
+            format!("{},{:03},{rest:03}", th / 1000, th % 1000)
+        } else {
+            format!("{th},{rest:03}")
+        }
+    } else if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else if x >= 0.1 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
     }
 }
 

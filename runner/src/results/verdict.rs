@@ -104,7 +104,7 @@ pub fn against_baseline(
         let open = matches!(c.cell.load, LoadModel::Open { .. });
         let cal = calibration
             .and_then(|k| k.cell_for(&c.cell.scenario, &c.cell.level, &c.cell.profile, open));
-        let metrics = metric::measured_under(&c.cell.load)
+        let metrics = metric::measured_in(c)
             .map(|m| {
                 let (old, new) = (by_rep(base, m), by_rep(c, m));
                 let d = difference::between(&old, &new);

@@ -1,5 +1,6 @@
 //! A minimal blocking HTTP/1.1 client for readiness and verification (one request per
-//! connection, `Connection: close` not sent so servers behave as under keep-alive load).
+//! connection, `Connection: close` not sent so servers behave as under keep-alive load), and
+//! [`get_on`] for sequential requests on one kept-alive connection.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -25,6 +26,17 @@ pub fn get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<Response, 
         .map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
+    get_on(&mut s, addr, path, start)
+}
+
+/// One GET on an open (keep-alive) connection to `addr`, read to the end of its body;
+/// `elapsed` counts from `start`.
+pub fn get_on(
+    s: &mut TcpStream,
+    addr: SocketAddr,
+    path: &str,
+    start: Instant,
+) -> Result<Response, String> {
     let req =
         format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: pingmatrix-verify\r\n\r\n");
     s.write_all(req.as_bytes())

@@ -1,10 +1,15 @@
-//! `--burn-ns N`: a known CPU cost per request, the same code in every service.
+//! `--burn-ns N` and `--burn-iters N`: a known cost per request, the same code in every service.
 //!
 //! Why: a calibration aid. Adding N ns of work per request must move the server CPU time per
 //! request the runner measures by about N ns, in every service alike; that checks the
 //! measurement rather than the runtimes. The cost is a busy loop against the monotonic clock on
 //! the thread that answers the request: no sleep and no yield, or it would not be CPU time.
 //! The default, 0, costs one relaxed load and a branch per request.
+//!
+//! `--burn-iters N` is the counted twin: N iterations of one fixed loop, so it adds the same
+//! number of instructions per request on every machine whatever the clock does (a timed spin
+//! retires more instructions on a faster CPU). It checks counted metrics (instructions per
+//! request under Valgrind) the way `--burn-ns` checks CPU time.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -12,9 +17,13 @@ use std::time::{Duration, Instant};
 /// Largest `--burn-ns`: 1 s per request.
 pub const MAX_BURN_NS: u64 = 1_000_000_000;
 
+/// Largest `--burn-iters`: 10^9 iterations per request (seconds of CPU).
+pub const MAX_BURN_ITERS: u64 = 1_000_000_000;
+
 /// Set once at start-up, read on every request: a global keeps all nine services uniform
 /// without threading a value through nine runtimes' handler states.
 static BURN_NS: AtomicU64 = AtomicU64::new(0);
+static BURN_ITERS: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the per-request cost; [`crate::cli::run_service`] calls it before the service starts.
 pub fn set_per_request_ns(ns: u64) {
@@ -26,11 +35,36 @@ pub fn per_request_ns() -> u64 {
     BURN_NS.load(Ordering::Relaxed)
 }
 
+/// Sets the per-request loop count; [`crate::cli::run_service`] calls it before the service
+/// starts.
+pub fn set_per_request_iters(iters: u64) {
+    BURN_ITERS.store(iters, Ordering::Relaxed);
+}
+
+/// The per-request loop count in effect.
+pub fn per_request_iters() -> u64 {
+    BURN_ITERS.load(Ordering::Relaxed)
+}
+
 /// Spends the configured cost. Every service calls it once per request it answers, where it
 /// builds that request's response.
 #[inline]
 pub fn per_request() {
     spin_ns(per_request_ns());
+    spin_iters(per_request_iters());
+}
+
+/// Runs `iters` iterations of one fixed loop (0: returns at once) and returns its result.
+/// `black_box` keeps the compiler from folding or vectorising the chain, so every iteration
+/// retires the same few instructions; `#[inline(never)]` keeps the loop one piece of code
+/// whichever service calls it.
+#[inline(never)]
+pub fn spin_iters(iters: u64) -> u64 {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..iters {
+        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+    }
+    x
 }
 
 /// Spins on this CPU until `ns` nanoseconds of wall time have passed (0: returns at once).
@@ -67,5 +101,16 @@ mod tests {
         per_request();
         assert!(start.elapsed() >= Duration::from_millis(1));
         set_per_request_ns(0);
+    }
+
+    #[test]
+    fn iterations_are_a_fixed_chain() {
+        assert_eq!(spin_iters(0), 0x9E37_79B9_7F4A_7C15);
+        let one = 0x9E37_79B9_7F4A_7C15u64
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        assert_eq!(spin_iters(1), one);
+        assert_ne!(spin_iters(1000), spin_iters(1001));
+        assert_eq!(per_request_iters(), 0, "default: no loop");
     }
 }

@@ -1,4 +1,5 @@
-//! Command line shared by every service: `--listen`, `--workers`, `--burn-ns`, `--help`.
+//! Command line shared by every service: `--listen`, `--workers`, `--burn-ns`, `--burn-iters`,
+//! `--help`.
 //!
 //! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`; a service that
 //! fails after that exits with code 1 and `<service>: <error>` on stderr ([`run_service`]).
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use clap::builder::RangedI64ValueParser;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
-use crate::burn::MAX_BURN_NS;
+use crate::burn::{MAX_BURN_ITERS, MAX_BURN_NS};
 
 /// Arguments every ping service accepts.
 #[derive(Debug, Clone, Parser)]
@@ -39,6 +40,17 @@ pub struct Args {
         value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_BURN_NS as i64)
     )]
     pub burn_ns: u64,
+
+    /// Calibration aid: N iterations of one fixed loop per request, 0 to 1000000000 (a known
+    /// instruction cost, the same on every machine).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_BURN_ITERS as i64)
+    )]
+    pub burn_iters: u64,
 }
 
 impl Args {
@@ -57,7 +69,8 @@ impl Args {
     }
 }
 
-/// A service's `main`: parses the arguments, sets the per-request `--burn-ns` cost, runs `run`,
+/// A service's `main`: parses the arguments, sets the per-request `--burn-ns` and
+/// `--burn-iters` costs, runs `run`,
 /// and reports its error (with its causes, `{:#}`) on stderr as `<service>: <error>`, exiting
 /// with code 1.
 pub fn run_service<E: Display>(
@@ -66,6 +79,7 @@ pub fn run_service<E: Display>(
 ) -> ExitCode {
     let args = Args::from_env(service);
     crate::burn::set_per_request_ns(args.burn_ns);
+    crate::burn::set_per_request_iters(args.burn_iters);
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -86,6 +100,7 @@ mod tests {
         assert!(a.workers.is_none());
         assert!(a.workers() >= 1);
         assert_eq!(a.burn_ns, 0);
+        assert_eq!(a.burn_iters, 0);
     }
 
     #[test]
@@ -100,6 +115,8 @@ mod tests {
         ] {
             let a = Args::try_parse_from(["x", "--burn-ns", given]).unwrap();
             assert_eq!(a.burn_ns, want);
+            let a = Args::try_parse_from(["x", "--burn-iters", given]).unwrap();
+            assert_eq!(a.burn_iters, want);
         }
     }
 
@@ -116,6 +133,12 @@ mod tests {
             vec!["x", "--burn-ns", "99999999999999999999"],
             vec!["x", "--burn-ns", "1ms"],
             vec!["x", "--burn-ns"],
+            vec!["x", "--burn-iters", "-1"],
+            vec!["x", "--burn-iters=-5"],
+            vec!["x", "--burn-iters", "1000000001"],
+            vec!["x", "--burn-iters", "99999999999999999999"],
+            vec!["x", "--burn-iters", "lots"],
+            vec!["x", "--burn-iters"],
         ] {
             let err = Args::try_parse_from(&bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");

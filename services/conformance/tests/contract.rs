@@ -43,6 +43,8 @@ macro_rules! conformance {
             sleep_does_not_block = load,
             burn_ns_per_request = burn,
             burn_ns_out_of_range_exit_2 = burn,
+            burn_iters_per_request = burn,
+            burn_iters_out_of_range_exit_2 = burn,
         ]);)*
     };
     (@service $module:ident, $bin:literal, [$($check:ident = $group:ident),* $(,)?]) => {

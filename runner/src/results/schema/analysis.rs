@@ -43,6 +43,12 @@ pub enum Metric {
     /// Connection churn: RSS after the last open/close cycle (each repetition's last
     /// settled reading) — where a leak per cycle accumulates.
     ChurnRssLastBytes,
+    /// Counted cost (`results::counted`): the service's syscalls per response.
+    SyscallsPerRequest,
+    /// The service's voluntary + involuntary context switches per response.
+    CtxSwitchesPerRequest,
+    /// The service's user-space instructions per request under Valgrind (c1 cells).
+    InstructionsPerRequest,
 }
 
 // ---------------------------------------------------------------------------------------

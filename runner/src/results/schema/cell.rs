@@ -8,6 +8,7 @@ use ping_common::startup::StartupLine;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::{Adaptive, ChurnRep, ChurnSpec, ChurnSummary, Stat, Stopping};
+use super::counted::{CountedSummary, InstructionCount, RepCounts};
 
 // ---------------------------------------------------------------------------------------
 // The expanded plan
@@ -324,6 +325,14 @@ pub struct RepResult {
     /// merge (percentiles from the added histograms). Empty for single-machine cells.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub generators: Vec<GeneratorRun>,
+    /// Kernel counts of the service and the generator over the window (runs before counted
+    /// cost lack them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<RepCounts>,
+    /// `matrix run --count-instructions`, closed-loop c1 cells: the service's user-space
+    /// instructions per request under Valgrind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<InstructionCount>,
 }
 
 /// One generator host's share of a multi-host repetition.
@@ -478,6 +487,9 @@ pub struct CellSummary {
     /// Adaptive repetitions: how many the cell took and why it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopping>,
+    /// Counted cost per request (runs before it lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<CountedSummary>,
 }
 
 /// Latency percentiles: for each percentile, the median of the per-repetition values.

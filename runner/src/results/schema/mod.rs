@@ -10,11 +10,13 @@
 
 mod analysis;
 mod cell;
+mod counted;
 mod results;
 mod run;
 
 pub use analysis::*;
 pub use cell::*;
+pub use counted::*;
 pub use results::*;
 pub use run::*;
 

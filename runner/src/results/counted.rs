@@ -1,0 +1,69 @@
+//! Counted cost, computed: per-request values of what the kernel counted for a process over
+//! a repetition's measured window. The records are in `schema::counted`; a cell's summary of
+//! them is `summary::counted`. Counts are exact where times are noisy, so they rank services
+//! on a busy machine.
+
+use crate::results::schema::ProcessCounts;
+
+impl ProcessCounts {
+    fn per(&self, x: Option<f64>) -> Option<f64> {
+        x.filter(|_| self.responses > 0)
+            .map(|v| v / self.responses as f64)
+    }
+
+    pub fn syscalls_per_request(&self) -> Option<f64> {
+        self.per(self.syscalls)
+    }
+
+    /// Voluntary plus involuntary.
+    pub fn ctx_switches_per_request(&self) -> Option<f64> {
+        self.per(Some(
+            self.voluntary_ctx_switches? + self.involuntary_ctx_switches?,
+        ))
+    }
+
+    /// Voluntary switches: the thread went to sleep, so each is one wake-up later.
+    pub fn wakeups_per_request(&self) -> Option<f64> {
+        self.per(self.voluntary_ctx_switches)
+    }
+
+    pub fn faults_per_request(&self) -> Option<f64> {
+        self.per(Some(self.minor_faults? + self.major_faults?))
+    }
+
+    pub fn user_us_per_request(&self) -> Option<f64> {
+        self.per(self.user_us)
+    }
+
+    pub fn system_us_per_request(&self) -> Option<f64> {
+        self.per(self.system_us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_request_values_divide_by_responses() {
+        let c = ProcessCounts {
+            responses: 1000,
+            syscalls: Some(2030.0),
+            voluntary_ctx_switches: Some(500.0),
+            involuntary_ctx_switches: Some(20.0),
+            minor_faults: Some(10.0),
+            major_faults: Some(0.0),
+            user_us: Some(3000.0),
+            system_us: Some(1500.0),
+            ..Default::default()
+        };
+        assert_eq!(c.syscalls_per_request(), Some(2.03));
+        assert_eq!(c.ctx_switches_per_request(), Some(0.52));
+        assert_eq!(c.wakeups_per_request(), Some(0.5));
+        assert_eq!(c.faults_per_request(), Some(0.01));
+        assert_eq!(c.user_us_per_request(), Some(3.0));
+        assert_eq!(c.system_us_per_request(), Some(1.5));
+        let none = ProcessCounts::default();
+        assert_eq!(none.syscalls_per_request(), None, "no responses: no ratio");
+    }
+}

@@ -1,0 +1,85 @@
+//! Counted cost records (computed in `results::counted`): what the kernel counted for a
+//! process over a repetition's measured window, and Valgrind's instructions per request.
+//! Optional fields added after schema version 1: runs without them read as "not counted".
+
+use serde::{Deserialize, Serialize};
+
+use super::Stat;
+
+/// Kernel counts of one process (every thread) over one measured window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCounts {
+    /// Responses in the window (the divisor of every per-request value).
+    pub responses: u64,
+    /// `raw_syscalls:sys_enter` events (perf stat, every thread, inherited by new ones);
+    /// `None` with `syscalls_unmeasured` saying why.
+    pub syscalls: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls_unmeasured: Option<String>,
+    /// Summed over the process's threads (/proc/<pid>/task/*/status); `None` when /proc
+    /// could not be read at both edges of the window.
+    pub voluntary_ctx_switches: Option<f64>,
+    pub involuntary_ctx_switches: Option<f64>,
+    /// The process's own counters (/proc/<pid>/stat: exited threads included).
+    pub minor_faults: Option<f64>,
+    pub major_faults: Option<f64>,
+    pub user_us: Option<f64>,
+    pub system_us: Option<f64>,
+}
+
+/// One repetition's counts: the service's and the generator's processes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RepCounts {
+    pub server: ProcessCounts,
+    pub loadgen: ProcessCounts,
+    /// How the counts were taken, e.g. `perf version 6.1.187 (raw_syscalls:sys_enter) + /proc`.
+    pub tool: String,
+}
+
+/// Instructions per request for a cell, from a Valgrind run of the service at two request
+/// counts (the slope, so start-up and idle cost cancel), or why there is none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionCount {
+    /// User-space instructions per request (the kernel's are not counted).
+    pub per_request: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<String>,
+    /// e.g. `valgrind-3.19.0 --tool=cachegrind --cache-sim=no`.
+    pub tool: String,
+    /// (requests, instructions) of each run.
+    pub points: Vec<(u64, u64)>,
+}
+
+/// One process's per-request counts over a cell's measured repetitions (results.json).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerRequestSummary {
+    pub syscalls: Option<Stat>,
+    /// Why syscalls were not counted (the first repetition's reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls_unmeasured: Option<String>,
+    /// Voluntary + involuntary.
+    pub ctx_switches: Option<Stat>,
+    /// Voluntary switches: the thread slept and was woken.
+    pub wakeups: Option<Stat>,
+    pub faults: Option<Stat>,
+    pub user_us: Option<Stat>,
+    pub system_us: Option<Stat>,
+}
+
+/// A cell's counted cost (results.json `counted`): per-request counts of the service and the
+/// generator, and instructions per request where counted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CountedSummary {
+    /// Repetitions that were counted.
+    pub reps: u32,
+    pub server: PerRequestSummary,
+    pub loadgen: PerRequestSummary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Stat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_unmeasured: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_tool: Option<String>,
+    /// How the kernel counts were taken.
+    pub tool: String,
+}
