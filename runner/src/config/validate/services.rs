@@ -2,8 +2,6 @@
 //! an external `command` (`external`); its variants (`variants`) follow it as services of
 //! their own, named `<service>@<variant>`.
 
-use std::path::PathBuf;
-
 use super::binaries::Binaries;
 use super::names::Names;
 use super::{Errs, external, variants};
@@ -74,9 +72,4 @@ pub(super) fn check(errs: &mut Errs, services: &[Service], binaries: &Binaries) 
         out.extend(variants);
     }
     out
-}
-
-/// Where a variant's binary will be until `crate::variant` builds it.
-pub(super) fn unbuilt(name: &str) -> PathBuf {
-    PathBuf::from(format!("(variant {name}: not built yet)"))
 }

@@ -138,7 +138,7 @@ pub(super) fn check(
         let full = format!("{}@{name}", base.name);
         out.push(ServiceDef {
             name: full.clone(),
-            binary: super::services::unbuilt(&full),
+            binary: super::binaries::unbuilt(&full),
             args: v.args.clone().unwrap_or_else(|| base.args.clone()),
             external: false,
             variant: Some(VariantDef {
