@@ -13,7 +13,8 @@
 //!   (two runs) — each reads `results` and none imports another;
 //! - beside them: `floor` (the harness's own floors, measured as a run starts), `env` (the
 //!   run's environment record), `process`, `binaries`, `interrupt`,
-//!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments).
+//!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments),
+//!   `catalogue` (the project's services, model and I/O driver: services/services.toml).
 //! - `host` (the runner's side of server and generators on other machines: SSH, shipping
 //!   binaries, one multi-host repetition) and `agent` (`matrix agent`, its other side on
 //!   each host); `cell` hands a multi-host cell to `host::rep`. `k8s`: manifests per cell
@@ -28,6 +29,7 @@
 
 pub mod agent;
 pub mod binaries;
+pub mod catalogue;
 pub mod cell;
 pub mod churn;
 pub mod cli;

@@ -27,7 +27,7 @@ MAX_ROUNDS=${MAX_ROUNDS:-16}
 STARTS=${STARTS:-5}
 SERVER_CPU=${SERVER_CPU:-0}
 PROBE_CPU=${PROBE_CPU:-1}
-SERVICES=${SERVICES:-"tokio-hyper tokio-per-core axum actix-web monoio glommio compio may-minihttp epoll"}
+SERVICES=${SERVICES:-$(service_dirs)}
 REL="${CARGO_TARGET_DIR:-target}/release"
 
 need python3

@@ -8,8 +8,7 @@
 #   PAIRS=3 DURATION_S=2 scripts/experiments/wrapper-cost.sh   # quick smoke
 #
 # Env: PAIRS (5), DURATION_S (10), WARMUP_S (1), CONNECTIONS (64), SERVER_CPU (0), WRK_CPU (1),
-#      RUNTIMES (every service: "tokio-hyper tokio-per-core axum actix-web monoio glommio compio
-#      may-minihttp epoll"), CARGO_TARGET_DIR (target).
+#      RUNTIMES (every service in services/services.toml), CARGO_TARGET_DIR (target).
 # A runtime here is a service crate's directory name: its binary is ping-<name>, its baseline
 # the example hello-<name>.
 set -euo pipefail
@@ -22,7 +21,7 @@ WARMUP_S=${WARMUP_S:-1}
 CONNECTIONS=${CONNECTIONS:-64}
 SERVER_CPU=${SERVER_CPU:-0}
 WRK_CPU=${WRK_CPU:-1}
-RUNTIMES=${RUNTIMES:-"tokio-hyper tokio-per-core axum actix-web monoio glommio compio may-minihttp epoll"}
+RUNTIMES=${RUNTIMES:-$(service_dirs)}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 REL="$TARGET_DIR/release"
 

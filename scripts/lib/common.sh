@@ -92,6 +92,10 @@ release_bin() {
   echo "$(basename "$0"): no release $1: run cargo build --release --workspace --bins" >&2; exit 1
 }
 
+# service_dirs: the crate directory of every service in services/services.toml, space-separated
+# (the one list of services; a script never keeps its own).
+service_dirs() { awk -F'"' '/^dir *=/ {printf "%s%s", sep, $2; sep=" "} END {print ""}' services/services.toml; }
+
 # median: the median of the numbers on stdin, one per line.
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 # ratio A B: A / B to two decimals.

@@ -1,7 +1,8 @@
 //! One fixed colour per service, identical in every chart and every run. Colours come from
 //! the Okabe–Ito palette (distinguishable with the common colour-vision deficiencies),
 //! extended with four of Paul Tol's muted colours for the nine services; the project's
-//! services have fixed, distinct entries, any other name gets a stable hash-picked colour.
+//! services have fixed, distinct entries (their `palette` in services/services.toml), any
+//! other name gets a stable hash-picked colour.
 
 use plotters::style::RGBColor;
 
@@ -20,25 +21,25 @@ const PALETTE: [RGBColor; 12] = [
     RGBColor(170, 68, 153),  // purple (Tol)
 ];
 
-/// Services of this project, each pinned to one palette entry.
-const FIXED: [(&str, usize); 12] = [
-    ("ping-tokio-hyper", 0),
-    ("ping-monoio", 1),
-    ("ping-may-minihttp", 2),
-    ("ping-tokio-per-core", 4),
-    ("ping-axum", 8),
-    ("ping-actix-web", 5),
-    ("ping-glommio", 3),
-    ("ping-compio", 9),
-    ("ping-epoll", 7),
+/// Hello-world baselines with a fixed palette entry (the services' entries are in the
+/// services list).
+const FIXED_BASELINES: [(&str, usize); 3] = [
     ("hello-tokio-hyper", 4),
     ("hello-monoio", 5),
     ("hello-may-minihttp", 3),
 ];
 
 pub fn colour(service: &str) -> RGBColor {
-    if let Some((_, i)) = FIXED.iter().find(|(n, _)| *n == service) {
-        return PALETTE[*i];
+    let fixed = crate::catalogue::find(service)
+        .map(|s| s.palette)
+        .or_else(|| {
+            FIXED_BASELINES
+                .iter()
+                .find(|(n, _)| *n == service)
+                .map(|(_, i)| *i)
+        });
+    if let Some(i) = fixed.filter(|&i| i < PALETTE.len()) {
+        return PALETTE[i];
     }
     // FNV-1a: stable across runs and platforms (std's hasher is randomly seeded).
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -58,17 +59,18 @@ mod tests {
         assert_eq!(colour("ping-monoio"), RGBColor(213, 94, 0));
         assert_eq!(colour("some-new-runtime"), colour("some-new-runtime"));
         assert_ne!(colour("ping-tokio-hyper"), colour("ping-monoio"));
-        let services = [
-            "ping-tokio-hyper",
-            "ping-monoio",
-            "ping-may-minihttp",
-            "ping-tokio-per-core",
-            "ping-axum",
-            "ping-actix-web",
-            "ping-glommio",
-            "ping-compio",
-            "ping-epoll",
-        ];
+        let services: Vec<&str> = crate::catalogue::catalogue()
+            .iter()
+            .map(|s| {
+                assert!(
+                    s.palette < PALETTE.len(),
+                    "{}: no palette entry {}",
+                    s.name,
+                    s.palette
+                );
+                s.name.as_str()
+            })
+            .collect();
         for (i, a) in services.iter().enumerate() {
             for b in &services[i + 1..] {
                 assert_ne!(colour(a), colour(b), "{a} and {b} share a colour");
