@@ -17,7 +17,7 @@ pub mod text;
 mod worker;
 
 pub use backend::choose as choose_io;
-pub use check::send_lag_limit_us;
+pub use check::{BUSY_REASON, send_lag_limit_us};
 pub use merge::percentiles;
 pub use report::Report;
 pub use run::{hdr_v2_b64, run};

@@ -724,8 +724,8 @@ pub const AT_FLOOR_SLACK_US: f64 = 50.0;
 
 /// How loadgen's send-lag saturation reason begins (loadgen/src/check.rs).
 pub const SEND_LAG_REASON: &str = "send-lag p99";
-/// How loadgen's busy-thread saturation reason begins (loadgen/src/check.rs).
-pub const BUSY_REASON: &str = "a generator thread was";
+/// How loadgen's busy-thread saturation reason begins.
+pub use loadgen::BUSY_REASON;
 
 /// The server's resource use inside the measured window (sampled from /proc).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
