@@ -7,6 +7,8 @@ use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
 
 /// A worker thread at or above this CPU share may have limited the run.
 const BUSY_LIMIT: f64 = 0.90;
+/// How the busy-thread saturation reason begins (the runner recognises it by this).
+pub const BUSY_REASON: &str = "a generator thread was";
 /// Schedule left unsent at the window's end that still counts as the boundary (1 ms).
 const BACKLOG_BOUNDARY_S: f64 = 0.001;
 /// Open loop: sending less than this share of the target rate means the schedule slipped.
@@ -37,7 +39,7 @@ pub fn saturation(
         .fold(0.0, f64::max);
     if busiest_working >= BUSY_LIMIT {
         reasons.push(format!(
-            "a generator thread was {:.0} % busy, spin-waits excluded (limit {:.0} %)",
+            "{BUSY_REASON} {:.0} % busy, spin-waits excluded (limit {:.0} %)",
             busiest_working * 100.0,
             BUSY_LIMIT * 100.0
         ));

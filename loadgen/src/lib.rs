@@ -22,7 +22,7 @@ pub mod text;
 mod worker;
 
 pub use backend::choose as choose_io;
-pub use check::send_lag_limit_us;
+pub use check::{BUSY_REASON, send_lag_limit_us};
 pub use hdr::{hdr_v2_b64, hdr_v2_decode};
 pub use merge::percentiles;
 pub use report::Report;

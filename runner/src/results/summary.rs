@@ -132,7 +132,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
             LoadModel::Open { rate_per_s, .. } => Some(rate_per_s),
             LoadModel::Closed { .. } => None,
         },
-        generator_saturated: reps.iter().any(|r| r.generator_saturated()),
+        generator_saturated: reps.iter().any(|r| r.generator_saturated(&c.cell.limits)),
         errors: reps
             .iter()
             .map(|r| r.report.counts.errors.total() + r.report.counts.non_2xx)

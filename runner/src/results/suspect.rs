@@ -24,12 +24,32 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
     r
 }
 
+/// The generator's CPU per request and busiest thread beside the server's CPU per request
+/// and share of its allowance, so a reader sees which side the cores were spent on ("" if
+/// the server's CPU was not measured).
+fn versus_server(cell: &CellResult, rep: &RepResult) -> String {
+    let g = &rep.report.generator;
+    let Some(server_us) = rep.server.cpu_us_per_request else {
+        return String::new();
+    };
+    let share = rep
+        .server_busy_share(&cell.cell.limits)
+        .map_or(String::new(), |s| {
+            format!(", {:.0} % of its CPU allowance busy", s * 100.0)
+        });
+    format!(
+        "; generator {:.2} µs/request (busiest thread {:.0} % busy) vs server {server_us:.2} µs/request{share}",
+        g.cpu_us_per_request,
+        g.busiest_thread_busy * 100.0
+    )
+}
+
 /// What one repetition's generator report and counters say against it.
 fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
     let mut r = Vec::new();
     let rep_no = rep.rep;
     let rp = &rep.report;
-    if rep.generator_saturated() {
+    if rep.generator_saturated(&cell.cell.limits) {
         let floor = rep.floor_check.as_ref().map_or(String::new(), |f| {
             let split = f.split().map_or(String::new(), |s| {
                 format!(
@@ -43,8 +63,9 @@ fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
             )
         });
         r.push(format!(
-            "rep {rep_no}: generator saturated ({}{floor})",
-            rep.generator_limits().join("; ")
+            "rep {rep_no}: generator saturated ({}{floor}{})",
+            rep.generator_limits(&cell.cell.limits).join("; "),
+            versus_server(cell, rep)
         ));
     }
     if let Some(f) = rep.floor_check.as_ref().filter(|_| rep.send_lag_excused()) {
@@ -288,6 +309,70 @@ mod tests {
         pipeline: 1,
     };
 
+    /// One closed-loop repetition whose generator thread was `gen_busy` busy at
+    /// `gen_us` µs/request and whose server used `server_cores` cores at `server_us`.
+    fn busy_rep(gen_busy: f64, gen_us: f64, server_cores: f64, server_us: f64) -> CellResult {
+        let mut c = cell_with(CLOSED4, &[(40_000.0, 100.0)]);
+        let rep = &mut c.reps[0];
+        rep.report.verdict = Saturation {
+            saturated: true,
+            reasons: vec![format!(
+                "a generator thread was {:.0} % busy, spin-waits excluded (limit 90 %)",
+                gen_busy * 100.0
+            )],
+        };
+        rep.report.generator.cpu_us_per_request = gen_us;
+        rep.report.generator.busiest_thread_busy = gen_busy;
+        rep.server.cpu_us_per_request = Some(server_us);
+        rep.server.cpu_cores_busy = Some(server_cores);
+        c
+    }
+
+    #[test]
+    fn a_busy_generator_beside_a_server_with_headroom_is_saturated() {
+        // The server used 60 % of its one core: the generator set the pace.
+        let c = busy_rep(0.95, 3.1, 0.60, 2.0);
+        assert!(c.reps[0].generator_saturated(&c.cell.limits));
+        let r = suspect_reasons(&c).join("; ");
+        assert!(
+            r.contains("generator saturated (a generator thread was 95 % busy")
+                && r.contains(
+                    "generator 3.10 µs/request (busiest thread 95 % busy) vs server 2.00 µs/request, 60 % of its CPU allowance busy"
+                ),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_busy_generator_beside_a_server_at_its_ceiling_is_not_saturated() {
+        // Both sides ~full: the server's capacity is what was measured.
+        let c = busy_rep(0.95, 3.1, 0.97, 3.6);
+        assert!(c.reps[0].server_at_ceiling(&c.cell.limits));
+        assert!(!c.reps[0].generator_saturated(&c.cell.limits));
+        let r = suspect_reasons(&c);
+        assert!(!r.iter().any(|r| r.contains("saturated")), "{r:?}");
+    }
+
+    #[test]
+    fn the_ceiling_is_the_quota_when_there_is_one() {
+        // 0.45 cores busy: at the ceiling of a 0.5-CPU quota, not of the pinned core.
+        let mut c = busy_rep(0.95, 3.1, 0.45, 3.6);
+        assert!(c.reps[0].generator_saturated(&c.cell.limits));
+        c.cell.limits.cpu_quota = Some(0.5);
+        assert!(!c.reps[0].generator_saturated(&c.cell.limits));
+    }
+
+    #[test]
+    fn an_unknown_server_allowance_leaves_the_generators_verdict() {
+        let mut c = busy_rep(0.95, 3.1, 0.99, 3.6);
+        c.cell.limits.server_cpus.clear();
+        assert_eq!(c.reps[0].server_busy_share(&c.cell.limits), None);
+        assert!(c.reps[0].generator_saturated(&c.cell.limits));
+        c.reps[0].server.cpu_cores_busy = None;
+        c.cell.limits.server_cpus = vec![0];
+        assert!(c.reps[0].generator_saturated(&c.cell.limits));
+    }
+
     #[test]
     fn clean_cell_has_no_reasons() {
         // 4 in flight, 40k req/s → mean latency 100 µs.
@@ -373,11 +458,11 @@ mod tests {
             r.contains("rep 2: generator saturated (a generator thread was 95 % busy; the machine"),
             "{r}"
         );
-        assert!(!c.reps[0].generator_saturated());
-        assert!(c.reps[1].generator_saturated());
+        assert!(!c.reps[0].generator_saturated(&c.cell.limits));
+        assert!(c.reps[1].generator_saturated(&c.cell.limits));
         // Above the floor it stays the generator's.
         c.reps[0].floor_check.as_mut().unwrap().at_floor = false;
-        assert!(c.reps[0].generator_saturated());
+        assert!(c.reps[0].generator_saturated(&c.cell.limits));
         let r = suspect_reasons(&c).join("; ");
         assert!(
             r.contains("above 200 µs; the machine's timer wake-up p99 at the run's start is 2000 µs at 5000/s)"),
@@ -429,7 +514,10 @@ mod tests {
         );
         // A lag loadgen did not flag needs no excuse.
         assert!(!r.contains("rep 3"), "{r}");
-        assert!(!c.reps[0].generator_saturated() && c.reps[1].generator_saturated());
+        assert!(
+            !c.reps[0].generator_saturated(&c.cell.limits)
+                && c.reps[1].generator_saturated(&c.cell.limits)
+        );
     }
 
     #[test]

@@ -388,30 +388,62 @@ impl FloorCheck {
 }
 
 impl RepResult {
-    /// Saturation reasons that stand once the machine's floor is accounted for: a send-lag
-    /// reason is dropped when the lag is at the machine's floor.
-    pub fn generator_limits(&self) -> Vec<&str> {
+    /// Saturation reasons that stand once the machine's floor and the server's own ceiling
+    /// are accounted for: a send-lag reason is dropped when the lag is at the machine's
+    /// floor, a busy-thread reason when the server was as close to its CPU allowance
+    /// (`server_ceiling`) — then the server set the pace, and a cheaper generator could not
+    /// have raised the number.
+    pub fn generator_limits(&self, limits: &ProfileLimits) -> Vec<&str> {
         let at_floor = self.floor_check.as_ref().is_some_and(|f| f.at_floor);
+        let server_at_ceiling = self.server_at_ceiling(limits);
         self.report
             .verdict
             .reasons
             .iter()
             .map(String::as_str)
             .filter(|r| !(at_floor && r.starts_with(SEND_LAG_REASON)))
+            .filter(|r| !(server_at_ceiling && r.starts_with(BUSY_REASON)))
             .collect()
     }
 
     /// loadgen flagged this repetition's send lag and the floor check found it the
     /// machine's.
     pub fn send_lag_excused(&self) -> bool {
-        self.generator_limits().len() < self.report.verdict.reasons.len()
+        self.floor_check.as_ref().is_some_and(|f| f.at_floor)
+            && self
+                .report
+                .verdict
+                .reasons
+                .iter()
+                .any(|r| r.starts_with(SEND_LAG_REASON))
     }
 
-    /// The generator may have limited this repetition (after the floor check).
-    pub fn generator_saturated(&self) -> bool {
-        self.report.verdict.saturated && !self.generator_limits().is_empty()
+    /// The generator may have limited this repetition (after the floor and ceiling checks).
+    pub fn generator_saturated(&self, limits: &ProfileLimits) -> bool {
+        self.report.verdict.saturated && !self.generator_limits(limits).is_empty()
+    }
+
+    /// The server's CPU over its allowance (its CFS quota, else its pinned cores), 0..1;
+    /// None when either is unknown.
+    pub fn server_busy_share(&self, limits: &ProfileLimits) -> Option<f64> {
+        let allowance = limits
+            .cpu_quota
+            .or((!limits.server_cpus.is_empty()).then_some(limits.server_cpus.len() as f64))?;
+        Some(self.server.cpu_cores_busy? / allowance)
+    }
+
+    /// The server used at least `SERVER_CEILING` of its allowance. Over one window the busy
+    /// shares compare exactly as the CPU per request does (share = rate × µs/request ÷
+    /// cores), so this is the generator's cost set against the server's.
+    pub fn server_at_ceiling(&self, limits: &ProfileLimits) -> bool {
+        self.server_busy_share(limits)
+            .is_some_and(|s| s >= SERVER_CEILING)
     }
 }
+
+/// A server using this share of its CPU allowance was at its own ceiling (the generator's
+/// busy-thread limit, loadgen/src/check.rs, is the same 90 %).
+pub const SERVER_CEILING: f64 = 0.90;
 
 /// A send lag this close to the machine's own timer lateness is the machine's: factor …
 pub const AT_FLOOR_FACTOR: f64 = 1.5;
@@ -420,6 +452,8 @@ pub const AT_FLOOR_SLACK_US: f64 = 50.0;
 
 /// How loadgen's send-lag saturation reason begins (loadgen/src/check.rs).
 pub const SEND_LAG_REASON: &str = "send-lag p99";
+/// How loadgen's busy-thread saturation reason begins.
+pub use loadgen::BUSY_REASON;
 
 /// The server's resource use inside the measured window (sampled from /proc).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
