@@ -58,6 +58,11 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(old) = &args.diff_flamegraph {
         return super::diff_flamegraph::cmd(old, &args.run);
     }
+    if args.html {
+        let set = set::load(&args.run)?;
+        println!("wrote {}", super::site::write_run_page(&set)?.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     // Check the README before spending time on plots: a missing marker is the likely error.
     if let Some(readme) = &args.readme {
         let text = std::fs::read_to_string(readme)
