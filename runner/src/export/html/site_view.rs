@@ -66,6 +66,9 @@ pub struct Entry {
     /// The comparison (`--force`d when refused), as `matrix compare --format json` writes
     /// it but without the per-repetition value lists.
     pub comparison: serde_json::Value,
+    /// The same comparison as `matrix compare --format markdown` writes it (the view's
+    /// Markdown export).
+    pub markdown: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -158,6 +161,7 @@ fn entry(
             compare::compare(old, new, opt(true)).expect("a forced comparison is never refused"),
         ),
     };
+    let markdown = compare::export::markdown::render(&c);
     let mut comparison = serde_json::to_value(&c).unwrap_or(serde_json::Value::Null);
     without_values(&mut comparison);
     Entry {
@@ -168,6 +172,7 @@ fn entry(
         new_service: services.map(|s| s.1.to_string()),
         refused,
         comparison,
+        markdown,
     }
 }
 
