@@ -1,5 +1,6 @@
 //! `matrix report <run>`: SVG plots under `<run>/plots/`, results.md regenerated with the
-//! plots linked, and optionally the README's reference section rewritten from results.json.
+//! plots linked, the run's page (index.html; alone with `--html`), and optionally the
+//! README's reference section rewritten from results.json.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -76,6 +77,7 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         println!("wrote {}", set.dir.join(&c.file).display());
     }
     println!("wrote {}", set.dir.join("results.md").display());
+    println!("wrote {}", super::site::write_run_page(&set)?.display());
     if let Some(readme) = &args.readme {
         let readme_dir = readme
             .parent()
