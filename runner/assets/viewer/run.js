@@ -31,8 +31,13 @@ function header() {
       const f = r.floors;
       const parts = [];
       if (f.startup && f.startup.first_200_us) parts.push("start-up floor " + fmtNum(f.startup.first_200_us.median) + " µs (median exec → first 200 of a no-op responder)");
-      if (f.machine) parts.push("timer floor: " + JSON.stringify(f.machine).slice(0, 160));
-      items.push(["floors", parts.join(" · ") || "recorded"]);
+      const mr = f.machine && f.machine.report;
+      if (mr) {
+        for (const t of mr.timer || []) if (t.lateness) parts.push("timer wake-up lateness at " + fmtNum(t.rate_per_s, 0) + "/s: p50 " + fmtNum(t.lateness.p50_us) + " µs, p99 " + fmtNum(t.lateness.p99_us) + " µs");
+        const rt = mr.loopback_echo && mr.loopback_echo.round_trip;
+        if (rt) parts.push("loopback echo round trip p50 " + fmtNum(rt.p50_us) + " µs, p99 " + fmtNum(rt.p99_us) + " µs");
+      } else if (f.machine && f.machine.unavailable) parts.push("machine floor unavailable: " + f.machine.unavailable);
+      items.push(["floors", parts.length ? el("ul", { class: "floors" }, parts.map((x) => el("li", null, x))) : "recorded"]);
     }
   }
   items.push(["schema", "results schema v" + R.schema_version + " · status " + R.status + (R.baseline ? " · baseline " + R.baseline : "") + " · ceiling " + R.ceiling]);
@@ -57,7 +62,7 @@ function marks(c) {
   const out = [];
   if (c.status && c.status !== "ok") out.push(mark("†", [c.status + (c.failure ? ": " + c.failure : "")], "failed"));
   if (c.suspect) out.push(mark("⚠", c.suspect_reasons.length ? c.suspect_reasons : ["suspect"], "suspect"));
-  if (c.deviations && c.deviations.length) out.push(mark("ⓘ", c.deviations.map((d) => "deviation: " + d), "deviation"));
+  if (c.deviations && c.deviations.length) out.push(mark("*", c.deviations.map((d) => "deviation: " + d), "deviation"));
   return out;
 }
 
@@ -128,7 +133,7 @@ function render() {
       open: (c) => { state.set({ cell: c.key }); render(); document.getElementById("detail").focus(); },
       rowClass: (c, i, all) => [c.status && c.status !== "ok" ? "failed" : null, c.suspect ? "suspect" : null, i > 0 && band(c) && band(all[i - 1]) === band(c) ? "tied" : null].filter(Boolean).join(" "),
     }) : el("p", { class: "empty" }, "No cell here passes the filters."),
-    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric."));
+    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric."));
   app.append(sec);
   app.append(charts(tab, inTab.filter(keep), levels, level));
   app.append(detail(s.cell));

@@ -28,7 +28,7 @@ function runs() {
     { key: "cells", label: "cells", numeric: true, value: (r) => r.cells, render: (r) => String(r.cells) },
     { key: "failed", label: "failed", numeric: true, value: (r) => r.failed, render: (r) => String(r.failed) },
     { key: "suspect", label: "suspect", numeric: true, value: (r) => r.suspect, render: (r) => String(r.suspect) },
-    { key: "status", label: "status", value: (r) => r.status, render: (r) => [r.status, r.missing.length ? [" ", mark("ⓘ", r.missing, "deviation")] : null] },
+    { key: "status", label: "status", value: (r) => r.status, render: (r) => [r.status, r.missing.length ? [" ", mark("*", r.missing, "deviation")] : null] },
   ];
   const s = state.get();
   return el("section", { id: "runs" },
