@@ -223,3 +223,56 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::set;
+
+    fn reference() -> ResultSet {
+        set::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../results/2026-12-01T06-28-28Z-492c110"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_complete_run_lacks_nothing_and_names_each_services_runtime() {
+        let s = reference();
+        assert!(missing(&s).is_empty(), "{:?}", missing(&s));
+        let v = build(&s);
+        assert_eq!(v.services["ping-compio"].io_driver, "io_uring");
+        assert_eq!(v.services["ping-axum"].model, "work-stealing");
+        assert_eq!(v.cells.len(), s.results.cells.len());
+        assert!(v.cells.iter().any(|c| c.ceiling_x.is_some()));
+        assert!(
+            v.cells
+                .iter()
+                .all(|c| c.summary.service != CEILING || c.ceiling_x.is_none())
+        );
+    }
+
+    #[test]
+    fn an_older_or_partial_run_says_what_it_lacks_and_still_renders() {
+        let mut s = reference();
+        s.run = None;
+        s.results.calibration = None;
+        s.results.baseline = None;
+        let first = s.results.cells[0].key.clone();
+        s.cells.remove(&first);
+        s.results.cells[1].status = Some(CellStatus::Unsupported);
+        let m = missing(&s).join("\n");
+        for want in [
+            "no run.json",
+            "no calibration",
+            "no baseline",
+            "1 of 81 cells have no cells/<key>.json",
+            "1 cells did not complete",
+        ] {
+            assert!(m.contains(want), "{want:?} not in {m}");
+        }
+        let html = crate::export::html::run_page(&s).unwrap();
+        assert!(html.contains("no run.json"));
+    }
+}

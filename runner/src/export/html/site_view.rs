@@ -285,3 +285,63 @@ pub fn build(runs: &[SiteRun], others: &[Other]) -> SiteView {
         history: history(runs),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::set;
+
+    fn load(id: &str) -> ResultSet {
+        set::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../results")
+                .join(id),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_compare_entries_are_the_compare_modules_output_without_the_samples() {
+        let old = load("2026-11-30T14-06-29Z-14f462b");
+        let new = load("2026-11-30T14-14-58Z-14f462b");
+        let runs = [
+            SiteRun {
+                set: &new,
+                page: "b/index.html".into(),
+            },
+            SiteRun {
+                set: &old,
+                page: "a/index.html".into(),
+            },
+        ];
+        let v = build(&runs, &[]);
+        assert_eq!(v.runs[0].run_id, old.results.run_id, "oldest first");
+        let e = v.comparisons.iter().find(|e| e.kind == "runs").unwrap();
+        let opts = Options {
+            noise_pct: NOISE_PCT,
+            force: !e.refused.is_empty(),
+        };
+        let c = compare::compare(&old, &new, opts).unwrap();
+        let mut want = serde_json::to_value(&c).unwrap();
+        without_values(&mut want);
+        assert_eq!(e.comparison, want);
+        assert_eq!(e.markdown, compare::export::markdown::render(&c));
+        assert!(!e.comparison.to_string().contains("\"values\""));
+        // Every pair of services of each run, once.
+        let n = |s: &ResultSet| services(s).len();
+        let pairs = |k: usize| k * (k - 1) / 2;
+        assert_eq!(
+            v.comparisons
+                .iter()
+                .filter(|e| e.kind == "services")
+                .count(),
+            pairs(n(&old)) + pairs(n(&new))
+        );
+        assert!(
+            v.history
+                .values()
+                .flat_map(|m| m.values())
+                .any(|p| p.len() == 2)
+        );
+    }
+}
