@@ -97,8 +97,8 @@ pub fn power(design: Design, d: f64, n: f64) -> f64 {
 /// Memoised: it depends on (design, n) only, and a comparison asks it for every metric of
 /// every cell (the site asks for hundreds of comparisons; each bisection integrates 60 times).
 pub fn mde_d(design: Design, n: u32) -> Option<f64> {
-    static MEMO: std::sync::Mutex<Option<std::collections::HashMap<(Design, u32), Option<f64>>>> =
-        std::sync::Mutex::new(None);
+    type Memo = std::collections::HashMap<(Design, u32), Option<f64>>;
+    static MEMO: std::sync::Mutex<Option<Memo>> = std::sync::Mutex::new(None);
     if let Some(d) = MEMO
         .lock()
         .ok()

@@ -47,9 +47,12 @@ pub fn of<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Bands {
     out
 }
 
+/// A cell, its (round, value) pairs for the metric, and their mean.
+type Ranked<'a> = (&'a CellResult, Vec<(u32, f64)>, f64);
+
 /// One position's cells for one metric: (key, band) for every cell that measured it.
 fn bands_for(group: &[&CellResult], m: Metric) -> Vec<(String, u32)> {
-    let mut ranked: Vec<(&CellResult, Vec<(u32, f64)>, f64)> = group
+    let mut ranked: Vec<Ranked> = group
         .iter()
         .filter_map(|c| {
             let v = by_rep(c, m);
