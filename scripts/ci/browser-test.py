@@ -78,8 +78,8 @@ def serve(root):
     return srv
 
 
-def matrix(*args, ok=(0,)):
-    p = subprocess.run([str(MATRIX), *args], capture_output=True, text=True, timeout=300)
+def matrix(*args, ok=(0,), cwd=None):
+    p = subprocess.run([str(MATRIX), *args], capture_output=True, text=True, timeout=300, cwd=cwd)
     if p.returncode not in ok:
         sys.exit(f"matrix {' '.join(args)} exited {p.returncode}: {p.stderr}")
     return p
@@ -356,7 +356,8 @@ def run_checks(browser, site, base, failed_run, old_run, hit):
     changes = sum(1 for m in want.values() if m["verdict"] in ("better", "worse"))
     check(trs.count() == changes and "only=1" in page.url, f"only changes: {trs.count()} rows, {changes} better/worse in matrix compare")
     md = page.locator("#markdown textarea").input_value()
-    p = matrix("compare", str(REPO / "results" / old), str(REPO / "results" / new), "--format", "markdown", ok=(0, 1, 2))
+    # From inside results/ so the sides are labelled as the site labels them (by run id).
+    p = matrix("compare", old, new, "--format", "markdown", ok=(0, 1, 2), cwd=REPO / "results")
     check(md == p.stdout or (p.returncode == 2 and md), "Markdown export is matrix compare --format markdown's text")
     # A refused pair: the reference run against the quick run of another matrix.
     page.goto(f"{base}/index.html#view=compare&kind=runs&old={PAIR[1]}&new={REFERENCE}")

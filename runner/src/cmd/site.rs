@@ -42,7 +42,12 @@ fn find(root: &Path, dir: &Path, depth: u32, found: &mut Found) -> anyhow::Resul
     let rel = dir.strip_prefix(root).unwrap_or(dir).to_path_buf();
     if dir.join("results.json").is_file() {
         match set::load(dir) {
-            Ok(s) => found.runs.push((rel, s)),
+            Ok(mut s) => {
+                // Named by its place in the results tree, not by this machine's path to it:
+                // the site is the same wherever it is built (`nix build .#site` too).
+                s.label = rel.display().to_string();
+                found.runs.push((rel, s))
+            }
             Err(e) => found.others.push(Other {
                 path: rel.display().to_string(),
                 note: format!("could not be read: {e:#}"),
