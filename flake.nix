@@ -45,6 +45,11 @@
           packages = {
             inherit workspace matrix;
             default = workspace;
+            site = import ./nix/site.nix {
+              pkgs = checkedPkgs;
+              inherit workspace;
+              results = ./results;
+            };
           } // import ./nix/images.nix { pkgs = checkedPkgs; inherit workspace; };
 
           apps = {

@@ -26,3 +26,10 @@ if [ "${CI:-}" = true ] || command -v nix >/dev/null; then
 else
     echo "test.sh: SKIPPED scripts/ci/check-flake.sh: no nix on PATH (see .ci/run for what it needs)" >&2
 fi
+# The results viewer in headless Chromium (scripts/ci/browser-test.py; .ci/run installs
+# chromium and playwright). CI always runs it; elsewhere it is skipped loudly without them.
+if [ "${CI:-}" = true ] || { command -v chromium >/dev/null && python3 -c 'import playwright' 2>/dev/null; }; then
+    scripts/ci/browser-test.py
+else
+    echo "test.sh: SKIPPED scripts/ci/browser-test.py: no chromium or playwright (see .ci/run)" >&2
+fi

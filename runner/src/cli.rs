@@ -35,6 +35,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Write SVG plots and results.md for a run (optionally the README reference section).
     Report(ReportArgs),
+    /// Write a static site over every result set under a directory: an index, each run's
+    /// page, a compare view and a history per cell (self-contained HTML, no network).
+    Site(SiteArgs),
     /// Kubernetes (optional target): render per-cell manifests, no cluster needed.
     #[command(subcommand)]
     K8s(K8sCommand),
@@ -217,4 +220,18 @@ pub struct ReportArgs {
     /// differ.
     #[arg(long, value_name = "OLD_RUN", conflicts_with = "readme")]
     pub diff_flamegraph: Option<PathBuf>,
+    /// Only write the run's page, <run>/index.html (one self-contained file: leaderboards,
+    /// charts, every repetition), instead of plots and results.md.
+    #[arg(long, conflicts_with_all = ["readme", "diff_flamegraph", "latency_level"])]
+    pub html: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SiteArgs {
+    /// Directory holding the result sets (each a subdirectory with results.json).
+    #[arg(default_value = "results")]
+    pub results: PathBuf,
+    /// Where the site is written: index.html and <run-id>/index.html per run.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => cmd::run::calibrate(args),
         Command::Compare(args) => cmd::compare::cmd(args),
         Command::Report(args) => cmd::report::cmd(args),
+        Command::Site(args) => cmd::site::cmd(args),
         Command::Agent => runner::agent::main(),
         Command::K8s(runner::cli::K8sCommand::Render(args)) => cmd::k8s::render(args),
         Command::Ingest(args) => cmd::k8s::ingest(args),

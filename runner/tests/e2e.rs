@@ -177,6 +177,16 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
         .unwrap_or_else(|| panic!("{:?}", machine.unavailable));
     assert_eq!(report.timer[0].rate_per_s, 300.0);
     assert!(report.timer[0].lateness.is_some());
+    // The run's page is written at the end and its path printed; it names the failed cells
+    // (their failure in the embedded data, and the page's list of what is missing).
+    let page = run_dir.join("index.html");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("run page: {}", page.display())),
+        "{}",
+        out_text(&o)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("refusing to start") && html.contains("did not complete"));
     let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
     assert!(md.contains("Start-up floor of this runner"), "{md}");
     assert!(md.contains("Machine floor (`loadgen --floor`"), "{md}");

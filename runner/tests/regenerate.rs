@@ -228,3 +228,53 @@ fn compare_output_unchanged_in_every_format() {
         assert_same(file, &matrix(&repo(), &all), &read(&golden.join(file)));
     }
 }
+
+/// The site builds from the committed results/: an index that embeds every run, and each
+/// run's page byte-identical to the one committed beside its results.json.
+#[test]
+fn site_builds_from_results_and_its_run_pages_are_the_committed_ones() {
+    let d = fixtures::scratch("regenerate-site");
+    let out = d.join("site");
+    let stdout = matrix(
+        &repo(),
+        &["site", "results", "--out", out.to_str().unwrap()],
+    );
+    let text = String::from_utf8(stdout).unwrap();
+    let runs = committed_runs();
+    assert!(text.contains(&format!("({} runs", runs.len())), "{text}");
+    let index = String::from_utf8(read(&out.join("index.html"))).unwrap();
+    for run in &runs {
+        let id = run.trim_start_matches("results/");
+        assert!(
+            index.contains(&format!("\"page\":\"{id}/index.html\"")),
+            "{id} not in the index"
+        );
+        assert_same(
+            &format!("site page of {run}"),
+            &read(&out.join(id).join("index.html")),
+            &read(&repo().join(run).join("index.html")),
+        );
+    }
+}
+
+/// A directory without result sets is bad input: exit 2 with a reason, nothing written.
+#[test]
+fn site_refuses_a_directory_without_result_sets() {
+    let d = fixtures::scratch("regenerate-site-empty");
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    for input in [empty.clone(), d.join("no-such-dir")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_matrix"))
+            .args(["site", input.to_str().unwrap(), "--out"])
+            .arg(d.join("out"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", input.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("result set") || err.contains("no such"),
+            "{err}"
+        );
+        assert!(!d.join("out").join("index.html").exists());
+    }
+}

@@ -148,14 +148,14 @@ else
 fi
 missing=0
 for sys in x86_64-linux aarch64-linux; do
-    for want in "packages.$sys.workspace" "packages.$sys.matrix" "packages.$sys.default" \
+    for want in "packages.$sys.workspace" "packages.$sys.matrix" "packages.$sys.default" "packages.$sys.site" \
         "devShells.$sys.default" "formatter.$sys" "checks.$sys.build" "checks.$sys.tests" \
         "checks.$sys.clippy" "checks.$sys.fmt" "checks.$sys.smoke" "checks.$sys.nix-fmt"; do
         run_nix eval --raw "path:$flake#$want.drvPath" "${on_stand_in[@]}" >/dev/null ||
             { fail "structure: $want is missing or not a derivation"; missing=1; }
     done
 done
-[ "$missing" -eq 1 ] || ok "structure: packages {workspace, matrix, default}, devShells.default, formatter, checks {build, tests, clippy, fmt, smoke, nix-fmt} on both systems"
+[ "$missing" -eq 1 ] || ok "structure: packages {workspace, matrix, default, site}, devShells.default, formatter, checks {build, tests, clippy, fmt, smoke, nix-fmt} on both systems"
 # One image per binary the matrices name, for `matrix k8s render`.
 images=0
 for b in loadgen $(sed -n 's/^binary = "\(.*\)"/\1/p' "$flake/matrix.toml" "$flake/matrix-full.toml" | sort -u); do

@@ -9,3 +9,4 @@ pub mod k8s;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod site;

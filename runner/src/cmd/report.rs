@@ -1,5 +1,6 @@
 //! `matrix report <run>`: SVG plots under `<run>/plots/`, results.md regenerated with the
-//! plots linked, and optionally the README's reference section rewritten from results.json.
+//! plots linked, the run's page (index.html; alone with `--html`), and optionally the
+//! README's reference section rewritten from results.json.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -58,6 +59,11 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(old) = &args.diff_flamegraph {
         return super::diff_flamegraph::cmd(old, &args.run);
     }
+    if args.html {
+        let set = set::load(&args.run)?;
+        println!("wrote {}", super::site::write_run_page(&set)?.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     // Check the README before spending time on plots: a missing marker is the likely error.
     if let Some(readme) = &args.readme {
         let text = std::fs::read_to_string(readme)
@@ -77,6 +83,7 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         println!("wrote {}", set.dir.join(&c.file).display());
     }
     println!("wrote {}", set.dir.join("results.md").display());
+    println!("wrote {}", super::site::write_run_page(&set)?.display());
     if let Some(readme) = &args.readme {
         let readme_dir = readme
             .parent()

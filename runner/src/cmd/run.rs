@@ -436,7 +436,8 @@ fn drift(store: &Store, plan: &Plan, series: Vec<DriftPoint>) -> Option<Drift> {
     })
 }
 
-/// Reads every cell file of the plan back and writes results.json, results.md, run.json.
+/// Reads every cell file of the plan back and writes results.json, results.md, run.json and
+/// the run's page (index.html).
 pub fn export_all(
     store: &Store,
     run: &mut RunRecord,
@@ -474,6 +475,12 @@ pub fn export_all(
     );
     page.extend_from_slice(export::hosts::section(&run.hosts, cells.iter()).as_bytes());
     store.write_file("results.md", &page)?;
+    // The run's page is a view of what was just written; failing to draw it must not turn a
+    // finished run into an error, so it is reported and the run ends as it would.
+    match crate::results::set::load(&store.dir).and_then(|set| super::site::write_run_page(&set)) {
+        Ok(path) => println!("run page: {}", path.display()),
+        Err(e) => eprintln!("warning: the run's page was not written: {e:#}"),
+    }
     let failed = cells.iter().chain(&arms).any(|c| {
         matches!(
             c.status,

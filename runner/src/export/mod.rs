@@ -1,10 +1,12 @@
-//! Exporters: a run's results as bytes — results.json (the aggregate) and results.md (the
-//! page a human reads). They never touch files; the store or `cmd::report` writes them.
+//! Exporters: a run's results as bytes — results.json (the aggregate), results.md (the
+//! page a human reads) and the HTML viewer (`html`: the run's page and the site). They never
+//! touch files; the store, `cmd::report` or `cmd::site` writes them.
 
 pub mod churn;
 pub mod counted;
 pub mod flamegraphs;
 pub mod hosts;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod variants;

@@ -16,7 +16,7 @@ pub const ALPHA: f64 = 0.05;
 pub const POWER: f64 = 0.80;
 
 /// How the two samples relate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Design {
     /// Two independent samples of n each (df = 2n − 2, noncentrality d·√(n/2)).
     TwoSample,
@@ -94,7 +94,27 @@ pub fn power(design: Design, d: f64, n: f64) -> f64 {
 
 /// Smallest effect (in standard deviations) detected with [`POWER`] at level [`ALPHA`] with
 /// `n` repetitions per side; None below 2 repetitions (no variance to test against).
+/// Memoised: it depends on (design, n) only, and a comparison asks it for every metric of
+/// every cell (the site asks for hundreds of comparisons; each bisection integrates 60 times).
 pub fn mde_d(design: Design, n: u32) -> Option<f64> {
+    type Memo = std::collections::HashMap<(Design, u32), Option<f64>>;
+    static MEMO: std::sync::Mutex<Option<Memo>> = std::sync::Mutex::new(None);
+    if let Some(d) = MEMO
+        .lock()
+        .ok()
+        .and_then(|m| m.as_ref().and_then(|m| m.get(&(design, n)).copied()))
+    {
+        return d;
+    }
+    let d = mde_d_uncached(design, n);
+    if let Ok(mut m) = MEMO.lock() {
+        m.get_or_insert_with(Default::default)
+            .insert((design, n), d);
+    }
+    d
+}
+
+fn mde_d_uncached(design: Design, n: u32) -> Option<f64> {
     let n = f64::from(n);
     if design.df(n) < 1.0 {
         return None;

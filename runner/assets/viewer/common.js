@@ -1,0 +1,223 @@
+// Shared by the run page and the site: DOM building, number formats, the URL state and
+// the SVG charts. Every number comes from the embedded JSON the Rust side computed; these
+// scripts only lay it out, sort and filter. No library and no network.
+"use strict";
+
+const DATA = JSON.parse(document.getElementById("data").textContent);
+const SVGNS = "http://www.w3.org/2000/svg";
+
+// el("td", {class: "x", onclick: f}, child, "text", ...): children may be nodes, strings,
+// arrays or null (skipped).
+function el(tag, attrs, ...children) {
+  const n = document.createElement(tag);
+  setAttrs(n, attrs);
+  append(n, children);
+  return n;
+}
+function svg(tag, attrs, ...children) {
+  const n = document.createElementNS(SVGNS, tag);
+  setAttrs(n, attrs);
+  append(n, children);
+  return n;
+}
+function setAttrs(n, attrs) {
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
+    else n.setAttribute(k, v === true ? "" : v);
+  }
+}
+function append(n, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    n.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+// Number formats: the unit is in the column header, the cell shows the value.
+function fmtNum(v, digits) {
+  if (v === null || v === undefined || !isFinite(v)) return "—";
+  const d = digits === undefined ? (Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2) : digits;
+  return v.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
+}
+function fmtBytes(v) {
+  if (v === null || v === undefined) return "—";
+  return fmtNum(v / 1048576, 2);
+}
+function fmtPct(v) {
+  if (v === null || v === undefined || !isFinite(v)) return "—";
+  return (v > 0 ? "+" : "") + v.toFixed(1) + " %";
+}
+function fmtDate(ms) {
+  if (!ms) return "unknown";
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 16) + " UTC";
+}
+
+// The view's state lives in the URL's fragment (works from file:// too), so a link
+// reproduces the view: #tab=ping/pinned&level=c64&sort=requests_per_s.
+const state = {
+  get() {
+    const s = {};
+    for (const part of location.hash.replace(/^#/, "").split("&")) {
+      if (!part) continue;
+      const i = part.indexOf("=");
+      s[decodeURIComponent(part.slice(0, i))] = decodeURIComponent(part.slice(i + 1));
+    }
+    return s;
+  },
+  set(changes) {
+    const s = Object.assign(state.get(), changes);
+    const parts = Object.entries(s)
+      .filter(([, v]) => v !== null && v !== undefined && v !== "")
+      .map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(v));
+    history.replaceState(null, "", "#" + parts.join("&"));
+  },
+};
+
+// A sortable table: columns [{key, label, title, value(row), render(row), numeric, better}].
+// Headers are buttons (Tab / Enter / Space sort); rows with `open` get Enter and click.
+function table(columns, rows, opts) {
+  const sortKey = opts.sort;
+  const dir = opts.dir === "asc" ? 1 : -1;
+  const col = columns.find((c) => c.key === sortKey);
+  const sorted = rows.slice();
+  if (col) {
+    sorted.sort((a, b) => {
+      const va = col.value(a), vb = col.value(b);
+      const na = va === null || va === undefined, nb = vb === null || vb === undefined;
+      if (na || nb) return na - nb; // missing values last, whatever the direction
+      return (va < vb ? -1 : va > vb ? 1 : 0) * dir;
+    });
+  }
+  const head = el("tr", null, columns.map((c) =>
+    el("th", { scope: "col", "aria-sort": c.key === sortKey ? (dir > 0 ? "ascending" : "descending") : null, class: c.numeric ? "num" : null },
+      c.value ? el("button", {
+        type: "button", class: "sort", "data-key": c.key, title: c.title || null,
+        onclick: () => opts.onSort(c.key, c.key === sortKey ? (dir > 0 ? "desc" : "asc") : (c.better === "lower" ? "asc" : "desc")),
+      }, c.label, c.key === sortKey ? (dir > 0 ? " ▲" : " ▼") : "") : c.label)));
+  const body = sorted.map((r, i) => {
+    const tr = el("tr", {
+      tabindex: opts.open ? "0" : null, "data-key": r.key || null,
+      class: [opts.rowClass ? opts.rowClass(r, i, sorted) : null, opts.open ? "clickable" : null].filter(Boolean).join(" ") || null,
+      onclick: opts.open ? (e) => { if (!e.target.closest("button,a,.mark")) opts.open(r); } : null,
+      onkeydown: opts.open ? (e) => rowKeys(e, tr, () => opts.open(r)) : null,
+    }, columns.map((c) => el("td", { class: c.numeric ? "num" : null, "data-col": c.key }, c.render ? c.render(r) : fmtNum(c.value(r)))));
+    return tr;
+  });
+  return el("table", { class: "board" }, el("thead", null, head), el("tbody", null, body));
+}
+
+// Keyboard: Enter opens the row, ↑/↓ (or j/k) move between rows.
+function rowKeys(e, tr, open) {
+  if (e.key === "Enter") { e.preventDefault(); open(); }
+  else if (e.key === "ArrowDown" || e.key === "j") { e.preventDefault(); (tr.nextElementSibling || tr).focus(); }
+  else if (e.key === "ArrowUp" || e.key === "k") { e.preventDefault(); (tr.previousElementSibling || tr).focus(); }
+}
+
+// A mark (†, ⚠) whose reasons show on hover (title) and on click / Enter (a popover).
+function mark(symbol, reasons, cls) {
+  const text = reasons.join("\n");
+  return el("span", {
+    class: "mark " + (cls || ""), tabindex: "0", role: "button", title: text, "aria-label": symbol + " " + text,
+    onclick: (e) => { e.stopPropagation(); togglePop(e.currentTarget, reasons); },
+    onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); e.stopPropagation(); togglePop(e.currentTarget, reasons); } },
+  }, symbol);
+}
+function togglePop(anchor, reasons) {
+  const open = anchor.querySelector(".pop");
+  document.querySelectorAll(".pop").forEach((p) => p.remove());
+  if (open) return;
+  anchor.append(el("span", { class: "pop", role: "tooltip" }, el("ul", null, reasons.map((r) => el("li", null, r)))));
+}
+
+// Charts. Each returns an <svg>; series are [{name, points: [{x, y, lo, hi, label}]}].
+const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
+const W = 640, H = 300, M = { l: 70, r: 170, t: 20, b: 40 };
+
+function scale(lo, hi, a, b, log) {
+  if (log) { lo = Math.log10(lo); hi = Math.log10(hi); }
+  if (hi === lo) { hi = lo + 1; }
+  return (v) => a + ((log ? Math.log10(v) : v) - lo) / (hi - lo) * (b - a);
+}
+function ticks(lo, hi, log) {
+  if (log) {
+    const out = [];
+    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) out.push(Math.pow(10, e));
+    return out;
+  }
+  const step = Math.pow(10, Math.floor(Math.log10((hi - lo) || 1))) ;
+  const n = (hi - lo) / step;
+  const s = n > 5 ? step * 2 : n < 2 ? step / 2 : step;
+  const out = [];
+  for (let v = Math.ceil(lo / s) * s; v <= hi + 1e-9; v += s) out.push(v);
+  return out;
+}
+
+// Lines over categorical x (labels) or a numeric x; whiskers where lo/hi are given.
+function lineChart(title, series, o) {
+  const xs = o.xLabels;
+  const all = series.flatMap((s) => s.points.flatMap((p) => [p.y, p.lo, p.hi])).filter((v) => v !== null && v !== undefined && (!o.logY || v > 0));
+  if (!all.length) return el("p", { class: "empty" }, title + ": nothing measured to draw.");
+  let lo = o.logY ? Math.min(...all) : Math.min(0, ...all), hi = Math.max(...all);
+  if (o.logY) { lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi))); }
+  const x = (i) => M.l + (xs.length === 1 ? (W - M.l - M.r) / 2 : i * (W - M.l - M.r) / (xs.length - 1));
+  const y = scale(lo, hi, H - M.b, M.t, o.logY);
+  const g = [];
+  for (const t of ticks(lo, hi, o.logY)) {
+    g.push(svg("line", { x1: M.l, x2: W - M.r, y1: y(t), y2: y(t), class: "grid" }));
+    g.push(svg("text", { x: M.l - 6, y: y(t) + 4, "text-anchor": "end", class: "tick" }, fmtNum(t, t < 10 ? 1 : 0)));
+  }
+  xs.forEach((l, i) => g.push(svg("text", { x: x(i), y: H - M.b + 16, "text-anchor": "middle", class: "tick" }, l)));
+  series.forEach((s, si) => {
+    const c = PALETTE[si % PALETTE.length];
+    const pts = s.points.filter((p) => p.y !== null && p.y !== undefined && (!o.logY || p.y > 0));
+    if (pts.length > 1) g.push(svg("polyline", { points: pts.map((p) => x(p.i) + "," + y(p.y)).join(" "), fill: "none", stroke: c, "stroke-width": 2 }));
+    for (const p of pts) {
+      if (p.lo !== null && p.lo !== undefined && p.hi !== null && p.hi !== undefined) {
+        const l = o.logY ? Math.max(p.lo, lo) : p.lo;
+        g.push(svg("line", { x1: x(p.i), x2: x(p.i), y1: y(l), y2: y(p.hi), stroke: c, class: "whisker" }));
+      }
+      g.push(svg("circle", { cx: x(p.i), cy: y(p.y), r: 3.5, fill: c }, svg("title", null, s.name + " · " + xs[p.i] + ": " + fmtNum(p.y) + (p.hi !== undefined && p.hi !== null ? " [" + fmtNum(p.lo) + " – " + fmtNum(p.hi) + "]" : ""))));
+    }
+    g.push(svg("rect", { x: W - M.r + 10, y: M.t + si * 16, width: 10, height: 10, fill: c }));
+    g.push(svg("text", { x: W - M.r + 24, y: M.t + si * 16 + 9, class: "legend" }, s.name));
+  });
+  g.push(svg("text", { x: 12, y: M.t + (H - M.t - M.b) / 2, transform: "rotate(-90 12 " + (M.t + (H - M.t - M.b) / 2) + ")", "text-anchor": "middle", class: "axis" }, o.yLabel));
+  g.push(svg("text", { x: M.l + (W - M.l - M.r) / 2, y: H - 4, "text-anchor": "middle", class: "axis" }, o.xLabel));
+  return el("figure", { class: "chart" }, el("figcaption", null, title), svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": title }, g));
+}
+
+// Horizontal bars with interval whiskers: rows [{name, v, lo, hi}].
+function barChart(title, rows, o) {
+  rows = rows.filter((r) => r.v !== null && r.v !== undefined);
+  if (!rows.length) return el("p", { class: "empty" }, title + ": nothing measured to draw.");
+  const rh = 20, h = M.t + rows.length * rh + 30, left = 170, right = W - 60;
+  const hi = Math.max(...rows.map((r) => Math.max(r.v, r.hi || 0)));
+  const x = scale(0, hi, left, right, false);
+  const g = [];
+  rows.forEach((r, i) => {
+    const yy = M.t + i * rh;
+    g.push(svg("text", { x: left - 6, y: yy + 13, "text-anchor": "end", class: "tick" }, r.name));
+    g.push(svg("rect", { x: left, y: yy + 2, width: Math.max(1, x(r.v) - left), height: rh - 6, fill: PALETTE[0], opacity: 0.75 }, svg("title", null, r.name + ": " + fmtNum(r.v) + (r.hi !== null && r.hi !== undefined ? " [" + fmtNum(r.lo) + " – " + fmtNum(r.hi) + "]" : ""))));
+    if (r.lo !== null && r.lo !== undefined && r.hi !== null && r.hi !== undefined) {
+      const a = x(Math.max(0, r.lo)), b = x(r.hi), m = yy + rh / 2 - 1;
+      g.push(svg("line", { x1: a, x2: b, y1: m, y2: m, class: "whisker", stroke: "#000" }));
+      g.push(svg("line", { x1: a, x2: a, y1: m - 4, y2: m + 4, stroke: "#000" }));
+      g.push(svg("line", { x1: b, x2: b, y1: m - 4, y2: m + 4, stroke: "#000" }));
+    }
+    g.push(svg("text", { x: Math.min(right + 50, Math.max(x(r.v), r.hi ? x(r.hi) : 0) + 4), y: yy + 13, class: "tick" }, fmtNum(r.v)));
+  });
+  g.push(svg("text", { x: (left + right) / 2, y: h - 6, "text-anchor": "middle", class: "axis" }, o.xLabel));
+  return el("figure", { class: "chart" }, el("figcaption", null, title), svg("svg", { viewBox: "0 0 " + W + " " + h, role: "img", "aria-label": title }, g));
+}
+
+// Level labels sort by the numbers in them: c1 < c16 < c64 < c16p16.
+function levelOrder(a, b) {
+  const n = (s) => (s.match(/\d+/g) || ["0"]).map(Number);
+  const na = n(a), nb = n(b);
+  for (let i = 0; i < Math.max(na.length, nb.length); i++) {
+    if ((na[i] || 0) !== (nb[i] || 0)) return (na[i] || 0) - (nb[i] || 0);
+  }
+  return a < b ? -1 : 1;
+}
+function uniq(xs) { return [...new Set(xs)]; }

@@ -1,0 +1,191 @@
+// The run page: header (machine, commit, floors, calibration, what is missing), a tab per
+// scenario × profile, a level selector, filters by runtime model and I/O driver, the
+// leaderboard (rank bands, not orders), the charts and a cell's detail.
+"use strict";
+
+const R = DATA;
+const svcInfo = (s) => R.services[s] || { model: "unknown", io_driver: "unknown", runtime: "unknown" };
+const METRICS = [
+  { key: "requests_per_s", label: "req/s", better: "higher", stat: (c) => c.requests_per_s },
+  { key: "cpu_us_per_request", label: "CPU µs/req", better: "lower", stat: (c) => c.server_cpu_us_per_request },
+  { key: "latency_p50_us", label: "p50 µs", better: "lower", point: (c) => c.latency && c.latency.p50_us },
+  { key: "latency_p99_us", label: "p99 µs", better: "lower", point: (c) => c.latency && c.latency.p99_us },
+  { key: "startup_us", label: "start-up µs", better: "lower", stat: (c) => c.startup_us },
+  { key: "idle_rss_bytes", label: "idle RSS MiB", better: "lower", stat: (c) => c.idle_rss_bytes, bytes: true },
+];
+const value = (m, c) => m.stat ? (m.stat(c) ? m.stat(c).mean : null) : (m.point(c) === undefined ? null : m.point(c));
+const tabOf = (c) => c.scenario + " · " + c.profile;
+const tabs = uniq(R.cells.map(tabOf));
+
+function header() {
+  const r = R.run;
+  const items = [];
+  if (r) {
+    const h = r.hardware;
+    items.push(["machine", h.cpu_model + " · " + h.logical_cpus + " logical CPUs (" + h.physical_cores + " cores) · " + fmtNum(h.memory_total_bytes / 1073741824, 1) + " GiB · " + (h.virtualization || "bare metal?") + " · " + r.os.os + " " + r.os.kernel]);
+    items.push(["commit", (r.git_commit || "unknown") + (r.git_dirty ? " (dirty tree)" : "")]);
+    items.push(["started", fmtDate(r.started_unix_ms) + (r.finished_unix_ms ? " · took " + fmtNum((r.finished_unix_ms - r.started_unix_ms) / 60000, 1) + " min" : " · unfinished")]);
+    items.push(["command", r.command_line.join(" ") + (r.quick ? " (quick)" : "")]);
+    items.push(["toolchain", r.rustc + " · " + r.build_profile + " · " + r.provenance]);
+    if (r.floors) {
+      const f = r.floors;
+      const parts = [];
+      if (f.startup && f.startup.first_200_us) parts.push("start-up floor " + fmtNum(f.startup.first_200_us.median) + " µs (median exec → first 200 of a no-op responder)");
+      const mr = f.machine && f.machine.report;
+      if (mr) {
+        for (const t of mr.timer || []) if (t.lateness) parts.push("timer wake-up lateness at " + fmtNum(t.rate_per_s, 0) + "/s: p50 " + fmtNum(t.lateness.p50_us) + " µs, p99 " + fmtNum(t.lateness.p99_us) + " µs");
+        const rt = mr.loopback_echo && mr.loopback_echo.round_trip;
+        if (rt) parts.push("loopback echo round trip p50 " + fmtNum(rt.p50_us) + " µs, p99 " + fmtNum(rt.p99_us) + " µs");
+      } else if (f.machine && f.machine.unavailable) parts.push("machine floor unavailable: " + f.machine.unavailable);
+      items.push(["floors", parts.length ? el("ul", { class: "floors" }, parts.map((x) => el("li", null, x))) : "recorded"]);
+    }
+  }
+  items.push(["schema", "results schema v" + R.schema_version + " · status " + R.status + (R.baseline ? " · baseline " + R.baseline : "") + " · ceiling " + R.ceiling]);
+  const dl = el("dl", { class: "meta" }, items.map(([k, v]) => [el("dt", null, k), el("dd", null, v)]));
+  const missing = R.missing.length
+    ? el("section", { id: "missing", class: "missing" }, el("h2", null, "What this run does not have"), el("ul", null, R.missing.map((m) => el("li", null, m))))
+    : null;
+  return [el("h1", null, "pingmatrix run ", el("code", null, R.run_id)), dl, missing, calibration()];
+}
+
+function calibration() {
+  const cal = R.calibration;
+  if (!cal) return null;
+  const names = uniq(cal.cells.flatMap((c) => c.metrics.map((m) => m.metric)));
+  const rows = cal.cells.map((c) => el("tr", null, el("td", null, c.scenario + " · " + c.level + " · " + c.profile), el("td", { class: "num" }, c.pairs),
+    names.map((n) => { const m = c.metrics.find((x) => x.metric === n); return el("td", { class: "num", title: m ? "A/A change " + fmtPct(m.aa && m.aa.change_pct) + ", verdict " + m.verdict : "" }, m ? fmtNum(m.mde_pct, 1) : "—"); })));
+  return el("details", { id: "calibration" }, el("summary", null, "Calibration: minimum detectable effect per metric (%, 95 % confidence, 80 % power; " + cal.service + " against itself)"),
+    el("table", { class: "board" }, el("thead", null, el("tr", null, el("th", null, "cell"), el("th", null, "pairs"), names.map((n) => el("th", { class: "num" }, n)))), el("tbody", null, rows)));
+}
+
+function marks(c) {
+  const out = [];
+  if (c.status && c.status !== "ok") out.push(mark("†", [c.status + (c.failure ? ": " + c.failure : "")], "failed"));
+  if (c.suspect) out.push(mark("⚠", c.suspect_reasons.length ? c.suspect_reasons : ["suspect"], "suspect"));
+  if (c.deviations && c.deviations.length) out.push(mark("*", c.deviations.map((d) => "deviation: " + d), "deviation"));
+  return out;
+}
+
+function render() {
+  const s = state.get();
+  const tab = tabs.includes(s.tab) ? s.tab : tabs[0];
+  const inTab = R.cells.filter((c) => tabOf(c) === tab);
+  const levels = uniq(inTab.map((c) => c.level)).sort(levelOrder);
+  const level = levels.includes(s.level) ? s.level : levels[levels.length > 2 ? 2 : levels.length - 1];
+  const sort = s.sort || "requests_per_s";
+  const models = uniq(R.cells.map((c) => svcInfo(c.service).model)).sort();
+  const ios = uniq(R.cells.map((c) => svcInfo(c.service).io_driver)).sort();
+  const offModels = (s.nomodel || "").split(",").filter(Boolean);
+  const offIo = (s.noio || "").split(",").filter(Boolean);
+  const keep = (c) => !offModels.includes(svcInfo(c.service).model) && !offIo.includes(svcInfo(c.service).io_driver);
+  const rows = inTab.filter((c) => c.level === level && keep(c));
+
+  const app = document.getElementById("app");
+  app.replaceChildren();
+  app.append(...header().filter(Boolean));
+  app.append(el("nav", { class: "tabs", role: "tablist" }, tabs.map((t) => el("button", {
+    type: "button", role: "tab", "aria-selected": t === tab ? "true" : "false", class: t === tab ? "active" : null, "data-tab": t,
+    onclick: () => { state.set({ tab: t, level: null }); render(); },
+  }, t))));
+  const filter = (name, all, off, param) => el("fieldset", { class: "filter", id: "filter-" + param }, el("legend", null, name),
+    all.map((v) => el("label", null, el("input", {
+      type: "checkbox", value: v, checked: !off.includes(v),
+      onchange: (e) => { const o = off.filter((x) => x !== v); if (!e.target.checked) o.push(v); state.set({ [param]: o.join(",") }); render(); },
+    }), " " + v + " (" + uniq(R.cells.filter((c) => svcInfo(c.service)[name === "runtime model" ? "model" : "io_driver"] === v).map((c) => c.service)).length + ")")));
+  app.append(el("div", { class: "controls" },
+    el("label", null, "level ", el("select", { id: "level", onchange: (e) => { state.set({ level: e.target.value }); render(); } },
+      levels.map((l) => el("option", { value: l, selected: l === level }, l)))),
+    filter("runtime model", models, offModels, "nomodel"), filter("I/O driver", ios, offIo, "noio")));
+
+  const m = METRICS.find((x) => x.key === sort);
+  const band = (c) => m && c.bands[m.key];
+  const cols = [
+    { key: "band", label: "rank", title: "services the run cannot tell apart share a band", render: (c) => band(c) ? el("span", { class: "band", title: "band " + band(c) + " by " + (m ? m.label : "") + ": no paired difference from the band's leader" }, "=" + band(c)) : "—" },
+    { key: "service", label: "service", value: (c) => c.service, render: (c) => [el("strong", null, c.service.replace(/^ping-/, "")), " ", marks(c)] },
+    { key: "model", label: "model", value: (c) => svcInfo(c.service).model, render: (c) => svcInfo(c.service).model },
+    { key: "io", label: "I/O", value: (c) => svcInfo(c.service).io_driver, render: (c) => svcInfo(c.service).io_driver },
+  ];
+  const maxRps = Math.max(1, ...rows.map((c) => value(METRICS[0], c) || 0));
+  for (const mm of METRICS) {
+    cols.push({
+      key: mm.key, label: mm.label, numeric: true, better: mm.better,
+      value: (c) => value(mm, c),
+      render: (c) => {
+        const v = value(mm, c);
+        const st = mm.stat && mm.stat(c);
+        const txt = mm.bytes ? fmtBytes(v) : fmtNum(v);
+        const title = st && st.ci95_low !== null ? "mean of " + st.n + "; 95 % CI " + (mm.bytes ? fmtBytes(st.ci95_low) + " – " + fmtBytes(st.ci95_high) : fmtNum(st.ci95_low) + " – " + fmtNum(st.ci95_high)) : null;
+        const parts = [el("span", { class: "v", title: title }, txt)];
+        if (mm.key === "requests_per_s" && v) parts.unshift(el("span", { class: "bar", style: "width:" + (60 * v / maxRps).toFixed(1) + "px" }));
+        if (mm.key === "cpu_us_per_request" && c.ceiling_x) parts.push(el("span", { class: "x", title: "× the no-runtime ceiling's CPU per request at this position" }, " " + c.ceiling_x.toFixed(2) + "×"));
+        return parts;
+      },
+    });
+  }
+  cols.push({ key: "n", label: "reps", numeric: true, value: (c) => c.n, render: (c) => String(c.n) });
+  const churn = rows.some((c) => c.churn);
+  if (churn) cols.push({ key: "churn", label: "churn RSS", value: (c) => c.churn && c.churn.growth_pct, render: (c) => c.churn ? c.churn.verdict + " (" + fmtPct(c.churn.growth_pct) + ")" : "—" });
+
+  const sec = el("section", { id: "board" }, el("h2", null, tab + " · " + level),
+    rows.length ? table(cols, rows, {
+      sort: sort, dir: s.dir || (m && m.better === "lower" ? "asc" : "desc"),
+      onSort: (k, d) => { state.set({ sort: k, dir: d }); render(); },
+      open: (c) => { state.set({ cell: c.key }); render(); document.getElementById("detail").focus(); },
+      rowClass: (c, i, all) => [c.status && c.status !== "ok" ? "failed" : null, c.suspect ? "suspect" : null, i > 0 && band(c) && band(all[i - 1]) === band(c) ? "tied" : null].filter(Boolean).join(" "),
+    }) : el("p", { class: "empty" }, "No cell here passes the filters."),
+    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric."));
+  app.append(sec);
+  app.append(charts(tab, inTab.filter(keep), levels, level));
+  app.append(detail(s.cell));
+}
+
+function charts(tab, cells, levels, level) {
+  const svcs = uniq(cells.map((c) => c.service));
+  const at = (svc, l) => cells.find((c) => c.service === svc && c.level === l);
+  const thr = lineChart("Throughput vs load level (" + tab + "), mean with 95 % CI", svcs.map((svc) => ({
+    name: svc.replace(/^ping-/, ""),
+    points: levels.map((l, i) => { const c = at(svc, l); const st = c && c.requests_per_s; return { i, y: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high }; }),
+  })), { xLabels: levels, xLabel: "level", yLabel: "req/s" });
+  const pcts = [["p50", "p50_us"], ["p90", "p90_us"], ["p99", "p99_us"], ["p99.9", "p999_us"], ["max", "max_us"]];
+  const spec = lineChart("Latency percentile spectrum at " + level + " (µs, log axis)", svcs.map((svc) => ({
+    name: svc.replace(/^ping-/, ""),
+    points: pcts.map(([, k], i) => { const c = at(svc, level); return { i, y: c && c.latency ? c.latency[k] : null }; }),
+  })), { xLabels: pcts.map((p) => p[0]), xLabel: "percentile", yLabel: "µs", logY: true });
+  const cpu = barChart("Server CPU per request at " + level + " (µs), mean with 95 % CI", svcs.map((svc) => {
+    const c = at(svc, level); const st = c && c.server_cpu_us_per_request;
+    return { name: svc.replace(/^ping-/, ""), v: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high };
+  }), { xLabel: "µs per request" });
+  return el("section", { id: "charts" }, el("h2", null, "Charts"), thr, spec, cpu);
+}
+
+function detail(key) {
+  const box = el("section", { id: "detail", tabindex: "-1" });
+  const c = R.cells.find((x) => x.key === key);
+  if (!c) return box;
+  const d = R.details[key];
+  box.append(el("h2", null, "Cell ", el("code", null, key), " ", el("button", { type: "button", id: "close-detail", onclick: () => { state.set({ cell: null }); render(); } }, "close")));
+  box.append(el("p", null, "status " + (c.status || "unknown") + " · " + c.n + " repetitions" + (c.failure ? " · failure: " + c.failure : "") + (c.stopped ? " · stopped: " + JSON.stringify(c.stopped) : "")));
+  if (c.suspect_reasons.length) box.append(el("ul", { class: "reasons" }, c.suspect_reasons.map((r) => el("li", null, "⚠ " + r))));
+  if (!d) { box.append(el("p", { class: "missing" }, "No cells/" + key + ".json in this run: the repetitions are not available.")); return box; }
+  if (d.failure) box.append(el("pre", null, JSON.stringify(d.failure, null, 2)));
+  if (d.reps.length) {
+    box.append(el("h3", null, "Repetitions"));
+    box.append(el("table", { class: "board", id: "reps" }, el("thead", null, el("tr", null, ["rep", "req/s", "p50 µs", "p99 µs", "p99.9 µs", "server CPU µs/req", "RSS peak MiB", "threads", "loadgen exit", "generator limits"].map((h) => el("th", null, h)))),
+      el("tbody", null, d.reps.map((r) => el("tr", null,
+        el("td", null, r.rep), el("td", { class: "num" }, fmtNum(r.report.requests_per_s)),
+        el("td", { class: "num" }, fmtNum(r.report.latency_us && r.report.latency_us.p50, 0)), el("td", { class: "num" }, fmtNum(r.report.latency_us && r.report.latency_us.p99, 0)),
+        el("td", { class: "num" }, fmtNum(r.report.latency_us && r.report.latency_us.p999, 0)), el("td", { class: "num" }, fmtNum(r.server.cpu_us_per_request)),
+        el("td", { class: "num" }, fmtBytes(r.server.rss_peak_bytes)), el("td", { class: "num" }, r.server.threads === undefined ? "—" : r.server.threads),
+        el("td", null, r.loadgen_exit_code === null ? "—" : r.loadgen_exit_code), el("td", null, r.generator_limits.join("; ") || "none"))))));
+    box.append(el("details", null, el("summary", null, "Generator reports (every field but " + d.omitted.join(", ") + ")"), d.reps.map((r) => el("pre", null, "rep " + r.rep + "\n" + JSON.stringify(r.report, null, 1)))));
+    box.append(el("details", null, el("summary", null, "Server samples and cgroup counters"), d.reps.map((r) => el("pre", null, "rep " + r.rep + "\n" + JSON.stringify({ server: r.server, cgroup: r.cgroup, floor_check: r.floor_check }, null, 1)))));
+  } else box.append(el("p", { class: "missing" }, "No measured repetitions (the cell did not get to load, or it is a churn cell)."));
+  if (d.starts.length) box.append(el("details", null, el("summary", null, d.starts.length + " starts"), el("pre", null, JSON.stringify(d.starts, null, 1))));
+  if (d.churn.length) box.append(el("details", { open: true }, el("summary", null, "Churn cycles"), d.churn.map((r) => el("p", null, "rep " + r.rep + ": RSS after close per cycle (MiB) " + r.cycles.map((x) => fmtBytes(x.rss_closed_bytes)).join(" → ")))));
+  if (d.verification.length) box.append(el("details", null, el("summary", null, "Verification"), el("ul", null, d.verification.map((v) => el("li", null, (v.passed ? "✓ " : "✗ ") + v.path + " " + (v.status || "") + " " + v.problems.join("; "))))));
+  if (d.limits_notes.length) box.append(el("ul", null, d.limits_notes.map((n) => el("li", null, n))));
+  return box;
+}
+
+window.addEventListener("hashchange", render);
+render();

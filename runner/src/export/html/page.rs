@@ -1,0 +1,105 @@
+//! The HTML shell: inline style and script (from `runner/assets/viewer/`, compiled in) and
+//! the view model embedded as JSON, escaped so no `</script>` or `<!--` can end it early.
+//! One file, no network: it opens from `file://` as it does over HTTP.
+
+const STYLE: &str = include_str!("../../../assets/viewer/style.css");
+const COMMON_JS: &str = include_str!("../../../assets/viewer/common.js");
+const RUN_JS: &str = include_str!("../../../assets/viewer/run.js");
+const SITE_JS: &str = include_str!("../../../assets/viewer/site.js");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Run,
+    Site,
+}
+
+/// `<` `>` `&` as JSON escapes: the text stays valid JSON and can hold no markup.
+pub fn escape_json_for_script(json: &str) -> String {
+    let mut s = String::with_capacity(json.len() + 64);
+    for ch in json.chars() {
+        match ch {
+            '<' => s.push_str("\\u003c"),
+            '>' => s.push_str("\\u003e"),
+            '&' => s.push_str("\\u0026"),
+            // Line and paragraph separators are valid JSON but were not valid JS strings.
+            '\u{2028}' => s.push_str("\\u2028"),
+            '\u{2029}' => s.push_str("\\u2029"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+fn escape_text(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+pub fn render(title: &str, kind: Kind, json: &str) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        serde_json::from_str::<serde_json::Value>(json).is_ok(),
+        "the viewer's data is not valid JSON"
+    );
+    let script = match kind {
+        Kind::Run => RUN_JS,
+        Kind::Site => SITE_JS,
+    };
+    let kind_name = match kind {
+        Kind::Run => "run",
+        Kind::Site => "site",
+    };
+    Ok(format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+<meta name=\"generator\" content=\"pingmatrix matrix {version}\">\n\
+<title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n\
+<body data-kind=\"{kind_name}\">\n<div id=\"app\"><noscript>This page draws its tables and charts with JavaScript; results.md next to it has the same numbers as text.</noscript></div>\n\
+<script type=\"application/json\" id=\"data\">{data}</script>\n\
+<script>\n{COMMON_JS}\n{script}\n</script>\n</body>\n</html>\n",
+        version = env!("CARGO_PKG_VERSION"),
+        title = escape_text(title),
+        data = escape_json_for_script(json),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_json_cannot_close_its_script_and_still_parses() {
+        let json = r#"{"reason":"</script><script>alert(1)</script> & <!-- \u2028"}"#;
+        let html = render("a <b> run", Kind::Run, json).unwrap();
+        let start = html.find("id=\"data\">").unwrap() + "id=\"data\">".len();
+        let end = start + html[start..].find("</script>").unwrap();
+        let embedded = &html[start..end];
+        assert!(!embedded.contains('<') && !embedded.contains('>'));
+        let back: serde_json::Value = serde_json::from_str(embedded).unwrap();
+        assert_eq!(
+            back["reason"],
+            "</script><script>alert(1)</script> & <!-- \u{2028}"
+        );
+        assert!(html.contains("<title>a &lt;b&gt; run</title>"));
+    }
+
+    #[test]
+    fn the_page_needs_no_network() {
+        let html = render("t", Kind::Site, "{}").unwrap();
+        for needle in [
+            "src=\"http",
+            "href=\"http",
+            "fetch(",
+            "XMLHttpRequest",
+            "@import",
+            "url(",
+        ] {
+            assert!(!html.contains(needle), "page refers to {needle}");
+        }
+    }
+
+    #[test]
+    fn invalid_json_is_refused() {
+        assert!(render("t", Kind::Run, "{").is_err());
+    }
+}

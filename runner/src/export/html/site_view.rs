@@ -1,0 +1,347 @@
+//! The site index's data: one row per result set (date, commit, machine, matrix, cells,
+//! suspect count), the comparisons the compare view offers — every pair of runs (older as
+//! the baseline) and every pair of services within a run — computed by the `compare`
+//! module exactly as `matrix compare` does, and a history per cell across the runs of one
+//! machine. A refused pair keeps its reasons and the forced comparison, labelled as such.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::compare::{self, NotComparable, Options};
+use crate::results::difference::NOISE_PCT;
+use crate::results::schema::{CellSummary, Stat};
+use crate::results::set::ResultSet;
+
+/// One run the site covers and where its page is, relative to the index.
+pub struct SiteRun<'a> {
+    pub set: &'a ResultSet,
+    pub page: String,
+}
+
+/// A result set that is not a matrix run (e.g. micro-benchmarks): listed, not rendered.
+#[derive(Debug, Clone, Serialize)]
+pub struct Other {
+    pub path: String,
+    pub note: String,
+    pub href: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SiteView {
+    pub runs: Vec<RunRow>,
+    pub others: Vec<Other>,
+    pub noise_pct: f64,
+    pub comparisons: Vec<Entry>,
+    /// machine → cell id ("service/scenario/level/profile") → one point per run.
+    pub history: BTreeMap<String, BTreeMap<String, Vec<Point>>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunRow {
+    pub run_id: String,
+    pub page: String,
+    pub started_unix_ms: Option<u64>,
+    pub git_commit: Option<String>,
+    pub machine: String,
+    pub matrix: String,
+    pub services: Vec<String>,
+    pub cells: usize,
+    pub failed: u32,
+    pub suspect: u32,
+    pub status: String,
+    pub missing: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Entry {
+    /// "runs" (two result sets) or "services" (two services of one run).
+    pub kind: &'static str,
+    pub old_run: String,
+    pub new_run: String,
+    pub old_service: Option<String>,
+    pub new_service: Option<String>,
+    /// Why `matrix compare` refuses this pair (empty: it compares).
+    pub refused: Vec<String>,
+    /// The comparison (`--force`d when refused), as `matrix compare --format json` writes
+    /// it but without the per-repetition value lists.
+    pub comparison: serde_json::Value,
+    /// The same comparison as `matrix compare --format markdown` writes it (the view's
+    /// Markdown export).
+    pub markdown: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Point {
+    pub run_id: String,
+    pub started_unix_ms: Option<u64>,
+    /// metric → [mean, ci95 low, ci95 high] (the low/high absent for a point value).
+    pub metrics: BTreeMap<&'static str, [Option<f64>; 3]>,
+    pub suspect: bool,
+}
+
+/// "CPU model × N CPUs @ host": the runs one history line may join.
+pub fn machine(set: &ResultSet) -> String {
+    set.run.as_ref().map_or_else(
+        || "unknown machine (no run.json)".to_string(),
+        |r| {
+            let h = &r.environment.hardware;
+            format!(
+                "{} × {} CPUs @ {}",
+                h.cpu_model, h.logical_cpus, r.environment.os.hostname
+            )
+        },
+    )
+}
+
+fn services(set: &ResultSet) -> Vec<String> {
+    crate::results::group::first_seen(set.results.cells.iter().map(|c| &c.service))
+}
+
+fn row(r: &SiteRun) -> RunRow {
+    let s = r.set;
+    let run = s.run.as_ref();
+    let scenarios = crate::results::group::first_seen(s.results.cells.iter().map(|c| &c.scenario));
+    let svc = services(s);
+    RunRow {
+        run_id: s.results.run_id.clone(),
+        page: r.page.clone(),
+        started_unix_ms: run.map(|r| r.started_unix_ms),
+        git_commit: run.and_then(|r| r.environment.source.git_commit.clone()),
+        machine: machine(s),
+        matrix: format!(
+            "{}{}: {} services × {} scenarios",
+            run.map_or("unknown matrix", |r| r.config_path.as_str()),
+            if run.is_some_and(|r| r.quick) {
+                " --quick"
+            } else {
+                ""
+            },
+            svc.len(),
+            scenarios.len()
+        ),
+        services: svc,
+        cells: s.results.cells.len(),
+        failed: s.results.failed_cells,
+        suspect: s.results.suspect_cells,
+        status: format!("{:?}", s.results.status).to_lowercase(),
+        missing: super::run_view::missing(s),
+    }
+}
+
+/// Drops every `"values": [...]` list (per-repetition samples): the view shows means,
+/// intervals and verdicts, and the lists would multiply the index's size.
+fn without_values(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            o.remove("values");
+            o.values_mut().for_each(without_values);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(without_values),
+        _ => {}
+    }
+}
+
+/// The comparison of two sides as `matrix compare` makes it (default noise threshold);
+/// refused pairs are compared with `--force` and keep the refusal's reasons.
+fn entry(
+    kind: &'static str,
+    old: &ResultSet,
+    new: &ResultSet,
+    services: Option<(&str, &str)>,
+) -> Entry {
+    let opt = |force| Options {
+        noise_pct: NOISE_PCT,
+        force,
+    };
+    let (refused, c) = match compare::compare(old, new, opt(false)) {
+        Ok(c) => (Vec::new(), c),
+        Err(NotComparable(reasons)) => (
+            reasons,
+            compare::compare(old, new, opt(true)).expect("a forced comparison is never refused"),
+        ),
+    };
+    let markdown = compare::export::markdown::render(&c);
+    let mut comparison = serde_json::to_value(&c).unwrap_or(serde_json::Value::Null);
+    without_values(&mut comparison);
+    Entry {
+        kind,
+        old_run: old.results.run_id.clone(),
+        new_run: new.results.run_id.clone(),
+        old_service: services.map(|s| s.0.to_string()),
+        new_service: services.map(|s| s.1.to_string()),
+        refused,
+        comparison,
+        markdown,
+    }
+}
+
+/// One service of a run as a side of a comparison, under a service name both sides share so
+/// the compare module pairs its cells with the other service's.
+pub fn service_side(set: &ResultSet, service: &str, shared_name: &str) -> ResultSet {
+    let mut results = set.results.clone();
+    results.cells.retain(|c| c.service == service);
+    for c in &mut results.cells {
+        c.service = shared_name.to_string();
+    }
+    let run = set.run.as_ref().map(|r| {
+        let mut r = r.clone();
+        r.plan.retain(|c| c.service == service);
+        r
+    });
+    ResultSet {
+        label: format!("{} · {service}", set.results.run_id),
+        dir: set.dir.clone(),
+        results,
+        run,
+        cells: set
+            .cells
+            .iter()
+            .filter(|(_, c)| c.cell.service == service)
+            .map(|(k, c)| (k.clone(), c.clone()))
+            .collect(),
+    }
+}
+
+fn service_pairs(set: &ResultSet) -> Vec<Entry> {
+    let svc = services(set);
+    let mut out = Vec::new();
+    for (i, a) in svc.iter().enumerate() {
+        for b in &svc[i + 1..] {
+            let name = format!("{a} → {b}");
+            let (old, new) = (service_side(set, a, &name), service_side(set, b, &name));
+            out.push(entry("services", &old, &new, Some((a, b))));
+        }
+    }
+    out
+}
+
+fn stat(s: Option<&Stat>) -> [Option<f64>; 3] {
+    s.map_or([None; 3], |s| [Some(s.mean), s.ci95_low, s.ci95_high])
+}
+
+fn point_metrics(c: &CellSummary) -> BTreeMap<&'static str, [Option<f64>; 3]> {
+    let lat = |f: fn(&crate::results::schema::LatencySummary) -> u64| {
+        [c.latency.as_ref().map(|l| f(l) as f64), None, None]
+    };
+    BTreeMap::from([
+        ("requests_per_s", stat(c.requests_per_s.as_ref())),
+        (
+            "cpu_us_per_request",
+            stat(c.server_cpu_us_per_request.as_ref()),
+        ),
+        ("latency_p50_us", lat(|l| l.p50_us)),
+        ("latency_p99_us", lat(|l| l.p99_us)),
+        ("startup_us", stat(c.startup_us.as_ref())),
+        ("idle_rss_bytes", stat(c.idle_rss_bytes.as_ref())),
+    ])
+}
+
+fn history(runs: &[SiteRun]) -> BTreeMap<String, BTreeMap<String, Vec<Point>>> {
+    let mut h: BTreeMap<String, BTreeMap<String, Vec<Point>>> = BTreeMap::new();
+    for r in runs {
+        let m = h.entry(machine(r.set)).or_default();
+        for c in &r.set.results.cells {
+            let id = format!("{}/{}/{}/{}", c.service, c.scenario, c.level, c.profile);
+            m.entry(id).or_default().push(Point {
+                run_id: r.set.results.run_id.clone(),
+                started_unix_ms: r.set.run.as_ref().map(|x| x.started_unix_ms),
+                metrics: point_metrics(c),
+                suspect: c.suspect,
+            });
+        }
+    }
+    for cells in h.values_mut() {
+        for points in cells.values_mut() {
+            points.sort_by_key(|p| (p.started_unix_ms, p.run_id.clone()));
+        }
+    }
+    h
+}
+
+/// `runs` in any order; the index lists them oldest first.
+pub fn build(runs: &[SiteRun], others: &[Other]) -> SiteView {
+    let mut order: Vec<&SiteRun> = runs.iter().collect();
+    order.sort_by_key(|r| {
+        (
+            r.set.run.as_ref().map(|x| x.started_unix_ms),
+            r.set.results.run_id.clone(),
+        )
+    });
+    let mut comparisons = Vec::new();
+    for (i, old) in order.iter().enumerate() {
+        for new in &order[i + 1..] {
+            comparisons.push(entry("runs", old.set, new.set, None));
+        }
+    }
+    for r in &order {
+        comparisons.extend(service_pairs(r.set));
+    }
+    SiteView {
+        runs: order.iter().map(|r| row(r)).collect(),
+        others: others.to_vec(),
+        noise_pct: NOISE_PCT,
+        comparisons,
+        history: history(runs),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::set;
+
+    fn load(id: &str) -> ResultSet {
+        set::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../results")
+                .join(id),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_compare_entries_are_the_compare_modules_output_without_the_samples() {
+        let old = load("2026-11-30T14-06-29Z-14f462b");
+        let new = load("2026-11-30T14-14-58Z-14f462b");
+        let runs = [
+            SiteRun {
+                set: &new,
+                page: "b/index.html".into(),
+            },
+            SiteRun {
+                set: &old,
+                page: "a/index.html".into(),
+            },
+        ];
+        let v = build(&runs, &[]);
+        assert_eq!(v.runs[0].run_id, old.results.run_id, "oldest first");
+        let e = v.comparisons.iter().find(|e| e.kind == "runs").unwrap();
+        let opts = Options {
+            noise_pct: NOISE_PCT,
+            force: !e.refused.is_empty(),
+        };
+        let c = compare::compare(&old, &new, opts).unwrap();
+        let mut want = serde_json::to_value(&c).unwrap();
+        without_values(&mut want);
+        assert_eq!(e.comparison, want);
+        assert_eq!(e.markdown, compare::export::markdown::render(&c));
+        assert!(!e.comparison.to_string().contains("\"values\""));
+        // Every pair of services of each run, once.
+        let n = |s: &ResultSet| services(s).len();
+        let pairs = |k: usize| k * (k - 1) / 2;
+        assert_eq!(
+            v.comparisons
+                .iter()
+                .filter(|e| e.kind == "services")
+                .count(),
+            pairs(n(&old)) + pairs(n(&new))
+        );
+        assert!(
+            v.history
+                .values()
+                .flat_map(|m| m.values())
+                .any(|p| p.len() == 2)
+        );
+    }
+}

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""The results viewer in a real browser: headless Chromium (Debian's package) driven by
+Playwright. Builds the site from results/ with target/debug/matrix, opens it from file://
+and over HTTP on 127.0.0.1, and checks what a reader relies on:
+
+- every page loads with no console error or page error;
+- the numbers in the leaderboard equal results.json;
+- sorting orders the rows, the filters drop exactly the services they name;
+- keyboard: Tab reaches a row, arrows move, Enter opens the cell's detail (its repetitions);
+- † / ⚠ marks show their reasons on click;
+- the compare view agrees with `matrix compare --format json` (ratio and verdict of every
+  metric of every cell), "only changes" keeps exactly the better / worse rows, a refused
+  pair says why;
+- runs with failed, unsupported and churn cells, without calibration, and in an older
+  shape (no run.json, no cell files) render and say what they lack;
+- the default-matrix reference run's page is under 2 MB and opens in under 1 s.
+
+Screenshots of each view go to target/browser-test/ (gitignored). Exit 0 all passed, 1 a
+check failed, 2 the environment is missing something (no chromium, no playwright).
+Usage: scripts/ci/browser-test.py [--chromium PATH]
+"""
+
+import argparse
+import functools
+import http.server
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MATRIX = REPO / "target" / "debug" / "matrix"
+ARTIFACTS = REPO / "target" / "browser-test"
+# The default-matrix reference run (README's headline): the size and time limits apply to it.
+REFERENCE = "2026-12-01T06-28-28Z-492c110"
+PAIR = ("2026-11-30T14-06-29Z-14f462b", "2026-11-30T14-14-58Z-14f462b")
+MAX_PAGE_BYTES = 2 * 1024 * 1024
+MAX_OPEN_S = 1.0
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def num(text):
+    """A shown number ("12,345", "3.21", "1.36×", "—") as float, None for a dash."""
+    t = text.strip().split(" ")[0].replace(",", "").rstrip("×")
+    return None if t in ("", "—") else float(t)
+
+
+def close(shown, want):
+    """Equal to the precision the page shows (0, 1 or 2 decimals by magnitude)."""
+    if want is None:
+        return shown is None
+    if shown is None:
+        return False
+    digits = 0 if abs(want) >= 100 else 1 if abs(want) >= 10 else 2
+    return abs(shown - want) <= 0.5 * 10 ** -digits + 1e-9
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def serve(root):
+    handler = functools.partial(Quiet, directory=str(root))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def matrix(*args, ok=(0,), cwd=None):
+    p = subprocess.run([str(MATRIX), *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    if p.returncode not in ok:
+        sys.exit(f"matrix {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    return p
+
+
+def variants(tmp):
+    """Run directories the committed runs lack: failed / unsupported cells, and an older
+    shape (no run.json, no calibration or verdicts, no cell files for half the cells)."""
+    src = REPO / "results" / REFERENCE
+    failed = tmp / "variants" / "failed-cells"
+    shutil.copytree(src, failed)
+    res = json.loads((failed / "results.json").read_text())
+    hit = {}
+    for c, status in zip(res["cells"][:2], ["failed", "unsupported"]):
+        c["status"] = status
+        c["failure"] = f"{status} in this test's copy"
+        for k in ("requests_per_s", "latency", "server_cpu_us_per_request", "startup_us", "idle_rss_bytes"):
+            c[k] = None
+        c["n"] = 0
+        hit[c["key"]] = status
+        cell = failed / "cells" / (c["key"] + ".json")
+        cf = json.loads(cell.read_text())
+        cf["status"], cf["reps"] = status, []
+        cell.write_text(json.dumps(cf))
+    res["failed_cells"] = 2
+    (failed / "results.json").write_text(json.dumps(res))
+    old = tmp / "variants" / "older-shape"
+    shutil.copytree(REPO / "results" / PAIR[0], old)
+    (old / "run.json").unlink()
+    res = json.loads((old / "results.json").read_text())
+    for k in ("calibration", "verdicts", "baseline"):
+        res.pop(k, None)
+    (old / "results.json").write_text(json.dumps(res))
+    for f in sorted((old / "cells").iterdir())[::2]:
+        f.unlink()
+    for d in (failed, old):
+        matrix("report", str(d), "--html")
+    return failed, old, hit
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    args = ap.parse_args()
+    if not Path(args.chromium).exists():
+        print(f"browser-test: no chromium at {args.chromium} (apt-get install chromium)", file=sys.stderr)
+        return 2
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("browser-test: no playwright (pip install playwright)", file=sys.stderr)
+        return 2
+    if not MATRIX.exists():
+        print(f"browser-test: build the runner first ({MATRIX} missing)", file=sys.stderr)
+        return 2
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="browser-test-") as t:
+        tmp = Path(t)
+        site = tmp / "site"
+        matrix("site", str(REPO / "results"), "--out", str(site))
+        failed_run, old_run, hit = variants(tmp)
+        srv = serve(site)
+        base = f"http://127.0.0.1:{srv.server_address[1]}"
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
+                try:
+                    run_checks(browser, site, base, failed_run, old_run, hit)
+                finally:
+                    browser.close()
+        finally:
+            srv.shutdown()
+    print(f"screenshots in {ARTIFACTS.relative_to(REPO)}/")
+    if failures:
+        print(f"{len(failures)} check(s) failed", file=sys.stderr)
+        return 1
+    print("browser-test: all checks passed")
+    return 0
+
+
+def page_with_errors(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append("request failed: " + r.url))
+    return page, errors
+
+
+def rows(page):
+    return page.locator("#board tbody tr")
+
+
+def run_checks(browser, site, base, failed_run, old_run, hit):
+    ref_dir = REPO / "results" / REFERENCE
+    results = json.loads((ref_dir / "results.json").read_text())
+    size = (ref_dir / "index.html").stat().st_size
+    check(size < MAX_PAGE_BYTES, f"reference page is {size} bytes (< {MAX_PAGE_BYTES})")
+
+    # Every run page of the site, over HTTP and from file://, with no errors.
+    runs = sorted(p.parent.name for p in site.glob("*/index.html"))
+    for run in runs:
+        for url in (f"{base}/{run}/index.html", (site / run / "index.html").as_uri()):
+            page, errors = page_with_errors(browser)
+            page.goto(url)
+            check(not errors and rows(page).count() > 0, f"{url.split(':')[0]} {run}: rows drawn, no console errors {errors[:3]}")
+            page.close()
+
+    # Open time of the reference page: navigation start to the board drawn.
+    page, errors = page_with_errors(browser)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        page.goto(f"{base}/{REFERENCE}/index.html")
+        page.wait_for_selector("#board tbody tr")
+        times.append(time.perf_counter() - t0)
+    nav = page.evaluate("() => { const n = performance.getEntriesByType('navigation')[0]; return n.loadEventEnd - n.startTime; }")
+    med = sorted(times)[len(times) // 2]
+    check(med < MAX_OPEN_S, f"reference page opens in {med * 1000:.0f} ms median of 5 (load event {nav:.0f} ms; < {MAX_OPEN_S * 1000:.0f} ms)")
+    page.screenshot(path=str(ARTIFACTS / "run-leaderboard.png"), full_page=False)
+
+    # The numbers shown equal results.json (default tab and level, every row).
+    tab = page.locator(".tabs button.active").inner_text()
+    level = page.locator("#level").input_value()
+    scenario, profile = [x.strip() for x in tab.split("·")]
+    want = {c["service"]: c for c in results["cells"] if c["scenario"] == scenario and c["profile"] == profile and c["level"] == level}
+    n = rows(page).count()
+    check(n == len(want), f"{tab} {level}: {n} rows for {len(want)} cells in results.json")
+    bad = []
+    for i in range(n):
+        r = rows(page).nth(i)
+        key = r.get_attribute("data-key")
+        c = next(c for c in results["cells"] if c["key"] == key)
+        for col, v in (
+            ("requests_per_s", c["requests_per_s"] and c["requests_per_s"]["mean"]),
+            ("cpu_us_per_request", c["server_cpu_us_per_request"] and c["server_cpu_us_per_request"]["mean"]),
+            ("latency_p50_us", c["latency"] and c["latency"]["p50_us"]),
+            ("latency_p99_us", c["latency"] and c["latency"]["p99_us"]),
+            ("startup_us", c["startup_us"] and c["startup_us"]["mean"]),
+        ):
+            shown = num(r.locator(f'td[data-col="{col}"] .v').inner_text())
+            if not close(shown, v):
+                bad.append(f"{key} {col}: shown {shown}, results.json {v}")
+    check(not bad, f"every number of {n} rows equals results.json {bad[:3]}")
+
+    # Sorting: req/s descending by default, ascending after a click; p99 ascending.
+    def column(col):
+        return [num(x) for x in rows(page).locator(f'td[data-col="{col}"] .v').all_inner_texts()]
+
+    v = column("requests_per_s")
+    check(v == sorted(v, reverse=True), "sorted by req/s, highest first")
+    page.locator('th button[data-key="requests_per_s"]').click()
+    v = column("requests_per_s")
+    check(v == sorted(v), "a click on req/s sorts lowest first")
+    page.locator('th button[data-key="latency_p99_us"]').click()
+    v = column("latency_p99_us")
+    check(v == sorted(v), "p99 sorts lowest first")
+    check("sort=latency_p99_us" in page.url, "the sort is in the URL")
+    page.locator('th button[data-key="requests_per_s"]').click()
+
+    # Filters: unticking an I/O driver drops exactly the services that start-up lines name.
+    drivers = {}
+    for f in (ref_dir / "cells").glob("*.json"):
+        b = json.loads(f.read_text()).get("banner")
+        if b:
+            drivers[b["service"]] = b["io_driver"]
+    before = rows(page).count()
+    page.locator('#filter-noio input[value="io_uring"]').uncheck()
+    left = [rows(page).nth(i).get_attribute("data-key").split("__")[0] for i in range(rows(page).count())]
+    check(left and all(drivers[s] != "io_uring" for s in left) and len(left) == sum(1 for s in want if drivers[s] != "io_uring"),
+          f"io_uring filter: {before} → {len(left)} rows, none io_uring")
+    page.screenshot(path=str(ARTIFACTS / "run-filtered.png"))
+    page.locator('#filter-noio input[value="io_uring"]').check()
+    check(rows(page).count() == before, "re-ticking restores the rows")
+
+    # Ties: rows sharing a band show the same rank.
+    ranks = [x.strip() for x in rows(page).locator('td[data-col="band"]').all_inner_texts()]
+    check(all(r.startswith("=") for r in ranks) and ranks == sorted(ranks, key=lambda r: int(r[1:])),
+          f"rank bands are non-decreasing down the sorted board {ranks}")
+
+    # Marks: a ⚠ shows its reasons on click.
+    sus = page.locator("#board .mark.suspect").first
+    if sus.count():
+        key = sus.locator("xpath=ancestor::tr").get_attribute("data-key")
+        sus.click()
+        reasons = next(c for c in results["cells"] if c["key"] == key)["suspect_reasons"]
+        shown = page.locator(".pop li").all_inner_texts()
+        check(shown == reasons, f"⚠ on {key} shows its {len(reasons)} reason(s)")
+        page.screenshot(path=str(ARTIFACTS / "run-suspect-reasons.png"))
+        sus.click()
+
+    # Keyboard: focus the first row, ArrowDown, Enter opens that row's detail.
+    rows(page).first.focus()
+    page.keyboard.press("ArrowDown")
+    key = page.evaluate("() => document.activeElement.dataset.key")
+    second = rows(page).nth(1).get_attribute("data-key")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#detail h2")
+    cell = json.loads((ref_dir / "cells" / f"{key}.json").read_text())
+    reps = page.locator("#reps tbody tr").count()
+    check(key == second and reps == len(cell["reps"]), f"↓ then Enter opens {key}: {reps} repetitions of {len(cell['reps'])}")
+    check(f"cell={key}" in page.url, "the open cell is in the URL")
+    page.locator("#detail").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "run-cell-detail.png"), full_page=True)
+    # Tab from the page start reaches the sort buttons and the rows.
+    page.goto(f"{base}/{REFERENCE}/index.html")
+    seen = set()
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        seen.add(page.evaluate("() => document.activeElement.tagName + '.' + (document.activeElement.className || '')"))
+    check(any(s.startswith("BUTTON.sort") for s in seen) and any(s.startswith("TR") for s in seen), "Tab reaches sort buttons and rows")
+
+    # Churn cells render with their verdict from results.json.
+    page.locator('.tabs button[data-tab="churn · pinned"]').click()
+    bad = []
+    for i in range(rows(page).count()):
+        r = rows(page).nth(i)
+        c = next(c for c in results["cells"] if c["key"] == r.get_attribute("data-key"))
+        shown = r.locator('td[data-col="churn"]').inner_text()
+        if not c.get("churn") or not shown.startswith(c["churn"]["verdict"]):
+            bad.append((c["key"], shown))
+    check(rows(page).count() > 0 and not bad, f"churn tab shows each cell's churn verdict {bad[:2]}")
+    page.screenshot(path=str(ARTIFACTS / "run-churn.png"))
+    page.goto(f"{base}/{REFERENCE}/index.html#tab=ping%20%C2%B7%20pinned&level=c64")
+    check(page.locator("#charts svg").count() == 3, "three charts drawn (throughput, latency spectrum, CPU bars)")
+    page.locator("#charts").screenshot(path=str(ARTIFACTS / "run-charts.png"))
+    check(not errors, f"no console errors on the reference page {errors[:3]}")
+    page.close()
+
+    # Variants: failed and unsupported cells; an older shape with no run.json.
+    for d, expect in ((failed_run, "did not complete"), (old_run, "no run.json")):
+        page, errors = page_with_errors(browser)
+        page.goto((d / "index.html").as_uri())
+        missing = page.locator("#missing").inner_text() if page.locator("#missing").count() else ""
+        check(not errors and expect in missing, f"{d.name}: renders, says '{expect}' {errors[:2]}")
+        if d == old_run:
+            check("no calibration" in missing and "no cells/<key>.json" in missing, f"{d.name}: says calibration and cell files are missing")
+        else:
+            for key, status in hit.items():
+                tab = "{} · {}".format(*[key.split("__")[i] for i in (1, 3)])
+                page.goto((d / "index.html").as_uri() + "#tab=" + tab.replace(" ", "%20") + "&level=" + key.split("__")[2])
+                r = page.locator(f'#board tr[data-key="{key}"]')
+                check(r.count() == 1 and "†" in r.inner_text() and r.locator('td[data-col="requests_per_s"] .v').inner_text() == "—",
+                      f"{status} cell {key}: shown with † and no numbers")
+        page.screenshot(path=str(ARTIFACTS / f"variant-{d.name}.png"), full_page=True)
+        page.close()
+
+    # The site: the index lists every run; the compare view agrees with matrix compare.
+    page, errors = page_with_errors(browser)
+    page.goto(f"{base}/index.html")
+    n = page.locator("#runs tbody tr").count()
+    check(n == len(runs), f"index lists {n} runs of {len(runs)}")
+    page.screenshot(path=str(ARTIFACTS / "site-index.png"), full_page=True)
+    old, new = PAIR
+    page.goto(f"{base}/index.html#view=compare&kind=runs&old={old}&new={new}")
+    p = matrix("compare", str(REPO / "results" / old), str(REPO / "results" / new), "--format", "json", ok=(0, 1, 2))
+    if p.returncode == 2 and not p.stdout.strip():
+        p = matrix("compare", str(REPO / "results" / old), str(REPO / "results" / new), "--format", "json", "--force", ok=(0, 1, 2))
+    cmp = json.loads(p.stdout)
+    want = {(c["key"], m["metric"]): m for c in cmp["cells"] for m in c["metrics"]}
+    trs = page.locator("#compare-table tbody tr")
+    got = {}
+    for i in range(trs.count()):
+        tr = trs.nth(i)
+        got[(tr.get_attribute("data-cell"), tr.get_attribute("data-metric"))] = (
+            tr.locator('td[data-col="ratio"]').inner_text(), tr.locator('td[data-col="verdict"]').inner_text())
+    bad = [k for k, m in want.items() if k not in got
+           or got[k][1] != m["verdict"].replace("_", " ")
+           or (m["difference"] and abs(num(got[k][0]) - m["difference"]["ratio"]) > 0.0005)
+           or (not m["difference"] and got[k][0] != "—")]
+    check(len(got) == len(want) and not bad, f"compare view: {len(got)} rows, every ratio and verdict as matrix compare --format json ({len(want)}) {bad[:3]}")
+    page.screenshot(path=str(ARTIFACTS / "site-compare.png"), full_page=True)
+    page.locator("#only-changes").check()
+    changes = sum(1 for m in want.values() if m["verdict"] in ("better", "worse"))
+    check(trs.count() == changes and "only=1" in page.url, f"only changes: {trs.count()} rows, {changes} better/worse in matrix compare")
+    md = page.locator("#markdown textarea").input_value()
+    # From inside results/ so the sides are labelled as the site labels them (by run id).
+    p = matrix("compare", old, new, "--format", "markdown", ok=(0, 1, 2), cwd=REPO / "results")
+    check(md == p.stdout or (p.returncode == 2 and md), "Markdown export is matrix compare --format markdown's text")
+    # A refused pair: the reference run against the quick run of another matrix.
+    page.goto(f"{base}/index.html#view=compare&kind=runs&old={PAIR[1]}&new={REFERENCE}")
+    p = matrix("compare", str(REPO / "results" / PAIR[1]), str(ref_dir), "--format", "json", ok=(0, 1, 2))
+    refused = page.locator("#refused").count() == 1
+    check(refused == (p.returncode == 2), f"refusal shown exactly when matrix compare refuses (exit {p.returncode})")
+    if refused:
+        page.screenshot(path=str(ARTIFACTS / "site-compare-refused.png"))
+    page.goto(f"{base}/index.html#view=compare&kind=services&run={REFERENCE}&a=ping-tokio-hyper&b=ping-epoll")
+    check(page.locator("#compare-table tbody tr").count() > 0, "two services of one run compare")
+    page.screenshot(path=str(ARTIFACTS / "site-compare-services.png"), full_page=True)
+    page.goto(f"{base}/index.html#view=history&hcell=ping-tokio-hyper/ping/c64/pinned")
+    check(page.locator("#history svg").count() == 1 and page.locator("#history tbody tr").count() >= 2, "history of a cell across runs drawn")
+    page.screenshot(path=str(ARTIFACTS / "site-history.png"), full_page=True)
+    check(not errors, f"no console errors on the site {errors[:3]}")
+    page.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
