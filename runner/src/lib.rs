@@ -34,6 +34,7 @@ pub mod compare;
 pub mod config;
 pub mod env;
 pub mod export;
+pub mod finish;
 pub mod flamegraph;
 pub mod floor;
 pub mod host;

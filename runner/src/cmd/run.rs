@@ -7,28 +7,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use sha2::{Digest, Sha256};
-
 use crate::binaries::{display_path, exe_dir};
 use crate::cell::{self, Ctx};
 use crate::cli::RunArgs;
 use crate::config::{self, Matrix};
-use crate::export;
 use crate::flamegraph::Profiler;
 use crate::floor;
 use crate::host::Fleet;
 use crate::interrupt;
 use crate::plan::{self, Calibrate, Options, Plan};
 use crate::progress::Progress;
-use crate::results::group::runtimes_by_service;
+use crate::results::adaptive;
 use crate::results::schema::{
     CellResult, CellSpec, CellStatus, Drift, DriftPoint, Floors, RunRecord, RunStatus,
-    SCHEMA_VERSION,
 };
 use crate::results::stats::pct_change;
-use crate::results::store::Store;
+use crate::results::store::{self, Store};
 use crate::results::summary::summarize_cell;
-use crate::results::{adaptive, calibration, verdict};
 use crate::sample::now_unix_us;
 
 /// How the run ended, for the exit status.
@@ -60,28 +55,6 @@ pub fn calibrate(args: &RunArgs) -> anyhow::Result<ExitCode> {
     run(args, Calibrate::Only).map(RunEnd::exit_code)
 }
 
-/// UTC timestamp for run ids: 2026-11-30T13-05-00Z.
-pub fn utc_stamp(unix_s: u64) -> String {
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
-
 fn binaries(m: &Matrix) -> BTreeMap<String, String> {
     let mut b: BTreeMap<String, String> = m
         .services
@@ -103,25 +76,13 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
         .git_commit
         .as_deref()
         .map_or("nogit".to_string(), |c| c[..c.len().min(7)].to_string());
-    let (store, run_id) =
-        Store::create_new(&args.out, &format!("{}-{short}", utc_stamp(now_ms / 1000)))?;
+    let (store, run_id) = Store::create_new(&args.out, &store::run_id(now_ms, &short))?;
     let run = RunRecord {
-        schema_version: SCHEMA_VERSION,
-        run_id,
-        started_unix_ms: now_ms,
-        finished_unix_ms: None,
-        status: RunStatus::Running,
-        command_line: std::env::args().collect(),
         quick: args.select.quick,
         target_ci_pct: args.select.target_ci,
         calibration_only: plan.groups.is_empty(),
         only: args.select.only.clone(),
-        config_path: args.select.config.display().to_string(),
-        config_toml: m.text.clone(),
-        config_sha256: format!("{:x}", Sha256::digest(m.text.as_bytes())),
-        plan: plan.all_cells().cloned().collect(),
         estimated_duration_s: plan.estimate_s(),
-        environment: env,
         floors: Some(Floors {
             startup: floor::startup(exe_dir().as_deref(), plan.cells().next().map(|c| &c.limits)),
             machine: Some(floor::machine(
@@ -129,8 +90,14 @@ fn start_run(args: &RunArgs, m: &Matrix, plan: &Plan) -> anyhow::Result<(Store, 
                 &plan.cells().collect::<Vec<_>>(),
             )),
         }),
-        flamegraph: None,
-        hosts: vec![],
+        ..RunRecord::new(
+            run_id,
+            now_ms,
+            args.select.config.display().to_string(),
+            m.text.clone(),
+            plan.all_cells().cloned().collect(),
+            env,
+        )
     };
     store.write_run(&run)?;
     // The matrix file once more as a plain file, for `diff` and re-runs.
@@ -236,11 +203,13 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     } else {
         RunStatus::Completed
     };
-    let end = export_all(&store, &mut run, &plan, status, drift)?;
+    let some_failed = crate::finish::write_all(&store, &mut run, &plan, status, drift)?;
     Ok(if status == RunStatus::Interrupted {
         RunEnd::Interrupted
+    } else if some_failed {
+        RunEnd::SomeFailed
     } else {
-        end
+        RunEnd::AllOk
     })
 }
 
@@ -414,68 +383,4 @@ fn drift(store: &Store, plan: &Plan, series: Vec<DriftPoint>) -> Option<Drift> {
         max_cpu_us_per_request_drift_pct: max_change(|p| p.cpu_us_per_request, f_cpu),
         series,
     })
-}
-
-/// Reads every cell file of the plan back and writes results.json, results.md, run.json.
-pub fn export_all(
-    store: &Store,
-    run: &mut RunRecord,
-    plan: &Plan,
-    status: RunStatus,
-    drift: Option<Drift>,
-) -> anyhow::Result<RunEnd> {
-    let arms: Vec<CellResult> = plan
-        .calibration
-        .iter()
-        .flatten()
-        .filter_map(|c| store.read_cell(&c.key))
-        .collect();
-    let cells: Vec<CellResult> = plan
-        .cells()
-        .filter_map(|c| store.read_cell(&c.key))
-        .collect();
-    let runtimes = runtimes_by_service(&cells);
-    let summaries = cells.iter().map(summarize_cell).collect();
-    let mut results = export::json::results_file(&run.run_id, status, summaries, drift);
-    results.calibration = calibration::from_cells(&arms);
-    results.verdicts = verdict::against_baseline(
-        &cells.iter().collect::<Vec<_>>(),
-        &plan.baseline,
-        results.calibration.as_ref(),
-    );
-    results.baseline = Some(plan.baseline.clone()).filter(|_| !results.verdicts.is_empty());
-    store.write_file("results.json", &export::json::to_bytes(&results))?;
-    run.status = status;
-    run.finished_unix_ms = Some(now_unix_us() / 1000);
-    store.write_run(run)?;
-    let mut page = export::markdown::render(run, &results, &runtimes);
-    page.extend_from_slice(
-        export::flamegraphs::section(run.flamegraph.as_ref(), cells.iter()).as_bytes(),
-    );
-    page.extend_from_slice(export::hosts::section(&run.hosts, cells.iter()).as_bytes());
-    store.write_file("results.md", &page)?;
-    let failed = cells.iter().chain(&arms).any(|c| {
-        matches!(
-            c.status,
-            CellStatus::Failed | CellStatus::Interrupted | CellStatus::Partial
-        )
-    });
-    Ok(if failed {
-        RunEnd::SomeFailed
-    } else {
-        RunEnd::AllOk
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::utc_stamp;
-
-    #[test]
-    fn utc_stamp_known_dates() {
-        assert_eq!(utc_stamp(0), "1970-01-01T00-00-00Z");
-        // 2026-11-30T13:05:00Z
-        assert_eq!(utc_stamp(1_796_043_900), "2026-11-30T13-05-00Z");
-        assert_eq!(utc_stamp(951_782_400), "2000-02-29T00-00-00Z");
-    }
 }

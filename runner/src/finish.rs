@@ -1,0 +1,52 @@
+//! The end of a run, whoever ran it (`matrix run`, `matrix k8s ingest`): every cell file
+//! of the plan read back, then results.json, results.md and the finished run.json written.
+
+use crate::export;
+use crate::plan::Plan;
+use crate::results::schema::{CellResult, CellStatus, Drift, RunRecord, RunStatus};
+use crate::results::store::Store;
+use crate::results::summary::summarize_cell;
+use crate::results::{calibration, verdict};
+use crate::sample::now_unix_us;
+
+/// Reads every cell file of the plan back and writes results.json, results.md and run.json
+/// (finished with `status`). True when some cell did not end ok.
+pub fn write_all(
+    store: &Store,
+    run: &mut RunRecord,
+    plan: &Plan,
+    status: RunStatus,
+    drift: Option<Drift>,
+) -> anyhow::Result<bool> {
+    let arms: Vec<CellResult> = plan
+        .calibration
+        .iter()
+        .flatten()
+        .filter_map(|c| store.read_cell(&c.key))
+        .collect();
+    let cells: Vec<CellResult> = plan
+        .cells()
+        .filter_map(|c| store.read_cell(&c.key))
+        .collect();
+    let summaries = cells.iter().map(summarize_cell).collect();
+    let mut results = export::json::results_file(&run.run_id, status, summaries, drift);
+    results.calibration = calibration::from_cells(&arms);
+    results.verdicts = verdict::against_baseline(
+        &cells.iter().collect::<Vec<_>>(),
+        &plan.baseline,
+        results.calibration.as_ref(),
+    );
+    results.baseline = Some(plan.baseline.clone()).filter(|_| !results.verdicts.is_empty());
+    store.write_file("results.json", &export::json::to_bytes(&results))?;
+    run.status = status;
+    run.finished_unix_ms = Some(now_unix_us() / 1000);
+    store.write_run(run)?;
+    let page = export::page::results_md(run, &results, &cells.iter().collect::<Vec<_>>(), None);
+    store.write_file("results.md", &page)?;
+    Ok(cells.iter().chain(&arms).any(|c| {
+        matches!(
+            c.status,
+            CellStatus::Failed | CellStatus::Interrupted | CellStatus::Partial
+        )
+    }))
+}
