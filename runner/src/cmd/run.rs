@@ -1,7 +1,7 @@
-//! `matrix run` (and `matrix calibrate`): plan → environment record → calibration groups →
-//! groups of cells with interleaved repetitions, the drift reference re-run at points
-//! through them → aggregate exports. Cell files are written after every repetition, so an
-//! interruption or crash loses at most the repetition in flight.
+//! `matrix run` (and `matrix calibrate`), wiring: plan → environment record → the schedule
+//! (`schedule`, over repetitions on this machine or its fleet) → the end of the run
+//! (`finish`). Cell files are written after every repetition, so an interruption or crash
+//! loses at most the repetition in flight.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,14 +17,10 @@ use crate::host::Fleet;
 use crate::interrupt;
 use crate::plan::{self, Calibrate, Options, Plan};
 use crate::progress::Progress;
-use crate::results::adaptive;
-use crate::results::schema::{
-    CellResult, CellSpec, CellStatus, Drift, DriftPoint, Floors, RunRecord, RunStatus,
-};
-use crate::results::stats::pct_change;
+use crate::results::schema::{CellResult, Floors, RepResult, RunRecord, RunStatus};
 use crate::results::store::{self, Store};
-use crate::results::summary::summarize_cell;
 use crate::sample::now_unix_us;
+use crate::schedule::{self, RepRunner};
 
 /// How the run ended, for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,36 +170,28 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     if let Some(why) = profiler.as_ref().and_then(Profiler::unavailable) {
         progress.note(&format!("flame graphs: perf not available: {why}"));
     }
-    let mut series = Vec::new();
-    let drift_after = plan.drift_after();
-    let mut completed = true;
-    for group in &plan.calibration {
-        completed = run_group(&ctx, &store, group, &mut progress, None)?;
-        if !completed {
-            break;
-        }
-    }
-    for (i, group) in plan.groups.iter().enumerate() {
-        if !completed || !run_group(&ctx, &store, group, &mut progress, profiler.as_ref())? {
-            completed = false;
-            break;
-        }
-        if drift_after.contains(&(i + 1)) {
-            series.extend(drift_point(&ctx, &plan, i + 1, &mut progress));
-        }
-    }
-    // Whatever was in flight when interrupted is already written with its status.
-    let interrupted = !completed || interrupt::requested();
-    let drift = drift(&store, &plan, series);
+    let mut local = Local {
+        ctx: &ctx,
+        run_dir: &store.dir,
+        profiler: profiler.as_ref(),
+    };
+    let out = schedule::run(
+        &plan,
+        &store,
+        &run.run_id,
+        profiler.is_some(),
+        &mut local,
+        &mut progress,
+    )?;
     progress.finish();
     let _ = std::fs::remove_dir_all(&tmp);
 
-    let status = if interrupted || interrupt::requested() {
+    let status = if !out.completed || interrupt::requested() {
         RunStatus::Interrupted
     } else {
         RunStatus::Completed
     };
-    let some_failed = crate::finish::write_all(&store, &mut run, &plan, status, drift)?;
+    let some_failed = crate::finish::write_all(&store, &mut run, &plan, status, out.drift)?;
     Ok(if status == RunStatus::Interrupted {
         RunEnd::Interrupted
     } else if some_failed {
@@ -211,51 +199,6 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     } else {
         RunEnd::AllOk
     })
-}
-
-/// One group's cells with their repetitions interleaved (rep 1 of each, then rep 2 …), so
-/// drift of the machine hits every service alike. Cells finished by an earlier run are
-/// skipped. Every cell file is rewritten after each repetition. False when interrupted.
-fn run_group(
-    ctx: &Ctx,
-    store: &Store,
-    group: &[CellSpec],
-    progress: &mut Progress,
-    profiler: Option<&Profiler>,
-) -> anyhow::Result<bool> {
-    let mut states: Vec<CellResult> = Vec::new();
-    for c in group {
-        if store.cell_done(&c.key) {
-            progress.skip(u64::from(c.max_repetitions()));
-        } else {
-            states.push(CellResult::new(ctx.run_id, c));
-        }
-    }
-    // Adaptive cells may stop early: a round runs every cell still repeating.
-    let reps = group
-        .iter()
-        .map(CellSpec::max_repetitions)
-        .max()
-        .unwrap_or(0);
-    for rep in 1..=reps {
-        for st in states.iter_mut() {
-            if interrupt::requested() {
-                return Ok(false);
-            }
-            if st.status != CellStatus::Partial || rep > st.cell.max_repetitions() {
-                continue;
-            }
-            run_rep(ctx, st, rep, progress);
-            store.write_cell(st)?;
-            if !interrupt::sleep_ms(st.cell.cooldown_ms) {
-                return Ok(false);
-            }
-        }
-    }
-    if let Some(p) = profiler {
-        return profiled_reps(ctx, store, &mut states, progress, p);
-    }
-    Ok(true)
 }
 
 /// `--flamegraph`: probes perf once and records the outcome in run.json (also on resume).
@@ -273,22 +216,25 @@ fn start_flamegraphs(
     Ok(Some(p))
 }
 
-/// The extra, profiled repetition of every cell of the group that completed.
-fn profiled_reps(
-    ctx: &Ctx,
-    store: &Store,
-    states: &mut [CellResult],
-    progress: &Progress,
-    profiler: &Profiler,
-) -> anyhow::Result<bool> {
-    for st in states.iter_mut() {
-        if interrupt::requested() {
-            return Ok(false);
-        }
-        if st.status != CellStatus::Ok || st.flamegraph.is_some() {
-            continue;
-        }
-        profiler.profiled_rep(ctx, st, &store.dir);
+/// Repetitions on this machine (or its fleet), for the schedule.
+struct Local<'a> {
+    ctx: &'a Ctx<'a>,
+    run_dir: &'a Path,
+    profiler: Option<&'a Profiler>,
+}
+
+impl RepRunner for Local<'_> {
+    fn rep(&mut self, st: &mut CellResult, rep: u32) -> Option<RepResult> {
+        cell::run_rep(self.ctx, st, rep)
+    }
+
+    fn churn_rep(&mut self, st: &mut CellResult, rep: u32, progress: &mut Progress) {
+        super::churn::record_rep(self.ctx, st, rep, progress);
+    }
+
+    fn profiled_rep(&mut self, st: &mut CellResult, progress: &Progress) {
+        let Some(p) = self.profiler else { return };
+        p.profiled_rep(self.ctx, st, self.run_dir);
         if let Some(fg) = &st.flamegraph {
             progress.note(&format!(
                 "{} profiled: {}",
@@ -296,91 +242,9 @@ fn profiled_reps(
                 crate::export::flamegraphs::outcome(fg)
             ));
         }
-        store.write_cell(st)?;
-        if !interrupt::sleep_ms(st.cell.cooldown_ms) {
-            return Ok(false);
-        }
     }
-    Ok(true)
-}
 
-/// One repetition of one cell, recorded on it with its progress line.
-fn run_rep(ctx: &Ctx, st: &mut CellResult, rep: u32, progress: &mut Progress) {
-    if st.cell.churn.is_some() {
-        return super::churn::record_rep(ctx, st, rep, progress);
+    fn cool_down(&mut self, ms: u64) -> bool {
+        interrupt::sleep_ms(ms)
     }
-    progress.begin(&st.cell, rep);
-    let r = cell::run_rep(ctx, st, rep);
-    let failure = st.failure.as_ref().map(ToString::to_string);
-    progress.end(&st.cell, rep, r.as_ref(), failure.as_deref());
-    if let Some(r) = r {
-        st.reps.push(r);
-        if let Some(stopped) = adaptive::enough(st) {
-            st.status = CellStatus::Ok;
-            progress.skip(u64::from(st.cell.max_repetitions().saturating_sub(rep)));
-            st.stopped = stopped;
-        }
-    } else {
-        progress.skip(u64::from(st.cell.max_repetitions().saturating_sub(rep)));
-    }
-    st.summary = summarize_cell(st);
-}
-
-/// One re-run of the reference cell after `after_groups` matrix groups.
-fn drift_point(
-    ctx: &Ctx,
-    plan: &Plan,
-    after_groups: usize,
-    progress: &mut Progress,
-) -> Option<DriftPoint> {
-    let spec = plan.reference.as_ref()?;
-    let mut scratch = CellResult::new(ctx.run_id, spec);
-    progress.begin(spec, 0);
-    let rerun = cell::run_rep(ctx, &mut scratch, 0);
-    let failure = scratch.failure.as_ref().map(ToString::to_string);
-    progress.end(spec, 0, rerun.as_ref(), failure.as_deref());
-    Some(DriftPoint {
-        after_groups,
-        unix_ms: now_unix_us() / 1000,
-        requests_per_s: rerun.as_ref().map(|r| r.report.requests_per_s),
-        cpu_us_per_request: rerun.as_ref().and_then(|r| r.server.cpu_us_per_request),
-        failure,
-    })
-}
-
-/// The drift record: repetition 1 of the reference cell against every re-run, the last one
-/// in the classic first-vs-rerun fields.
-fn drift(store: &Store, plan: &Plan, series: Vec<DriftPoint>) -> Option<Drift> {
-    let spec = plan.reference.as_ref()?;
-    let last = series.last()?.clone();
-    let first = store.read_cell(&spec.key)?;
-    let first_rep = first.reps.iter().find(|r| r.rep == 1)?;
-    let f_rps = first_rep.report.requests_per_s;
-    let f_cpu = first_rep.server.cpu_us_per_request;
-    let change = |base: Option<f64>, x: Option<f64>| pct_change(base?, x?);
-    let max_change = |f: fn(&DriftPoint) -> Option<f64>, base: Option<f64>| {
-        series
-            .iter()
-            .filter_map(|p| change(base, f(p)))
-            .max_by(|a, b| a.abs().total_cmp(&b.abs()))
-    };
-    Some(Drift {
-        key: spec.key.clone(),
-        first_requests_per_s: Some(f_rps),
-        rerun_requests_per_s: last.requests_per_s,
-        requests_per_s_drift_pct: change(Some(f_rps), last.requests_per_s),
-        first_cpu_us_per_request: f_cpu,
-        rerun_cpu_us_per_request: last.cpu_us_per_request,
-        cpu_us_per_request_drift_pct: change(f_cpu, last.cpu_us_per_request),
-        note: match &last.failure {
-            Some(f) => format!("last re-run failed: {f}"),
-            None => format!(
-                "{} single-repetition re-run(s) through the run vs repetition 1 of the cell",
-                series.len()
-            ),
-        },
-        max_requests_per_s_drift_pct: max_change(|p| p.requests_per_s, Some(f_rps)),
-        max_cpu_us_per_request_drift_pct: max_change(|p| p.cpu_us_per_request, f_cpu),
-        series,
-    })
 }
