@@ -1,10 +1,10 @@
 //! One repetition of one cell, start to finish: confine → spawn → first 200 → start-up line →
 //! verify → idle RSS → load (warm-up + measured window) with CPU/RSS sampling and the
-//! kernel's counts of server and generator (`count`) → stop →
-//! port check. Every failure is recorded on the cell with its stage, reason and the
-//! service's stderr tail; the matrix goes on.
+//! kernel's counts of server and generator (`count`) → stop → port check — the service's
+//! part is `service::session`, the same on every path. Every failure is recorded on the cell
+//! with its stage, reason and the service's stderr tail; the matrix goes on.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -13,14 +13,13 @@ use crate::count;
 use crate::interrupt;
 use crate::limits::{self, Confinement, Request, Role};
 use crate::load;
-use crate::process::Proc;
 use crate::results::churn::ChurnRep;
 use crate::results::schema::{
-    AppliedLimits, CellResult, CellSpec, CellStatus, CgroupCounters, EndpointCheck, Failure,
-    RepResult, Stage, StartRecord,
+    AppliedLimits, CellResult, CellSpec, CellStatus, RepResult, Stage, StageError,
 };
-use crate::sample::{self, Sampler};
-use crate::service::{spawn, startup, startup_line, stop, verify, warm};
+use crate::sample;
+use crate::service::session::{Launch, Session};
+use crate::service::spawn;
 
 /// What a repetition needs from the run.
 pub struct Ctx<'a> {
@@ -36,43 +35,18 @@ pub struct Ctx<'a> {
     pub count_instructions: bool,
 }
 
-/// A step that ended the repetition: where, why, and the service's stderr tail if it ran.
-struct Stop {
-    stage: Stage,
-    reason: String,
-    stderr_tail: Option<String>,
-}
-
-impl Stop {
-    fn at(stage: Stage, reason: impl Into<String>) -> Stop {
-        Stop {
-            stage,
-            reason: reason.into(),
-            stderr_tail: None,
-        }
-    }
-
-    fn with_tail(mut self, tail: Option<String>) -> Stop {
-        self.stderr_tail = tail;
-        self
-    }
-}
-
 /// Marks the cell as ended badly (interrupts win over other causes).
-fn fail(res: &mut CellResult, stop: Stop) {
-    let (status, stage) = if interrupt::requested() {
-        (CellStatus::Interrupted, Stage::Interrupted)
-    } else if stop.stage == Stage::Limits {
-        (CellStatus::Unsupported, stop.stage)
+fn fail(res: &mut CellResult, mut e: StageError) {
+    let status = if interrupt::requested() {
+        e.stage = Stage::Interrupted;
+        CellStatus::Interrupted
+    } else if e.stage == Stage::Limits {
+        CellStatus::Unsupported
     } else {
-        (CellStatus::Failed, stop.stage)
+        CellStatus::Failed
     };
     res.status = status;
-    res.failure = Some(Failure {
-        stage,
-        reason: stop.reason,
-        stderr_tail: stop.stderr_tail,
-    });
+    res.failure = Some(e);
 }
 
 fn request(cpus: &[u32], quota: Option<f64>, mem: Option<u64>) -> Request {
@@ -91,32 +65,6 @@ fn merged_limits(server: &Confinement, loadgen: &Confinement) -> Option<AppliedL
             .extend(l.notes.iter().map(|n| format!("loadgen: {n}")));
     }
     Some(rec)
-}
-
-fn delta(
-    before: &Option<CgroupCounters>,
-    after: &Option<CgroupCounters>,
-) -> Option<CgroupCounters> {
-    let (b, a) = (before.as_ref()?, after.as_ref()?);
-    let d = |x: Option<u64>, y: Option<u64>| Some(y?.saturating_sub(x.unwrap_or(0)));
-    Some(CgroupCounters {
-        nr_periods: d(b.nr_periods, a.nr_periods),
-        nr_throttled: d(b.nr_throttled, a.nr_throttled),
-        throttled_us: d(b.throttled_us, a.throttled_us),
-        // Peak since the group was created = peak of this start.
-        memory_peak_bytes: a.memory_peak_bytes,
-        oom_kills: d(b.oom_kills, a.oom_kills),
-    })
-}
-
-/// Stops the service, records it on `start`, pushes `start` onto the cell.
-fn finish_start(ctx: &Ctx, res: &mut CellResult, proc: &mut Proc, mut start: StartRecord) {
-    start.stop = Some(stop::stop(
-        proc,
-        start.port,
-        Duration::from_millis(ctx.matrix.stop_grace_ms),
-    ));
-    res.starts.push(start);
 }
 
 /// Something that runs beside the load (a profiler): told the server's pid just before the
@@ -142,15 +90,13 @@ pub fn run_rep_with(
     let r = if res.cell.hosts.is_some() {
         multi_host(ctx, res, rep)
     } else {
-        steps(ctx, res, rep, window)
-            .map_err(|stop| fail(res, stop))
-            .ok()
+        steps(ctx, res, rep, window).map_err(|e| fail(res, e)).ok()
     }?;
     // A window that measured nothing fails the cell, whichever way it was produced.
     match crate::results::measured::problem(&r) {
         None => Some(r),
         Some(why) => {
-            fail(res, Stop::at(Stage::Load, why));
+            fail(res, StageError::at(Stage::Load, why));
             None
         }
     }
@@ -160,14 +106,12 @@ pub fn run_rep_with(
 fn multi_host(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
     let r = match ctx.fleet {
         Some(f) => crate::host::rep::run_rep(f, ctx.matrix, res, rep),
-        None => Err((
+        None => Err(StageError::at(
             Stage::Spawn,
-            "no hosts connected for a multi-host cell".into(),
-            None,
+            "no hosts connected for a multi-host cell",
         )),
     };
-    r.map_err(|(stage, reason, tail)| fail(res, Stop::at(stage, reason).with_tail(tail)))
-        .ok()
+    r.map_err(|e| fail(res, e)).ok()
 }
 
 /// The repetition as a list of steps; the first that fails ends it.
@@ -176,23 +120,12 @@ fn steps(
     res: &mut CellResult,
     rep: u32,
     window: Option<&mut dyn Window>,
-) -> Result<RepResult, Stop> {
+) -> Result<RepResult, StageError> {
     let cell = res.cell.clone();
     let binary = service_binary(ctx, &cell)?;
     let mut confs = confine(&cell)?;
-    if res.limits.is_none() {
-        res.limits = merged_limits(&confs.server, &confs.loadgen);
-    }
-    let (mut proc, mut start) = spawn_service(ctx, &cell, binary, &confs.server, rep)?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
-    let ready = wait_ready(ctx, &cell, &mut proc, addr, &mut start)
-        .and_then(|()| check_service(res, &proc, addr, &cell));
-    if let Err(stop) = ready {
-        finish_start(ctx, res, &mut proc, start);
-        return Err(stop.with_tail(proc.stderr_tail()));
-    }
-    start.idle_rss_bytes = sample::status(proc.pid).map(|s| s.0);
-    measure(ctx, res, &cell, (proc, start), &mut confs, window)
+    let session = start_service(ctx, res, &cell, binary, &confs, rep)?;
+    measure(ctx, res, &cell, session, &mut confs, window)
 }
 
 /// Where the server and the generator run.
@@ -201,158 +134,74 @@ struct Confinements {
     loadgen: Confinement,
 }
 
-fn service_binary<'m>(ctx: &Ctx<'m>, cell: &CellSpec) -> Result<&'m Path, Stop> {
+fn service_binary<'m>(ctx: &Ctx<'m>, cell: &CellSpec) -> Result<&'m Path, StageError> {
     ctx.matrix
         .services
         .iter()
         .find(|s| s.name == cell.service)
         .ok_or_else(|| {
-            Stop::at(
+            StageError::at(
                 Stage::Spawn,
                 format!("service {} not in the matrix", cell.service),
             )
         })
         .and_then(|s| match &s.unavailable {
-            Some(why) => Err(Stop::at(Stage::Spawn, why.clone())),
+            Some(why) => Err(StageError::at(Stage::Spawn, why.clone())),
             None => Ok(s.binary.as_path()),
         })
 }
 
 /// The server's and the generator's confinement, from the cell's profile.
-fn confine(cell: &CellSpec) -> Result<Confinements, Stop> {
+fn confine(cell: &CellSpec) -> Result<Confinements, StageError> {
     let l = &cell.limits;
     let server = limits::confine(
         Role::Server,
         &request(&l.server_cpus, l.cpu_quota, l.memory_max_bytes),
     )
-    .map_err(|e| Stop::at(Stage::Limits, format!("server: {e}")))?;
+    .map_err(|e| StageError::at(Stage::Limits, format!("server: {e}")))?;
     let loadgen = limits::confine(Role::Loadgen, &request(&l.loadgen_cpus, None, None))
-        .map_err(|e| Stop::at(Stage::Limits, format!("loadgen: {e}")))?;
+        .map_err(|e| StageError::at(Stage::Limits, format!("loadgen: {e}")))?;
     Ok(Confinements { server, loadgen })
 }
 
-/// Starts the service for repetition `rep`, right after its warm-up start
-/// ([`warm::warm_up`]: same command and confinement, unmeasured, so the measured start is a
-/// warm one whatever ran before it).
-fn spawn_service(
+/// Starts and checks the service on 127.0.0.1 for repetition `rep`, launched and probed
+/// from the generator's CPUs, and folds what the start told into the cell.
+fn start_service(
     ctx: &Ctx,
+    res: &mut CellResult,
     cell: &CellSpec,
     binary: &Path,
-    conf: &Confinement,
+    confs: &Confinements,
     rep: u32,
-) -> Result<(Proc, StartRecord), Stop> {
-    let ip = IpAddr::from([127, 0, 0, 1]);
-    let argv = if cell.external {
-        spawn::Argv::External(&cell.service_args)
-    } else {
-        spawn::Argv::Contract(&cell.service_args)
-    };
-    let warmup_first_200_us = warm::warm_up(
+) -> Result<Session, StageError> {
+    let launch = Launch {
         binary,
-        ip,
-        cell.limits.workers,
-        argv,
-        conf,
-        &cell.limits.loadgen_cpus,
-        Duration::from_millis(ctx.matrix.startup_timeout_ms),
-    )
-    .map_err(|f| Stop::at(f.stage(), f.reason).with_tail(f.stderr_tail))?;
-    let addr =
-        spawn::free_addr(ip).map_err(|e| Stop::at(Stage::Spawn, format!("no free port: {e}")))?;
-    // Launched from the generator's CPUs, where the readiness probe runs next.
-    let proc = spawn::spawn(
-        binary,
-        addr,
-        cell.limits.workers,
-        argv,
-        conf,
-        &cell.limits.loadgen_cpus,
-    )
-    .map_err(|e| {
-        Stop::at(
-            Stage::Spawn,
-            format!("cannot start {}: {e}", binary.display()),
-        )
-    })?;
-    let start = StartRecord {
-        rep,
-        pid: proc.pid,
-        port: addr.port(),
-        connect_us: None,
-        first_200_us: None,
-        launch_us: None,
-        warmup_first_200_us: Some(warmup_first_200_us),
-        idle_rss_bytes: None,
-        stop: None,
+        ip: IpAddr::from([127, 0, 0, 1]),
+        workers: cell.limits.workers,
+        args: if cell.external {
+            spawn::Argv::External(&cell.service_args)
+        } else {
+            spawn::Argv::Contract(&cell.service_args)
+        },
+        probe_cpus: &cell.limits.loadgen_cpus,
+        startup_timeout: Duration::from_millis(ctx.matrix.startup_timeout_ms),
+        stop_grace: Duration::from_millis(ctx.matrix.stop_grace_ms),
+        path: &cell.path,
     };
-    Ok((proc, start))
-}
-
-/// Start-up time: until the first 200.
-fn wait_ready(
-    ctx: &Ctx,
-    cell: &CellSpec,
-    proc: &mut Proc,
-    addr: SocketAddr,
-    start: &mut StartRecord,
-) -> Result<(), Stop> {
-    let timeout = Duration::from_millis(ctx.matrix.startup_timeout_ms);
-    // Probe from the generator's CPUs: the runner must not take the server's CPU while the
-    // service starts.
-    let r = limits::cpus::on_cpus(&cell.limits.loadgen_cpus, || {
-        startup::wait_ready(proc, addr, timeout)
-    })
-    .map_err(|e| Stop::at(Stage::Startup, e))?;
-    start.connect_us = Some(r.connect_us);
-    start.first_200_us = Some(r.first_200_us);
-    start.launch_us = r.launch_us;
-    Ok(())
-}
-
-/// The start-up line and every endpoint, checked against the contract.
-/// An external service (`command`) has no start-up line and is checked on its path only.
-fn check_service(
-    res: &mut CellResult,
-    proc: &Proc,
-    addr: SocketAddr,
-    cell: &CellSpec,
-) -> Result<(), Stop> {
-    let timeout = Duration::from_secs(2);
-    let (line, mut checks) = if cell.external {
-        (Ok(None), verify::verify_path(addr, &cell.path, timeout))
-    } else {
-        let line = startup_line::read(proc, Duration::from_millis(500)).map(Some);
-        (line, verify::verify(addr, &cell.path, timeout))
-    };
-    match line {
-        Ok(None) => {}
-        Ok(Some(b)) => {
-            if res.startup_line.is_none() {
-                res.startup_line = Some(b);
-            }
+    let limits = merged_limits(&confs.server, &confs.loadgen);
+    match Session::start(&launch, &confs.server, rep) {
+        Ok((session, mut outcome)) => {
+            outcome.limits = limits;
+            res.record_start(&outcome);
+            Ok(session)
         }
-        Err(e) => checks.push(EndpointCheck {
-            path: "(start-up line)".into(),
-            passed: false,
-            status: None,
-            problems: vec![e],
-            headers: Default::default(),
-            body_bytes: None,
-            latency_us: None,
-        }),
-    }
-    let failed: Vec<String> = checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| format!("{}: {}", c.path, c.problems.join("; ")))
-        .collect();
-    if res.verification.is_empty() || !failed.is_empty() {
-        res.verification = checks;
-    }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(Stop::at(Stage::Verify, failed.join(" | ")))
+        Err(failed) => {
+            let mut failed = *failed;
+            failed.outcome.limits = limits;
+            res.record_start(&failed.outcome);
+            res.starts.extend(failed.start);
+            Err(failed.error)
+        }
     }
 }
 
@@ -361,45 +210,45 @@ fn measure(
     ctx: &Ctx,
     res: &mut CellResult,
     cell: &CellSpec,
-    (mut proc, start): (Proc, StartRecord),
+    session: Session,
     confs: &mut Confinements,
     mut window: Option<&mut dyn Window>,
-) -> Result<RepResult, Stop> {
-    let rep = start.rep;
-    let spec = cell.load_spec(start.port);
+) -> Result<RepResult, StageError> {
+    let rep = session.start.rep;
+    let spec = cell.load_spec(session.start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
-    let before = confs.server.counters();
-    let sampler = Sampler::start(proc.pid);
-    let server_counter = count::Counter::start(proc.pid);
-    if let Some(w) = window.as_deref_mut() {
-        w.load_starting(proc.pid, cell);
-    }
+    let pid = session.proc.pid;
+    let server_counter = count::Counter::start(pid);
     let mut loadgen_counter = None;
-    let run = load::run_observed(
-        &ctx.matrix.loadgen,
-        &spec,
-        &spec_file,
-        &confs.loadgen,
-        &mut |pid| loadgen_counter = Some(count::Counter::start(pid)),
-    );
-    let samples = sampler.finish();
+    let sampled = session.sample_while(&confs.server, || {
+        if let Some(w) = window.as_deref_mut() {
+            w.load_starting(pid, cell);
+        }
+        load::run_observed(
+            &ctx.matrix.loadgen,
+            &spec,
+            &spec_file,
+            &confs.loadgen,
+            &mut |pid| loadgen_counter = Some(count::Counter::start(pid)),
+        )
+    });
     let counted = (
         server_counter.finish(),
         loadgen_counter.map(count::Counter::finish),
     );
-    let after = confs.server.counters();
     if let Some(w) = window {
         w.load_done();
     }
-    let died = proc.try_wait();
-    finish_start(ctx, res, &mut proc, start);
-    let tail = proc.stderr_tail();
-    drop(proc);
+    let stopped = session.stop();
+    res.starts.push(stopped.start);
     confs.server.release();
 
-    let run = run.map_err(|e| Stop::at(Stage::Load, e).with_tail(tail.clone()))?;
-    if let Some(st) = died {
-        return Err(Stop::at(
+    let tail = stopped.stderr_tail;
+    let run = sampled
+        .value
+        .map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
+    if let Some(st) = stopped.died {
+        return Err(StageError::at(
             Stage::Load,
             format!("service exited during the load with {st}"),
         )
@@ -407,7 +256,12 @@ fn measure(
     }
     let r = &run.report;
     let responses = (r.requests_per_s * r.window_s).round() as u64;
-    let server = sample::usage_in_window(&samples, r.started_unix_ms * 1000, r.window_s, responses);
+    let server = sample::usage_in_window(
+        &sampled.samples,
+        r.started_unix_ms * 1000,
+        r.window_s,
+        responses,
+    );
     let counts = count::rep_counts(&counted, r.started_unix_ms * 1000, r.window_s, responses);
     let floor_check = match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
         (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
@@ -429,7 +283,7 @@ fn measure(
         instructions: instructions(ctx, res, cell),
         started_unix_ms: r.started_unix_ms,
         server,
-        cgroup: delta(&before, &after),
+        cgroup: sampled.cgroup,
         loadgen_exit_code: run.exit_code,
         report: run.report,
     })
@@ -471,35 +325,24 @@ pub fn run_churn_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<ChurnR
         let cell = res.cell.clone();
         let spec = cell
             .churn
-            .ok_or_else(|| Stop::at(Stage::Load, "not a churn cell"))?;
+            .ok_or_else(|| StageError::at(Stage::Load, "not a churn cell"))?;
         let binary = service_binary(ctx, &cell)?;
         let mut confs = confine(&cell)?;
-        if res.limits.is_none() {
-            res.limits = merged_limits(&confs.server, &confs.loadgen);
-        }
-        let (mut proc, mut start) = spawn_service(ctx, &cell, binary, &confs.server, rep)?;
-        let addr = SocketAddr::from(([127, 0, 0, 1], start.port));
-        let ready = wait_ready(ctx, &cell, &mut proc, addr, &mut start)
-            .and_then(|()| check_service(res, &proc, addr, &cell));
-        if let Err(stop) = ready {
-            finish_start(ctx, res, &mut proc, start);
-            return Err(stop.with_tail(proc.stderr_tail()));
-        }
-        start.idle_rss_bytes = sample::status(proc.pid).map(|s| s.0);
+        let mut session = start_service(ctx, res, &cell, binary, &confs, rep)?;
         let timeout = Duration::from_millis(ctx.matrix.request_timeout_ms);
+        let addr = session.addr;
         let run = limits::cpus::on_cpus(&cell.limits.loadgen_cpus, || {
-            crate::churn::run(&mut proc, addr, &cell.path, &spec, timeout, rep)
+            crate::churn::run(&mut session.proc, addr, &cell.path, &spec, timeout, rep)
         });
-        finish_start(ctx, res, &mut proc, start);
-        let tail = proc.stderr_tail();
-        drop(proc);
+        let stopped = session.stop();
+        res.starts.push(stopped.start);
         confs.server.release();
-        run.map_err(|e| Stop::at(Stage::Load, e).with_tail(tail))
+        run.map_err(|e| StageError::at(Stage::Load, e).with_tail(stopped.stderr_tail))
     })();
     match r {
         Ok(r) => Some(r),
-        Err(stop) => {
-            fail(res, stop);
+        Err(e) => {
+            fail(res, e);
             None
         }
     }

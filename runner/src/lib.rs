@@ -2,8 +2,11 @@
 //!
 //! Reading order — data flows one way, config → plan → run → results → export/report:
 //! - `config` (matrix.toml, validated) → `plan` (expanded cells, groups, estimate);
-//! - `cmd` — the subcommands: `cmd::run` drives groups with interleaved repetitions and the
-//!   drift re-run, `cmd::report`, `cmd::compare`, `cmd::plan`;
+//! - `cmd` — the subcommands, wiring only: `cmd::run`, `cmd::report`, `cmd::compare`,
+//!   `cmd::plan`, `cmd::k8s`;
+//! - `schedule` — the policy of a run (groups, interleaved repetitions, adaptive stops,
+//!   drift re-runs, profiled repetitions, resume) over a repetition runner; `finish` — the
+//!   end of a run (results.json, results.md, run.json);
 //! - `cell` — one repetition: `limits` (cgroups, CPU lists) → `service` (spawn, first 200,
 //!   start-up line, verify, stop) → `load` (loadgen as a child) with `sample` (CPU/RSS);
 //!   a churn cell runs `churn` (the runner's own open/close rounds, RSS after each) instead;
@@ -39,6 +42,7 @@ pub mod config;
 pub mod count;
 pub mod env;
 pub mod export;
+pub mod finish;
 pub mod flamegraph;
 pub mod floor;
 pub mod host;
@@ -54,5 +58,6 @@ pub mod readme;
 pub mod report;
 pub mod results;
 pub mod sample;
+pub mod schedule;
 pub mod service;
 pub mod variant;

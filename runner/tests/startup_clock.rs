@@ -164,7 +164,7 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
         Duration::from_secs(5),
     )
     .expect_err("exec refused");
-    assert!(f.at_spawn);
+    assert_eq!(f.stage, Stage::Spawn, "never started");
     assert!(
         f.reason.starts_with("warm-up start: cannot start ")
             && f.reason.contains("not-executable")
@@ -178,7 +178,7 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
     std::fs::set_permissions(&exits, std::fs::Permissions::from_mode(0o755)).unwrap();
     let f = warm::warm_up(&exits, LOCAL, 1, &[], &conf, &probe, Duration::from_secs(5))
         .expect_err("exits at once");
-    assert!(!f.at_spawn);
+    assert_eq!(f.stage, Stage::Startup, "started, no answer");
     assert!(f.reason.contains("exited during start-up"), "{}", f.reason);
     assert_eq!(f.stderr_tail.as_deref(), Some("gone"));
     assert!(

@@ -12,18 +12,17 @@
 pub mod protocol;
 
 use std::io::{BufRead, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::IpAddr;
 use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
-use protocol::{Failed, Ready, Reply, Request, Serve, Stopped};
+use protocol::{Ready, Reply, Request, Serve, Stopped};
 
 use crate::limits::{self, Confinement, Request as LimitsRequest, Role};
-use crate::process::Proc;
-use crate::results::schema::{CgroupCounters, Stage, StartRecord};
-use crate::sample::{self, Sampler, now_unix_us};
-use crate::service::{spawn, startup, startup_line, stop, verify, warm};
+use crate::results::schema::{Stage, StageError};
+use crate::sample::{self, now_unix_us};
+use crate::service::session::{Launch, Session};
 
 /// Seconds between stdin closing and a forced exit.
 const EXIT_GRACE_S: u64 = 3;
@@ -77,7 +76,7 @@ fn reply(r: &Reply) {
 }
 
 fn failed(stage: Stage, reason: impl Into<String>) -> Reply {
-    Reply::Failed(Box::new(Failed::at(stage, reason)))
+    Reply::failed(StageError::at(stage, reason))
 }
 
 /// Stdin's lines on a channel. On EOF: interrupt (as SIGTERM would), and exit after
@@ -124,104 +123,38 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         .into_iter()
         .filter(|c| !l.server_cpus.contains(c))
         .collect();
-    let timeout = Duration::from_millis(s.startup_timeout_ms);
-    let binary = Path::new(&s.binary);
+    let launch = Launch {
+        binary: Path::new(&s.binary),
+        ip,
+        workers: l.workers,
+        args: (&s.args).into(),
+        probe_cpus: &probe,
+        startup_timeout: Duration::from_millis(s.startup_timeout_ms),
+        stop_grace: Duration::from_millis(s.stop_grace_ms),
+        path: &s.path,
+    };
     // As on the runner's host: a warm start after an unmeasured one, launched vfork-style.
-    let warmup_first_200_us =
-        match warm::warm_up(binary, ip, l.workers, &s.args, &conf, &probe, timeout) {
-            Ok(us) => us,
-            Err(f) => {
-                let mut e = Failed::at(f.stage(), f.reason);
-                e.stderr_tail = f.stderr_tail;
-                e.limits = conf.record.clone();
-                return Reply::Failed(Box::new(e));
-            }
-        };
-    let addr = match spawn::free_addr(ip) {
-        Ok(a) => a,
-        Err(e) => return failed(Stage::Spawn, format!("no free port on {ip}: {e}")),
+    let (session, outcome) = match Session::start(&launch, &conf, s.rep) {
+        Ok(started) => started,
+        Err(f) => return Reply::Failed(f),
     };
-    let port = addr.port();
-    let mut proc = match spawn::spawn(binary, addr, l.workers, &s.args, &conf, &probe) {
-        Ok(p) => p,
-        Err(e) => return failed(Stage::Spawn, format!("cannot start {}: {e}", s.binary)),
-    };
-    let mut start = StartRecord {
-        rep: s.rep,
-        pid: proc.pid,
-        port,
-        connect_us: None,
-        first_200_us: None,
-        launch_us: None,
-        warmup_first_200_us: Some(warmup_first_200_us),
-        idle_rss_bytes: None,
-        stop: None,
-    };
-    let grace = Duration::from_millis(s.stop_grace_ms);
-    let fail = |proc: &mut Proc, start: &mut StartRecord, f: Failed| {
-        start.stop = Some(stop_service(proc, addr, grace));
-        let mut f = f;
-        f.stderr_tail = proc.stderr_tail();
-        f.start = Some(start.clone());
-        f.limits = conf.record.clone();
-        Reply::Failed(Box::new(f))
-    };
-    let ready = if probe.is_empty() {
-        startup::wait_ready(&mut proc, addr, timeout)
-    } else {
-        crate::limits::cpus::on_cpus(&probe, || startup::wait_ready(&mut proc, addr, timeout))
-    };
-    match ready {
-        Ok(r) => {
-            start.connect_us = Some(r.connect_us);
-            start.first_200_us = Some(r.first_200_us);
-            start.launch_us = r.launch_us;
-        }
-        Err(e) => return fail(&mut proc, &mut start, Failed::at(Stage::Startup, e)),
-    }
-    let line = startup_line::read(&proc, Duration::from_millis(500));
-    let checks = verify::verify(addr, &s.path, Duration::from_secs(2));
-    let mut problems: Vec<String> = checks
-        .iter()
-        .filter(|c| !c.passed)
-        .map(|c| format!("{}: {}", c.path, c.problems.join("; ")))
-        .collect();
-    if let Err(e) = &line {
-        problems.push(format!("(start-up line): {e}"));
-    }
-    if !problems.is_empty() {
-        let mut f = Failed::at(Stage::Verify, problems.join(" | "));
-        f.verification = checks;
-        f.startup_line = line.ok();
-        return fail(&mut proc, &mut start, f);
-    }
-    start.idle_rss_bytes = sample::status(proc.pid).map(|s| s.0);
     reply(&Reply::Ready(Box::new(Ready {
-        port,
-        start: start.clone(),
-        limits: conf.record.clone(),
-        startup_line: line.ok(),
-        verification: checks,
+        port: session.addr.port(),
+        start: session.start.clone(),
+        outcome,
     })));
-    let before = conf.counters();
-    let sampler = Sampler::start(proc.pid);
-    let window = wait_for_stop(requests);
-    let samples = sampler.finish();
-    let after = conf.counters();
-    let died = proc.try_wait().map(|st| st.to_string());
-    start.stop = Some(stop_service(&mut proc, addr, grace));
-    let stderr_tail = proc.stderr_tail();
-    drop(proc);
+    let sampled = session.sample_while(&conf, || wait_for_stop(requests));
+    let stopped = session.stop();
     conf.release();
-    let Some((ws, window_s, responses)) = window else {
+    let Some((ws, window_s, responses)) = sampled.value else {
         return failed(Stage::Interrupted, "session closed before the stop");
     };
     Reply::Stopped(Box::new(Stopped {
-        start,
-        usage: sample::usage_in_window(&samples, ws, window_s, responses),
-        cgroup: delta(&before, &after),
-        died,
-        stderr_tail,
+        start: stopped.start,
+        usage: sample::usage_in_window(&sampled.samples, ws, window_s, responses),
+        cgroup: sampled.cgroup,
+        died: stopped.died.map(|st| st.to_string()),
+        stderr_tail: stopped.stderr_tail,
     }))
 }
 
@@ -250,32 +183,6 @@ fn wait_for_stop(requests: &Receiver<String>) -> Option<(u64, f64, u64)> {
             Err(RecvTimeoutError::Disconnected) => return None,
         }
     }
-}
-
-/// `stop::stop`, with the port check made on the address the service listened on.
-fn stop_service(
-    proc: &mut Proc,
-    addr: SocketAddr,
-    grace: Duration,
-) -> crate::results::schema::StopRecord {
-    let mut rec = stop::stop(proc, addr.port(), grace);
-    rec.port_free_after = rec.port_free_after && TcpListener::bind(addr).is_ok();
-    rec
-}
-
-fn delta(
-    before: &Option<CgroupCounters>,
-    after: &Option<CgroupCounters>,
-) -> Option<CgroupCounters> {
-    let (b, a) = (before.as_ref()?, after.as_ref()?);
-    let d = |x: Option<u64>, y: Option<u64>| Some(y?.saturating_sub(x.unwrap_or(0)));
-    Some(CgroupCounters {
-        nr_periods: d(b.nr_periods, a.nr_periods),
-        nr_throttled: d(b.nr_throttled, a.nr_throttled),
-        throttled_us: d(b.throttled_us, a.throttled_us),
-        memory_peak_bytes: a.memory_peak_bytes,
-        oom_kills: d(b.oom_kills, a.oom_kills),
-    })
 }
 
 /// loadgen confined to `cpus` on this host.

@@ -7,13 +7,14 @@
 use std::collections::BTreeMap;
 
 use loadgen::{LoadSpec, Report};
-use ping_common::startup::StartupLine;
 use serde::{Deserialize, Serialize};
 
 use crate::results::schema::{
-    AppliedLimits, CgroupCounters, EndpointCheck, Environment, ProfileLimits, ServerUsage, Stage,
-    StartRecord,
+    CgroupCounters, Environment, ProfileLimits, ServerUsage, StageError, StartRecord,
 };
+/// A failed start on the host travels as the session's own `Failed` (stage, reason, stderr
+/// tail, and what the start told), so both sides share one failure shape.
+pub use crate::service::session::{Failed, StartOutcome};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,9 +83,8 @@ pub enum Reply {
 pub struct Ready {
     pub port: u16,
     pub start: StartRecord,
-    pub limits: Option<AppliedLimits>,
-    pub startup_line: Option<StartupLine>,
-    pub verification: Vec<EndpointCheck>,
+    #[serde(flatten)]
+    pub outcome: StartOutcome,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,28 +97,9 @@ pub struct Stopped {
     pub stderr_tail: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Failed {
-    pub stage: Stage,
-    pub reason: String,
-    pub stderr_tail: Option<String>,
-    /// The service's start, when it got that far (already stopped).
-    pub start: Option<StartRecord>,
-    pub limits: Option<AppliedLimits>,
-    pub verification: Vec<EndpointCheck>,
-    pub startup_line: Option<StartupLine>,
-}
-
-impl Failed {
-    pub fn at(stage: Stage, reason: impl Into<String>) -> Failed {
-        Failed {
-            stage,
-            reason: reason.into(),
-            stderr_tail: None,
-            start: None,
-            limits: None,
-            verification: vec![],
-            startup_line: None,
-        }
+impl Reply {
+    /// A failure before anything started.
+    pub fn failed(error: StageError) -> Reply {
+        Reply::Failed(Box::new(Failed::before_start(error, None)))
     }
 }

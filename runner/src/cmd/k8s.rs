@@ -3,13 +3,11 @@
 
 use std::process::ExitCode;
 
-use sha2::{Digest, Sha256};
-
 use crate::cli::{IngestArgs, K8sRenderArgs};
 use crate::k8s::{self, Images};
 use crate::plan::{self, Plan};
-use crate::results::schema::{CellSpec, RunRecord, RunStatus, SCHEMA_VERSION};
-use crate::results::store::Store;
+use crate::results::schema::{CellSpec, RunRecord, RunStatus};
+use crate::results::store::{self, Store};
 use crate::sample::now_unix_us;
 use crate::{binaries, config};
 
@@ -44,10 +42,7 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let now_ms = now_unix_us() / 1000;
-    let (store, run_id) = Store::create_new(
-        &args.out,
-        &format!("{}-k8s", super::run::utc_stamp(now_ms / 1000)),
-    )?;
+    let (store, run_id) = Store::create_new(&args.out, &store::run_id(now_ms, "k8s"))?;
     let mut cells = Vec::new();
     for spec in &planned {
         let filed = filing.cells.remove(&spec.key).unwrap_or_default();
@@ -72,28 +67,15 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
     );
     let specs: Vec<CellSpec> = cells.iter().map(|c| c.cell.clone()).collect();
     let loadgen = std::path::PathBuf::from("loadgen");
-    let mut run = RunRecord {
-        schema_version: SCHEMA_VERSION,
-        run_id: run_id.clone(),
-        started_unix_ms: now_ms,
-        finished_unix_ms: None,
-        status: RunStatus::Running,
-        command_line: std::env::args().collect(),
-        quick: false,
-        target_ci_pct: None,
-        calibration_only: false,
-        only: vec![],
-        config_path: matrix_path.display().to_string(),
-        config_sha256: format!("{:x}", Sha256::digest(text.as_bytes())),
-        config_toml: text,
-        plan: specs.clone(),
-        estimated_duration_s: 0.0,
+    let mut run = RunRecord::new(
+        run_id.clone(),
+        now_ms,
+        matrix_path.display().to_string(),
+        text,
+        specs.clone(),
         // The machine that ingested, not the cluster's nodes (not visible from reports).
-        environment: crate::env::collect(&matrix_path, &loadgen, Default::default()),
-        floors: None,
-        flamegraph: None,
-        hosts: vec![],
-    };
+        crate::env::collect(&matrix_path, &loadgen, Default::default()),
+    );
     store.write_run(&run)?;
     let plan = Plan {
         groups: vec![specs],
@@ -102,7 +84,7 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
         drift_points: 0,
         baseline: String::new(),
     };
-    super::run::export_all(&store, &mut run, &plan, RunStatus::Completed, None)?;
+    crate::finish::write_all(&store, &mut run, &plan, RunStatus::Completed, None)?;
     println!(
         "{} cell(s) ingested into {} (server CPU and memory: not measured in the cluster)",
         cells.len(),

@@ -8,14 +8,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::ReportArgs;
-use crate::export::{flamegraphs, markdown};
+use crate::export::page;
 use crate::readme;
 use crate::report::{self, charts::Chart, plots_md::plots_section};
-use crate::results::group::runtimes_by_service;
+use crate::results::schema::CellResult;
 use crate::results::set::{self, ResultSet};
 use crate::results::store::write_atomic;
 
-/// results.md: the runner's own page plus the section linking every plot.
+/// results.md with the section linking every plot.
 fn results_md(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
     let run = set.run.as_ref().ok_or_else(|| {
         anyhow::anyhow!(
@@ -23,24 +23,9 @@ fn results_md(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
             set.dir.display()
         )
     })?;
-    let mut page = markdown::render(run, &set.results, &runtimes_by_service(set.cells.values()));
-    page.extend_from_slice(b"\n");
-    page.extend_from_slice(plots_section(charts).as_bytes());
-    let fg = flamegraphs::section(run.flamegraph.as_ref(), set.cells.values());
-    if !fg.is_empty() {
-        if !page.ends_with(b"\n\n") {
-            page.push(b'\n');
-        }
-        page.extend_from_slice(fg.as_bytes());
-    }
-    let hosts = crate::export::hosts::section(&run.hosts, set.cells.values());
-    if !hosts.is_empty() {
-        if !page.ends_with(b"\n\n") {
-            page.push(b'\n');
-        }
-        page.extend_from_slice(hosts.as_bytes());
-    }
-    Ok(page)
+    let cells: Vec<&CellResult> = set.cells.values().collect();
+    let plots = plots_section(charts);
+    Ok(page::results_md(run, &set.results, &cells, Some(&plots)))
 }
 
 /// Writes the plots and results.md; returns the charts written.

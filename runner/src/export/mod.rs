@@ -1,6 +1,7 @@
 //! Exporters: a run's results as bytes — results.json (the aggregate), results.md (the
-//! page a human reads) and the HTML viewer (`html`: the run's page and the site). They never
-//! touch files; the store, `cmd::report` or `cmd::site` writes them.
+//! page a human reads, put together once in `page`) and the HTML viewer (`html`: the run's
+//! page and the site). They never touch files; the store, `cmd::report` or `cmd::site`
+//! writes them.
 
 pub mod churn;
 pub mod counted;
@@ -9,5 +10,6 @@ pub mod hosts;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod page;
 pub mod variants;
 pub mod verdicts;

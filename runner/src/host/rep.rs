@@ -15,25 +15,14 @@ use super::Fleet;
 use super::session::Session;
 use crate::agent::protocol::{Failed, Reply, Request, Serve};
 use crate::config::Matrix;
-use crate::results::schema::{CellResult, CellSpec, GeneratorRun, RepResult, Stage};
+use crate::results::schema::{CellResult, CellSpec, GeneratorRun, RepResult, Stage, StageError};
 
-/// Why the repetition ended: stage, reason (naming the host), service stderr tail.
-pub type RepFailure = (Stage, String, Option<String>);
-
-fn from_failed(res: &mut CellResult, host: &str, f: Failed) -> RepFailure {
-    if res.limits.is_none() {
-        res.limits = f.limits;
-    }
-    if res.startup_line.is_none() {
-        res.startup_line = f.startup_line;
-    }
-    if !f.verification.is_empty() {
-        res.verification = f.verification;
-    }
-    if let Some(s) = f.start {
-        res.starts.push(s);
-    }
-    (f.stage, format!("host {host}: {}", f.reason), f.stderr_tail)
+/// Folds a failed start on the host into the cell; the error names the host.
+fn from_failed(res: &mut CellResult, host: &str, f: Failed) -> StageError {
+    res.record_start(&f.outcome);
+    res.starts.extend(f.start);
+    StageError::at(f.error.stage, format!("host {host}: {}", f.error.reason))
+        .with_tail(f.error.stderr_tail)
 }
 
 pub fn run_rep(
@@ -41,13 +30,13 @@ pub fn run_rep(
     m: &Matrix,
     res: &mut CellResult,
     rep: u32,
-) -> Result<RepResult, RepFailure> {
+) -> Result<RepResult, StageError> {
     let cell = res.cell.clone();
-    let place =
-        cell.hosts
-            .clone()
-            .ok_or((Stage::Spawn, "not a multi-host cell".to_string(), None))?;
-    let spawn_err = |e: String| (Stage::Spawn, e, None);
+    let place = cell
+        .hosts
+        .clone()
+        .ok_or_else(|| StageError::at(Stage::Spawn, "not a multi-host cell"))?;
+    let spawn_err = |e: String| StageError::at(Stage::Spawn, e);
     let server = fleet.get(&place.server_host).map_err(spawn_err)?;
     let mut srv = server.session().map_err(spawn_err)?;
     let binary = server.bins.get(&cell.service).cloned().ok_or_else(|| {
@@ -76,17 +65,9 @@ pub fn run_rep(
                 server.name
             )));
         }
-        Err(e) => return Err((Stage::Startup, e, None)),
+        Err(e) => return Err(StageError::at(Stage::Startup, e)),
     };
-    if res.limits.is_none() {
-        res.limits = ready.limits.clone();
-    }
-    if res.startup_line.is_none() {
-        res.startup_line = ready.startup_line.clone();
-    }
-    if res.verification.is_empty() {
-        res.verification = ready.verification.clone();
-    }
+    res.record_start(&ready.outcome);
     let start = ready.start.clone();
     let mut total = cell.load_spec(ready.port);
     total.url = format!(
@@ -109,33 +90,33 @@ pub fn run_rep(
         Ok(Reply::Stopped(s)) => s,
         Ok(Reply::Failed(f)) => return Err(from_failed(res, &server.name, *f)),
         Ok(other) => {
-            return Err((
+            return Err(StageError::at(
                 Stage::Stop,
                 format!("host {}: unexpected {other:?}", server.name),
-                None,
             ));
         }
         Err(e) => {
             res.starts.push(start);
-            return Err((Stage::Stop, e, None));
+            return Err(StageError::at(Stage::Stop, e));
         }
     };
     drop(srv);
     res.starts.push(stopped.start.clone());
-    let runs = outcome.map_err(|e| (Stage::Load, e, stopped.stderr_tail.clone()))?;
+    let runs = outcome
+        .map_err(|e| StageError::at(Stage::Load, e).with_tail(stopped.stderr_tail.clone()))?;
     if let Some(st) = &stopped.died {
-        return Err((
+        return Err(StageError::at(
             Stage::Load,
             format!(
                 "host {}: service exited during the load with {st}",
                 server.name
             ),
-            stopped.stderr_tail.clone(),
-        ));
+        )
+        .with_tail(stopped.stderr_tail.clone()));
     }
     let parts: Vec<(&str, &loadgen::Report)> =
         runs.iter().map(|g| (g.host.as_str(), &g.report)).collect();
-    let report = Report::merge(&total, &parts).map_err(|e| (Stage::Load, e, None))?;
+    let report = Report::merge(&total, &parts).map_err(|e| StageError::at(Stage::Load, e))?;
     Ok(RepResult {
         rep,
         started_unix_ms: report.started_unix_ms,
@@ -211,9 +192,7 @@ fn generate(
                 report: *report,
                 loadgen_exit_code: exit_code,
             }),
-            Ok(Reply::Failed(f)) => {
-                errors.push(format!("host {h}: {}: {}", f.stage.as_str(), f.reason))
-            }
+            Ok(Reply::Failed(f)) => errors.push(format!("host {h}: {}", f.error)),
             Ok(other) => errors.push(format!("host {h}: unexpected {other:?}")),
             Err(e) => errors.push(e),
         }

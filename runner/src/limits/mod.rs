@@ -28,6 +28,21 @@ use nix::unistd::Pid;
 use crate::results::schema::{AppliedLimits, CgroupCounters};
 use cgroup::{CGROUP_ROOT, CgroupVersion};
 
+impl CgroupCounters {
+    /// The counters accrued since `before` (both read from the same group); the memory peak
+    /// is the group's own, since its creation, which is the peak of this start.
+    pub fn since(&self, before: &CgroupCounters) -> CgroupCounters {
+        let d = |b: Option<u64>, a: Option<u64>| Some(a?.saturating_sub(b.unwrap_or(0)));
+        CgroupCounters {
+            nr_periods: d(before.nr_periods, self.nr_periods),
+            nr_throttled: d(before.nr_throttled, self.nr_throttled),
+            throttled_us: d(before.throttled_us, self.throttled_us),
+            memory_peak_bytes: self.memory_peak_bytes,
+            oom_kills: d(before.oom_kills, self.oom_kills),
+        }
+    }
+}
+
 /// What one process should be confined to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {

@@ -1,6 +1,6 @@
 //! The run directory: `results/<run-id>/{run.json, cells/<key>.json, results.json,
-//! results.md}`. Every write goes to a temp file then renames, so a crash never leaves a
-//! half-written file.
+//! results.md}`, with run ids and a new run's record. Every write goes to a temp file then
+//! renames, so a crash never leaves a half-written file.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,73 @@ use anyhow::Context;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::schema::{CellResult, CellStatus, RunRecord};
+use sha2::{Digest, Sha256};
+
+use super::schema::{
+    CellResult, CellSpec, CellStatus, Environment, RunRecord, RunStatus, SCHEMA_VERSION,
+};
+
+/// UTC timestamp for run ids: 2026-11-30T13-05-00Z.
+pub fn utc_stamp(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// A run id: the start time in UTC, then `suffix` (the commit, or "k8s").
+pub fn run_id(started_unix_ms: u64, suffix: &str) -> String {
+    format!("{}-{suffix}", utc_stamp(started_unix_ms / 1000))
+}
+
+impl RunRecord {
+    /// The record of a run starting now, still running: the matrix file as given (hashed),
+    /// the plan and the environment; the rest is the run's to fill.
+    pub fn new(
+        run_id: String,
+        started_unix_ms: u64,
+        config_path: String,
+        config_toml: String,
+        plan: Vec<CellSpec>,
+        environment: Environment,
+    ) -> RunRecord {
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            run_id,
+            started_unix_ms,
+            finished_unix_ms: None,
+            status: RunStatus::Running,
+            command_line: std::env::args().collect(),
+            quick: false,
+            target_ci_pct: None,
+            calibration_only: false,
+            only: vec![],
+            config_path,
+            config_sha256: format!("{:x}", Sha256::digest(config_toml.as_bytes())),
+            config_toml,
+            plan,
+            estimated_duration_s: 0.0,
+            environment,
+            floors: None,
+            flamegraph: None,
+            hosts: vec![],
+        }
+    }
+}
 
 pub struct Store {
     pub dir: PathBuf,
@@ -125,6 +191,14 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_stamp_known_dates() {
+        assert_eq!(utc_stamp(0), "1970-01-01T00-00-00Z");
+        // 2026-11-30T13:05:00Z
+        assert_eq!(utc_stamp(1_796_043_900), "2026-11-30T13-05-00Z");
+        assert_eq!(utc_stamp(951_782_400), "2000-02-29T00-00-00Z");
+    }
 
     #[test]
     fn a_new_run_never_reuses_an_existing_directory() {

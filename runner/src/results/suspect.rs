@@ -207,13 +207,13 @@ fn cell_reasons(cell: &CellResult) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::results::schema::{CellSpec, ProfileLimits, RepResult, ServerUsage};
     use loadgen::Report;
     use loadgen::report::{Counts, Generator, Percentiles, Saturation};
 
-    fn spec(load: LoadModel) -> CellSpec {
+    pub(crate) fn spec(load: LoadModel) -> CellSpec {
         CellSpec {
             key: "s__p__c4__x".into(),
             service: "s".into(),
@@ -247,7 +247,7 @@ mod tests {
     }
 
     /// A report where `rps` × `mean_latency_us` is consistent with 4 in flight unless skewed.
-    fn report(cell: &CellSpec, rps: f64, mean_latency_us: f64) -> Report {
+    pub(crate) fn report(cell: &CellSpec, rps: f64, mean_latency_us: f64) -> Report {
         let lat = Percentiles {
             samples: rps as u64,
             mean: mean_latency_us,

@@ -21,29 +21,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::limits::Confinement;
-use crate::results::schema::Stage;
+use crate::results::schema::{Stage, StageError};
 use crate::service::{spawn, startup};
-
-/// Why a warm-up start failed, with the service's last stderr lines when it had started.
-#[derive(Debug)]
-pub struct Failed {
-    /// True when it never started (no port, exec failed), false when it started but did
-    /// not answer 200.
-    pub at_spawn: bool,
-    pub reason: String,
-    pub stderr_tail: Option<String>,
-}
-
-impl Failed {
-    /// The stage a repetition whose warm-up failed stops at.
-    pub fn stage(&self) -> Stage {
-        if self.at_spawn {
-            Stage::Spawn
-        } else {
-            Stage::Startup
-        }
-    }
-}
 
 /// Starts `binary` as [`spawn::spawn`] does, waits for its first 200 from `probe_cpus`
 /// (within `timeout`) and kills its process group. Returns its exec → first 200 in µs.
@@ -55,12 +34,10 @@ pub fn warm_up<'a>(
     confinement: &Confinement,
     probe_cpus: &[u32],
     timeout: Duration,
-) -> Result<u64, Failed> {
-    let at_spawn = |reason: String| Failed {
-        at_spawn: true,
-        reason: format!("warm-up start: {reason}"),
-        stderr_tail: None,
-    };
+) -> Result<u64, StageError> {
+    // Spawn when it never started (no port, exec failed), start-up when it did not answer.
+    let at_spawn =
+        |reason: String| StageError::at(Stage::Spawn, format!("warm-up start: {reason}"));
     let addr = spawn::free_addr(ip).map_err(|e| at_spawn(format!("no free port: {e}")))?;
     let mut proc = spawn::spawn(binary, addr, workers, argv, confinement, probe_cpus)
         .map_err(|e| at_spawn(format!("cannot start {}: {e}", binary.display())))?;
@@ -71,10 +48,9 @@ pub fn warm_up<'a>(
     proc.kill();
     match ready {
         Ok(r) => Ok(r.first_200_us),
-        Err(e) => Err(Failed {
-            at_spawn: false,
-            reason: format!("warm-up start: {e}"),
-            stderr_tail: proc.stderr_tail(),
-        }),
+        Err(e) => Err(
+            StageError::at(Stage::Startup, format!("warm-up start: {e}"))
+                .with_tail(proc.stderr_tail()),
+        ),
     }
 }

@@ -122,7 +122,7 @@ pub struct CellResult {
     pub cell: CellSpec,
     pub status: CellStatus,
     /// Why the cell failed / is unsupported / was interrupted.
-    pub failure: Option<Failure>,
+    pub failure: Option<StageError>,
     /// The service's start-up line from its first start (the contract's type). Stored under
     /// `banner`, the name cell files have always used.
     #[serde(rename = "banner", deserialize_with = "startup_line_lenient")]
@@ -179,8 +179,11 @@ pub enum CellStatus {
     Interrupted,
 }
 
+/// A stage that ended a repetition: where, why, and the service's stderr tail if it ran.
+/// The one failure shape of a repetition — recorded on the cell (`failure`), returned by
+/// every step of the service's life, and carried by the agent protocol.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
+pub struct StageError {
     pub stage: Stage,
     pub reason: String,
     /// Last lines of the service's stderr.
@@ -216,7 +219,25 @@ impl Stage {
 }
 
 /// `stage: reason`, the one-line form the summary and the progress output show.
-impl std::fmt::Display for Failure {
+/// The name cell files and older code know the stage error by.
+pub type Failure = StageError;
+
+impl StageError {
+    pub fn at(stage: Stage, reason: impl Into<String>) -> StageError {
+        StageError {
+            stage,
+            reason: reason.into(),
+            stderr_tail: None,
+        }
+    }
+
+    pub fn with_tail(mut self, tail: Option<String>) -> StageError {
+        self.stderr_tail = tail;
+        self
+    }
+}
+
+impl std::fmt::Display for StageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.stage.as_str(), self.reason)
     }
