@@ -350,7 +350,7 @@ fn measure(
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
     let before = confs.server.counters();
     let sampler = Sampler::start(proc.pid);
-    let server_counter = count::Counter::start(proc.pid);
+    let server_counter = count::Counter::start_proc(proc.pid);
     if let Some(w) = window.as_deref_mut() {
         w.load_starting(proc.pid, cell);
     }
@@ -360,7 +360,7 @@ fn measure(
         &spec,
         &spec_file,
         &confs.loadgen,
-        &mut |pid| loadgen_counter = Some(count::Counter::start(pid)),
+        &mut |pid| loadgen_counter = Some(count::Counter::start_proc(pid)),
     );
     let samples = sampler.finish();
     let counted = (
@@ -372,6 +372,18 @@ fn measure(
         w.load_done();
     }
     let died = proc.try_wait();
+    // Syscalls in their own window after the timed one: perf's tracepoint slows every
+    // syscall, so it must not run while req/s, latency and CPU are measured.
+    let sys = match (&run, died) {
+        (Ok(_), None) => count::syscall_window(
+            &ctx.matrix.loadgen,
+            &spec,
+            &spec_file,
+            &confs.loadgen,
+            proc.pid,
+        ),
+        _ => count::SyscallWindow::unmeasured("the measured load did not complete"),
+    };
     finish_start(ctx, res, &mut proc, start);
     let tail = proc.stderr_tail();
     drop(proc);
@@ -388,7 +400,11 @@ fn measure(
     let r = &run.report;
     let responses = (r.requests_per_s * r.window_s).round() as u64;
     let server = sample::usage_in_window(&samples, r.started_unix_ms * 1000, r.window_s, responses);
-    let counts = count::rep_counts(&counted, r.started_unix_ms * 1000, r.window_s, responses);
+    let counts = count::rep_counts(
+        &counted,
+        (r.started_unix_ms * 1000, r.window_s, responses),
+        &sys,
+    );
     let floor_check = match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
         (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
             let lag = crate::floor::Lag {

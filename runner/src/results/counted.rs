@@ -15,9 +15,14 @@ use crate::results::stats::summarize;
 pub struct ProcessCounts {
     /// Responses in the window (the divisor of every per-request value).
     pub responses: u64,
-    /// `raw_syscalls:sys_enter` events (perf stat, every thread, inherited by new ones);
-    /// `None` with `syscalls_unmeasured` saying why.
+    /// `raw_syscalls:sys_enter` events (perf stat, every thread, inherited by new ones) in
+    /// the syscall window — a separate, shorter window of the same load right after the
+    /// measured one, because perf's tracepoint slows every syscall on the machine (so it must
+    /// not run in the timed window); `None` with `syscalls_unmeasured` saying why.
     pub syscalls: Option<f64>,
+    /// Responses in the syscall window (the divisor of syscalls per request).
+    #[serde(default)]
+    pub syscall_window_responses: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syscalls_unmeasured: Option<String>,
     /// Summed over the process's threads (/proc/<pid>/task/*/status); `None` when /proc
@@ -38,7 +43,11 @@ impl ProcessCounts {
     }
 
     pub fn syscalls_per_request(&self) -> Option<f64> {
-        self.per(self.syscalls)
+        // 0: counted in the measured window itself (results before the syscall window).
+        match self.syscall_window_responses {
+            0 => self.per(self.syscalls),
+            n => self.syscalls.map(|v| v / n as f64),
+        }
     }
 
     /// Voluntary plus involuntary.
@@ -173,7 +182,8 @@ mod tests {
     fn per_request_values_divide_by_responses() {
         let c = ProcessCounts {
             responses: 1000,
-            syscalls: Some(2030.0),
+            syscalls: Some(1015.0),
+            syscall_window_responses: 500,
             voluntary_ctx_switches: Some(500.0),
             involuntary_ctx_switches: Some(20.0),
             minor_faults: Some(10.0),
