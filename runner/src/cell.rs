@@ -210,7 +210,7 @@ fn measure(
     ctx: &Ctx,
     res: &mut CellResult,
     cell: &CellSpec,
-    session: Session,
+    mut session: Session,
     confs: &mut Confinements,
     mut window: Option<&mut dyn Window>,
 ) -> Result<RepResult, StageError> {
@@ -218,7 +218,7 @@ fn measure(
     let spec = cell.load_spec(session.start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
     let pid = session.proc.pid;
-    let server_counter = count::Counter::start(pid);
+    let server_counter = count::Counter::start_proc(pid);
     let mut loadgen_counter = None;
     let sampled = session.sample_while(&confs.server, || {
         if let Some(w) = window.as_deref_mut() {
@@ -229,7 +229,7 @@ fn measure(
             &spec,
             &spec_file,
             &confs.loadgen,
-            &mut |pid| loadgen_counter = Some(count::Counter::start(pid)),
+            &mut |pid| loadgen_counter = Some(count::Counter::start_proc(pid)),
         )
     });
     let counted = (
@@ -239,7 +239,21 @@ fn measure(
     if let Some(w) = window {
         w.load_done();
     }
+    let died = session.proc.try_wait();
+    // Syscalls in their own window after the timed one: perf's tracepoint slows every
+    // syscall, so it must not run while req/s, latency and CPU are measured.
+    let sys = match (&sampled.value, died) {
+        (Ok(_), None) => count::syscall_window(
+            &ctx.matrix.loadgen,
+            &spec,
+            &spec_file,
+            &confs.loadgen,
+            pid,
+        ),
+        _ => count::SyscallWindow::unmeasured("the measured load did not complete"),
+    };
     let stopped = session.stop();
+    let died = died.or(stopped.died);
     res.starts.push(stopped.start);
     confs.server.release();
 
@@ -247,7 +261,7 @@ fn measure(
     let run = sampled
         .value
         .map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
-    if let Some(st) = stopped.died {
+    if let Some(st) = died {
         return Err(StageError::at(
             Stage::Load,
             format!("service exited during the load with {st}"),
@@ -262,7 +276,11 @@ fn measure(
         r.window_s,
         responses,
     );
-    let counts = count::rep_counts(&counted, r.started_unix_ms * 1000, r.window_s, responses);
+    let counts = count::rep_counts(
+        &counted,
+        (r.started_unix_ms * 1000, r.window_s, responses),
+        &sys,
+    );
     let floor_check = match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
         (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
             let lag = crate::floor::Lag {

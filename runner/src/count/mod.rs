@@ -33,9 +33,18 @@ pub struct Timeline {
 }
 
 impl Counter {
-    /// Starts counting `pid`; returns once perf counts (or has said why it cannot).
+    /// Starts counting `pid` with perf's syscall count too; returns once perf counts (or has
+    /// said why it cannot). perf slows every syscall on the machine: never in a timed window.
     pub fn start(pid: u32) -> Counter {
         Counter::start_with(pid, perf::Syscalls::start(pid))
+    }
+
+    /// Starts counting `pid` from /proc only (cheap: reads on the runner's CPU).
+    pub fn start_proc(pid: u32) -> Counter {
+        Counter::start_with(
+            pid,
+            Err(perf::Unmeasured("not counted in this window".into())),
+        )
     }
 
     /// Starts the /proc reads beside `syscalls` (a started perf, or why there is none).
@@ -99,32 +108,121 @@ impl Timeline {
             major_faults: d(|r| r.major_faults as f64),
             user_us: d(|r| r.user_us),
             system_us: d(|r| r.system_us),
+            syscall_window_responses: responses,
         }
     }
 }
 
-/// One repetition's counts from the server's and the generator's timelines (a generator that
-/// never started counts as unmeasured).
+/// The syscall window's result: both processes' syscalls and the responses in it, or why
+/// there is none.
+pub struct SyscallWindow {
+    pub server: Result<f64, String>,
+    pub loadgen: Result<f64, String>,
+    pub responses: u64,
+}
+
+impl SyscallWindow {
+    /// No syscall window ran, for `why`.
+    pub fn unmeasured(why: impl Into<String>) -> SyscallWindow {
+        let why = why.into();
+        SyscallWindow {
+            server: Err(why.clone()),
+            loadgen: Err(why),
+            responses: 0,
+        }
+    }
+}
+
+fn with_syscalls(mut c: ProcessCounts, n: &Result<f64, String>, responses: u64) -> ProcessCounts {
+    match n {
+        Ok(_) if responses == 0 => {
+            c.syscalls = None;
+            c.syscalls_unmeasured = Some("no responses in the syscall window".into());
+        }
+        Ok(n) => {
+            c.syscalls = Some(*n);
+            c.syscalls_unmeasured = None;
+            c.syscall_window_responses = responses;
+        }
+        Err(why) => {
+            c.syscalls = None;
+            c.syscalls_unmeasured = Some(why.clone());
+        }
+    }
+    c
+}
+
+/// One repetition's counts: /proc counts from the measured window's timelines (a generator
+/// that never started counts nothing), syscalls from the syscall window.
 pub fn rep_counts(
     (server, loadgen): &(Timeline, Option<Timeline>),
-    start_unix_us: u64,
-    window_s: f64,
-    responses: u64,
+    (start_unix_us, window_s, responses): (u64, f64, u64),
+    sys: &SyscallWindow,
 ) -> RepCounts {
     let loadgen = loadgen.as_ref().map_or_else(
         || ProcessCounts {
             responses,
-            syscalls_unmeasured: Some("the generator was not counted".into()),
             ..Default::default()
         },
         |l| l.window(start_unix_us, window_s, responses),
     );
     RepCounts {
-        server: server.window(start_unix_us, window_s, responses),
-        loadgen,
+        server: with_syscalls(
+            server.window(start_unix_us, window_s, responses),
+            &sys.server,
+            sys.responses,
+        ),
+        loadgen: with_syscalls(loadgen, &sys.loadgen, sys.responses),
         tool: tool(),
     }
 }
+
+/// The syscall window: the same load again for a short window, `perf stat` counting the
+/// server's and the generator's syscalls in it.
+pub fn syscall_window(
+    loadgen_bin: &std::path::Path,
+    spec: &loadgen::LoadSpec,
+    spec_file: &std::path::Path,
+    conf: &crate::limits::Confinement,
+    server_pid: u32,
+) -> SyscallWindow {
+    let mut spec = spec.clone();
+    spec.warmup_ms = spec.warmup_ms.min(SYSCALL_WARMUP_MS);
+    spec.duration_ms = Some(SYSCALL_WINDOW_MS);
+    let server = Counter::start(server_pid);
+    if let Err(u) = &server.syscalls {
+        let why = u.0.clone();
+        drop(server.finish());
+        return SyscallWindow::unmeasured(why);
+    }
+    let mut gen_counter = None;
+    let run = crate::load::run_observed(loadgen_bin, &spec, spec_file, conf, &mut |pid| {
+        gen_counter = Some(Counter::start(pid));
+    });
+    let (server, gen_tl) = (server.finish(), gen_counter.map(Counter::finish));
+    let r = match run {
+        Ok(r) => r.report,
+        Err(e) => return SyscallWindow::unmeasured(format!("syscall window: {e}")),
+    };
+    let start = r.started_unix_ms * 1000;
+    let responses = (r.requests_per_s * r.window_s).round() as u64;
+    let pick = |t: &Timeline| -> Result<f64, String> {
+        let c = t.window(start, r.window_s, responses);
+        c.syscalls
+            .ok_or_else(|| c.syscalls_unmeasured.unwrap_or_default())
+    };
+    SyscallWindow {
+        server: pick(&server),
+        loadgen: gen_tl
+            .as_ref()
+            .map_or_else(|| Err("the generator was not counted".into()), pick),
+        responses,
+    }
+}
+
+/// The syscall window's warm-up and length: counts per request settle fast.
+pub const SYSCALL_WARMUP_MS: u64 = 200;
+pub const SYSCALL_WINDOW_MS: u64 = 700;
 
 /// How counts are taken here: perf's version and event, and /proc.
 fn tool() -> String {

@@ -218,4 +218,43 @@ mod tests {
         assert_eq!(summary(text), Some(4_736_943));
         assert_eq!(summary("events: Ir\n"), None);
     }
+
+    /// The whole mode end to end on ping-epoll (built by `cargo build -p ping-epoll`):
+    /// two Valgrind runs, a slope in the range of a few thousand instructions.
+    #[test]
+    fn counts_ping_epoll_under_valgrind() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let bin = ["target/release/ping-epoll", "target/debug/ping-epoll"]
+            .iter()
+            .map(|p| root.join(p))
+            .find(|p| p.exists());
+        let (Some(bin), Ok(_)) = (bin, version()) else {
+            eprintln!("skipped: needs valgrind and a built ping-epoll");
+            return;
+        };
+        let scratch = std::env::temp_dir();
+        let c = measure(&Target {
+            binary: &bin,
+            service_args: &[],
+            path: "/ping",
+            io_driver: Some("epoll"),
+            cpus: &[],
+            scratch_dir: &scratch,
+        });
+        assert!(c.unmeasured.is_none(), "{c:?}");
+        let per = c.per_request.unwrap();
+        assert!((500.0..200_000.0).contains(&per), "{c:?}");
+        assert!(c.tool.starts_with("valgrind-"), "{c:?}");
+        // A different driver under Valgrind than outside it is refused, not counted.
+        let c = measure(&Target {
+            binary: &bin,
+            service_args: &[],
+            path: "/ping",
+            io_driver: Some("io_uring"),
+            cpus: &[],
+            scratch_dir: &scratch,
+        });
+        assert!(c.per_request.is_none(), "{c:?}");
+        assert!(c.unmeasured.unwrap().contains("instead of io_uring"));
+    }
 }

@@ -12,7 +12,11 @@ impl ProcessCounts {
     }
 
     pub fn syscalls_per_request(&self) -> Option<f64> {
-        self.per(self.syscalls)
+        // 0: counted in the measured window itself (results before the syscall window).
+        match self.syscall_window_responses {
+            0 => self.per(self.syscalls),
+            n => self.syscalls.map(|v| v / n as f64),
+        }
     }
 
     /// Voluntary plus involuntary.
@@ -48,7 +52,8 @@ mod tests {
     fn per_request_values_divide_by_responses() {
         let c = ProcessCounts {
             responses: 1000,
-            syscalls: Some(2030.0),
+            syscalls: Some(1015.0),
+            syscall_window_responses: 500,
             voluntary_ctx_switches: Some(500.0),
             involuntary_ctx_switches: Some(20.0),
             minor_faults: Some(10.0),

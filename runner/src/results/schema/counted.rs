@@ -11,9 +11,14 @@ use super::Stat;
 pub struct ProcessCounts {
     /// Responses in the window (the divisor of every per-request value).
     pub responses: u64,
-    /// `raw_syscalls:sys_enter` events (perf stat, every thread, inherited by new ones);
-    /// `None` with `syscalls_unmeasured` saying why.
+    /// `raw_syscalls:sys_enter` events (perf stat, every thread, inherited by new ones) in
+    /// the syscall window — a separate, shorter window of the same load right after the
+    /// measured one, because perf's tracepoint slows every syscall on the machine (so it must
+    /// not run in the timed window); `None` with `syscalls_unmeasured` saying why.
     pub syscalls: Option<f64>,
+    /// Responses in the syscall window (the divisor of syscalls per request).
+    #[serde(default)]
+    pub syscall_window_responses: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syscalls_unmeasured: Option<String>,
     /// Summed over the process's threads (/proc/<pid>/task/*/status); `None` when /proc
