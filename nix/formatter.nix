@@ -1,4 +1,4 @@
-# `nix fmt`: nixpkgs-fmt, the formatter CI can also run offline (scripts/check-flake.sh).
+# `nix fmt`: nixpkgs-fmt, the formatter CI can also run offline (scripts/ci/check-flake.sh).
 # Newer `nix fmt` passes no paths, and bare nixpkgs-fmt would then wait on stdin, so
 # default to the flake's Nix files.
 { pkgs }:

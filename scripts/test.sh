@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fmt --all --check
+scripts/ci/check-docs.py
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --bins --locked
 cargo test --workspace --locked
@@ -21,7 +22,7 @@ fi
 # The offline flake checks need nix-bin, shellcheck and nixpkgs-fmt (.ci/run installs them).
 # CI always runs them; elsewhere they run when nix is installed and are skipped loudly if not.
 if [ "${CI:-}" = true ] || command -v nix >/dev/null; then
-    scripts/check-flake.sh
+    scripts/ci/check-flake.sh
 else
-    echo "test.sh: SKIPPED scripts/check-flake.sh: no nix on PATH (see .ci/run for what it needs)" >&2
+    echo "test.sh: SKIPPED scripts/ci/check-flake.sh: no nix on PATH (see .ci/run for what it needs)" >&2
 fi

@@ -1,6 +1,6 @@
 # STRUCTURAL CHECK ONLY. THIS IS NOT NIXPKGS AND BUILDS NOTHING.
 #
-# scripts/check-flake.sh puts this flake in place of the pinned nixpkgs
+# scripts/ci/check-flake.sh puts this flake in place of the pinned nixpkgs
 # (`--override-input nixpkgs path:nix/stand-in`) so that `nix flake show` and
 # `nix flake check --no-build` can evaluate ../../flake.nix offline, with the old
 # Nix 2.8 that cannot evaluate real nixpkgs >= 25.11.
@@ -158,7 +158,7 @@
                 || builtins.throw "writeShellApplication: runtimeEnv values must be strings";
               dummy name { inherit text runtimeInputs runtimeEnv; }
                 ({
-                  # Exposed so scripts/check-flake.sh can `bash -n` the script body.
+                  # Exposed so scripts/ci/check-flake.sh can `bash -n` the script body.
                   inherit text runtimeEnv;
                   meta = { mainProgram = name; } // meta;
                 } // passthru);

@@ -93,13 +93,15 @@ fn results_json_is_rebuilt_from_the_cell_files() {
     }
 }
 
-/// A scratch copy of the repo's results/ and README.md, so `matrix report` can rewrite them.
+/// A scratch copy of the repo's results/, README.md and docs/, so `matrix report` and
+/// `matrix compare --readme` can rewrite them.
 fn scratch(name: &str) -> PathBuf {
     let d = fixtures::scratch(&format!("regenerate-{name}"));
     let status = Command::new("cp")
         .arg("-r")
         .arg(repo().join("results"))
         .arg(repo().join("README.md"))
+        .arg(repo().join("docs"))
         .arg(&d)
         .status()
         .unwrap();
@@ -148,7 +150,8 @@ fn report_rewrites_results_md_and_plots_unchanged() {
     }
 }
 
-/// README's generated sections come back unchanged from the runs they name.
+/// README's generated headline and the worked example in docs/reading-a-run.md come back
+/// unchanged from the runs they name.
 #[test]
 fn readme_sections_regenerate_unchanged() {
     let d = scratch("readme");
@@ -169,12 +172,13 @@ fn readme_sections_regenerate_unchanged() {
             "README.md",
         ],
     );
+    let example = String::from_utf8(read(&repo().join(EXAMPLE))).unwrap();
     let compare = between(
-        &readme,
+        &example,
         "<!-- pingmatrix:compare:begin -->",
         "<!-- pingmatrix:compare:end -->",
     )
-    .expect("README has a compare section");
+    .expect("docs/reading-a-run.md has a compare section");
     let old = between(compare, "old run ", " ").expect("compare section names the old run");
     let new = between(compare, "new run ", " ").expect("compare section names the new run");
     matrix(
@@ -186,15 +190,20 @@ fn readme_sections_regenerate_unchanged() {
             "--format",
             "markdown",
             "--readme",
-            "README.md",
+            EXAMPLE,
         ],
     );
-    assert_same(
-        "README.md",
-        &read(&d.as_path().join("README.md")),
-        &read(&repo().join("README.md")),
-    );
+    for file in ["README.md", EXAMPLE] {
+        assert_same(
+            file,
+            &read(&d.as_path().join(file)),
+            &read(&repo().join(file)),
+        );
+    }
 }
+
+/// Where the generated compare section (the worked example) lives.
+const EXAMPLE: &str = "docs/reading-a-run.md";
 
 #[test]
 fn compare_output_unchanged_in_every_format() {

@@ -1,4 +1,4 @@
-"""Self-test of the suite's statistics (driven by scripts/sensitivity.sh): A/A trials (one
+"""Self-test of the suite's statistics (driven by scripts/experiments/sensitivity.sh): A/A trials (one
 service as baseline `a` and as `b`) and burn trials (`b` with `--burn-ns` adding 10 % to
 the service's CPU/request), each trial one `matrix run`; prints the A/A false better/worse
 rate over all metric verdicts and how often the slowdown was called "worse".
@@ -7,7 +7,7 @@ rate over all metric verdicts and how often the slowdown was called "worse".
    spread of the paired B/A ratio (-> repetitions for the trials, unless --reps is given).
 2. Trials, A/A and burn alternating so a change of the machine hits both kinds alike.
 
-Python 3 standard library only. Run `scripts/sensitivity.sh`, not this file.
+Python 3 standard library only. Run `scripts/experiments/sensitivity.sh`, not this file.
 """
 import argparse
 import glob

@@ -2,7 +2,7 @@
 # loadgen vs wrk: CPU cost per request of the generator, server and generator pinned to
 # different cores, runs interleaved A B A B so drift hits both tools alike.
 #
-#   scripts/loadgen-vs-wrk.sh [--duration 10s] [--pairs 3] [--connections 64]
+#   scripts/experiments/loadgen-vs-wrk.sh [--duration 10s] [--pairs 3] [--connections 64]
 #                             [--server-cmd 'CMD with {port}'] [--loadgen PATH]
 #                             [--server-cpu 0] [--gen-cpu 1]
 #
@@ -11,7 +11,8 @@
 # Generator CPU is measured the same way for both tools: user+sys of the whole process
 # from /usr/bin/time, divided by the responses the tool itself reported.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 
 duration=10s pairs=3 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18481
 while [[ $# -gt 0 ]]; do
@@ -30,9 +31,7 @@ while [[ $# -gt 0 ]]; do
 done
 if (( pairs < 1 )); then echo "--pairs must be >= 1" >&2; exit 2; fi
 
-for tool in wrk taskset /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
+need wrk taskset /usr/bin/time
 target_dir=${CARGO_TARGET_DIR:-target}
 if [[ -z "$loadgen" ]]; then
   loadgen=$target_dir/release/loadgen
@@ -51,13 +50,7 @@ if [[ -z "$server_cmd" ]]; then
 fi
 url="http://127.0.0.1:$port/ping"
 
-tmp=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+tmp=$(scratch_dir)
 
 # wrk pipelines only through Lua: send `depth` requests as one write (as TechEmpower does).
 cat >"$tmp/pipeline.lua" <<'LUA'
@@ -71,13 +64,9 @@ request = function() return req end
 LUA
 
 # shellcheck disable=SC2086 # the command is a word list on purpose
-taskset -c "$server_cpu" ${server_cmd//\{port\}/$port} >"$tmp/server.out" 2>&1 &
-server_pid=$!
-for _ in $(seq 50); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  sleep 0.1
-done
-kill -0 "$server_pid" 2>/dev/null || { echo "server did not start:"; cat "$tmp/server.out"; exit 1; } >&2
+start_pinned "$server_cpu" "$tmp/server.out" ${server_cmd//\{port\}/$port}
+server_pid=$SERVER_PID
+wait_port "$port" "$server_pid" "$tmp/server.out"
 
 # Server CPU seconds so far (utime + stime of the pinned server process).
 server_cpu_s() {
@@ -128,8 +117,6 @@ done
 echo
 echo "| depth | tool | req/s (median) | generator CPU µs/request (median) | server core busy (median) |"
 echo "|---|---|---|---|---|"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 declare -A med_rps med_cpu
 for depth in 1 16; do
   for tool in loadgen wrk; do

@@ -3,7 +3,7 @@
 # loadgen's send lag, against a closed-loop c1 p50 of the same service measured here too.
 # Server and generators pinned to different cores; runs interleaved A B A B per rate.
 #
-#   scripts/loadgen-vs-wrk2.sh [--duration 12s] [--pairs 2] [--connections 64]
+#   scripts/experiments/loadgen-vs-wrk2.sh [--duration 12s] [--pairs 2] [--connections 64]
 #                              [--rates 5000,20000] [--server-cpu 0] [--gen-cpu 1]
 #                              [--loadgen PATH] [--port 18482] [--slack-us 1000]
 #                              [--halt-poll-ns N]
@@ -23,7 +23,8 @@
 # run and restores it after. A halted vCPU is woken through the hypervisor, which sets the
 # CPU price of every timer wake-up (and the loopback latency); polling takes that price out.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 
 duration=12s pairs=2 conns=64 rates=5000,20000 server_cpu=0 gen_cpu=1 loadgen="" port=18482
 slack_us=1000 halt_poll_ns=""
@@ -46,9 +47,7 @@ done
 if (( pairs < 1 )); then echo "--pairs must be >= 1" >&2; exit 2; fi
 
 skip() { echo "############ SKIPPED loadgen-vs-wrk2: $* ############"; exit 0; }
-for tool in taskset /usr/bin/time python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
+need taskset /usr/bin/time python3
 target_dir=${CARGO_TARGET_DIR:-target}
 peers=../shared/peers
 [[ -x $peers/build-wrk2.sh ]] || skip "no $peers/build-wrk2.sh"
@@ -63,8 +62,7 @@ server_bin=$target_dir/release/ping-may-minihttp
 [[ -x $server_bin ]] || { echo "no $server_bin: run cargo build --release -p ping-may-minihttp" >&2; exit 1; }
 url="http://127.0.0.1:$port/ping"
 
-tmp=$(mktemp -d)
-server_pid=""
+tmp=$(scratch_dir)
 halt_poll=/sys/module/haltpoll/parameters/guest_halt_poll_ns
 halt_poll_was=""
 if [[ -n "$halt_poll_ns" ]]; then
@@ -72,23 +70,15 @@ if [[ -n "$halt_poll_ns" ]]; then
   [[ -w $halt_poll ]] || { echo "--halt-poll-ns needs a writable $halt_poll (root, haltpoll cpuidle)" >&2; exit 2; }
   halt_poll_was=$(cat "$halt_poll")
 fi
-cleanup() {
-  if [[ -n "$halt_poll_was" ]]; then echo "$halt_poll_was" >"$halt_poll"; fi
-  if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-if [[ -n "$halt_poll_was" ]]; then echo "$halt_poll_ns" >"$halt_poll"; fi
+if [[ -n "$halt_poll_was" ]]; then
+  restore_at_exit "$halt_poll"
+  echo "$halt_poll_ns" >"$halt_poll"
+fi
 idle_driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo "?")
 echo "idle: cpuidle driver $idle_driver, guest halt polling $(cat "$halt_poll" 2>/dev/null || echo "-") ns${halt_poll_was:+ (set for this run; was $halt_poll_was)}"
-taskset -c "$server_cpu" "$server_bin" --listen "127.0.0.1:$port" --workers 1 >"$tmp/server.out" 2>&1 &
-server_pid=$!
-for _ in $(seq 50); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  sleep 0.1
-done
-kill -0 "$server_pid" 2>/dev/null || { echo "server did not start:"; cat "$tmp/server.out"; exit 1; } >&2
+start_pinned "$server_cpu" "$tmp/server.out" "$server_bin" --listen "127.0.0.1:$port" --workers 1
+server_pid=$SERVER_PID
+wait_port "$port" "$server_pid" "$tmp/server.out"
 
 # Field of loadgen's JSON report by path, e.g. latency_us.p50.
 jget() {
@@ -158,11 +148,9 @@ for rate in ${rates//,/ }; do
   done
 done
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-ok() { awk "BEGIN {print ($1) ? \"yes\" : \"NO\"}"; }
 col() { awk -v t="$1" -v r="$2" -v c="$3" '$1==t && $2==r {print $c}' "$results" | median; }
 # cpu_vs_wrk2 <tool> <rate>: the tool's median CPU per request over wrk2's.
-cpu_vs_wrk2() { awk -v a="$(col "$1" "$2" 4)" -v b="$(col wrk2 "$2" 4)" 'BEGIN {printf "%.2f", a / b}'; }
+cpu_vs_wrk2() { ratio "$(col "$1" "$2" 4)" "$(col wrk2 "$2" 4)"; }
 echo
 echo "| rate/s | tool | CPU µs/request | latency p50 µs | latency p99 µs | send-lag p50 µs | wake-ups/request |"
 echo "|---|---|---|---|---|---|---|"
@@ -183,5 +171,5 @@ for rate in ${rates//,/ }; do
   if (( slack_us > 0 )); then
     echo "| $rate | loadgen-slack = --coalesce-us $slack_us | $(cpu_vs_wrk2 loadgen-slack "$rate")× wrk2 | | | | |"
   fi
-  echo "| $rate | loadgen vs targets | ${cpu_ratio}× wrk2 (≤ 1.5×: $(ok "$cpu_ratio <= 1.5")); per pair median $(printf '%.2f' "$pair_median")× ($pair_range) | ${gap} µs vs c1 p50 $c1_p50 (within ±50: $(ok "${gap#+} <= 50 && ${gap#+} >= -50")) | | $lag (≤ 50: $(ok "$lag <= 50")) | |"
+  echo "| $rate | loadgen vs targets | ${cpu_ratio}× wrk2 (≤ 1.5×: $(yes_no "$cpu_ratio <= 1.5")); per pair median $(printf '%.2f' "$pair_median")× ($pair_range) | ${gap} µs vs c1 p50 $c1_p50 (within ±50: $(yes_no "${gap#+} <= 50 && ${gap#+} >= -50")) | | $lag (≤ 50: $(yes_no "$lag <= 50")) | |"
 done

@@ -12,7 +12,7 @@
 # a flake in a git tree sees only tracked files and target/ must not be copied.
 # Prints one line per check and exits non-zero if any check failed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 failures=0
 ok() { printf 'ok   %s\n' "$*"; }

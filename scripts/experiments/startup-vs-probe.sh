@@ -11,15 +11,16 @@
 # start needs no more; glommio's (an RCU grace period of 1-4 ticks) hits the cap and its
 # interval stays wider than the tolerance unless RCU_EXPEDITED=1 takes that wait out.
 #
-#   scripts/startup-vs-probe.sh                      # 4-16 rounds x 5 starts per side
-#   ROUNDS=2 MAX_ROUNDS=2 STARTS=3 SERVICES="tokio-hyper" scripts/startup-vs-probe.sh
+#   scripts/experiments/startup-vs-probe.sh                      # 4-16 rounds x 5 starts per side
+#   ROUNDS=2 MAX_ROUNDS=2 STARTS=3 SERVICES="tokio-hyper" scripts/experiments/startup-vs-probe.sh
 #
 # Env: ROUNDS (4), MAX_ROUNDS (16), STARTS (5), SERVER_CPU (0), PROBE_CPU (1),
 #      SERVICES (every service), CARGO_TARGET_DIR (target),
 #      PROBE (c: scripts/lib/startup_probe.c built with cc; py: scripts/lib/startup_probe.py),
 #      RCU_EXPEDITED (0; 1 sets /sys/kernel/rcu_expedited for the run and restores it).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 
 ROUNDS=${ROUNDS:-4}
 MAX_ROUNDS=${MAX_ROUNDS:-16}
@@ -29,16 +30,11 @@ PROBE_CPU=${PROBE_CPU:-1}
 SERVICES=${SERVICES:-"tokio-hyper tokio-per-core axum actix-web monoio glommio compio may-minihttp epoll"}
 REL="${CARGO_TARGET_DIR:-target}/release"
 
-command -v python3 >/dev/null || { echo "startup-vs-probe: python3 not found" >&2; exit 2; }
+need python3
 cargo build --release --locked --workspace --bins >&2
 
-WORK=$(mktemp -d)
+WORK=$(scratch_dir)
 knob=/sys/kernel/rcu_expedited was=""
-cleanup() {
-  if [ -n "$was" ]; then echo "$was" >"$knob"; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 # A control, not a tuning: glommio's start waits for an RCU grace period (its membarrier
 # registration), 1-4 scheduler ticks drawn afresh each start, which both sides share and which
 # makes medians of even 80 starts wander by ±4 ms. Expedited grace periods take that draw out,
@@ -46,11 +42,12 @@ trap cleanup EXIT
 if [ "${RCU_EXPEDITED:-0}" = 1 ]; then
   [ -w "$knob" ] || { echo "startup-vs-probe: RCU_EXPEDITED=1 needs a writable $knob (root)" >&2; exit 2; }
   was=$(cat "$knob")
+  restore_at_exit "$knob"
   echo 1 >"$knob"
 fi
 case "${PROBE:-c}" in
   c)
-    command -v cc >/dev/null || { echo "startup-vs-probe: cc not found (PROBE=py uses Python)" >&2; exit 2; }
+    need cc # (PROBE=py uses Python instead)
     cc -O2 -Wall -o "$WORK/startup_probe" scripts/lib/startup_probe.c
     probe=("$WORK/startup_probe") ;;
   py) probe=(python3 scripts/lib/startup_probe.py) ;;

@@ -11,10 +11,10 @@ only those written by this run) and writes
 with the hardware, kernel, virtualisation, rustc, git commit + dirty flag, the commands and
 the date.
 
-    scripts/micro-bench.py                         # every runtime, criterion settings of the crate
-    scripts/micro-bench.py tokio may               # some runtimes
-    scripts/micro-bench.py -- --measurement-time 3 # extra arguments for criterion
-    scripts/micro-bench.py --table-only            # re-tabulate the estimates already on disk
+    scripts/experiments/micro-bench.py                         # every runtime, criterion settings of the crate
+    scripts/experiments/micro-bench.py tokio may               # some runtimes
+    scripts/experiments/micro-bench.py -- --measurement-time 3 # extra arguments for criterion
+    scripts/experiments/micro-bench.py --table-only            # re-tabulate the estimates already on disk
 
 Env: CARGO_TARGET_DIR (target); BUILD_WRAP / MEASURE_WRAP: a command prefix for the build and
 for each runtime's measurement (e.g. a CPU lock on a shared machine; recorded as set, not
@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 PACKAGE = "runtime-bench"
 RUNTIMES = ["tokio", "monoio", "may"]  # bench targets of bench/runtimes, in run order
 
@@ -199,7 +199,7 @@ def main():
     doc = {
         "schema": "pingmatrix_micro_v1",
         "date": date.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": shlex.join(["scripts/micro-bench.py", *sys.argv[1:]]),
+        "command": shlex.join(["scripts/experiments/micro-bench.py", *sys.argv[1:]]),
         "cargo_commands": commands,
         "wrapped": bool(os.environ.get("MEASURE_WRAP")) and not args.table_only,
         "duration_s": round(time.time() - started),

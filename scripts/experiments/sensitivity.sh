@@ -10,8 +10,8 @@
 # issue's targets (<= 5 %; >= 9 of 10; <= 15 min). Exit status: 0 done (whatever the rates),
 # 1 a trial had a failed cell, 2 an error.
 #
-#   scripts/sensitivity.sh                         # 10 + 10 trials, ~13 min on 2 cores
-#   TRIALS=3 REPS=4 scripts/sensitivity.sh         # a quick look
+#   scripts/experiments/sensitivity.sh                         # 10 + 10 trials, ~13 min on 2 cores
+#   TRIALS=3 REPS=4 scripts/experiments/sensitivity.sh         # a quick look
 #
 # Env: TRIALS (10 of each kind), SERVICE (ping-tokio-hyper), RATE (40000 requests/s),
 #      REPS (per trial; default from the calibration), MIN_REPS (8), CAL_REPS (10),
@@ -19,7 +19,8 @@
 #      LOADGEN_CPUS (1), BUDGET_S (900: the repetitions are cut to fit it),
 #      CARGO_TARGET_DIR (target).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 started=$(date +%s)
 
 REL="${CARGO_TARGET_DIR:-target}/release"

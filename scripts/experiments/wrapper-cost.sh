@@ -4,8 +4,8 @@
 # wrk to another, release builds, A/B pairs interleaved (order alternates per pair).
 # Prints every run, then per runtime the req/s medians and the service/hello ratio.
 #
-#   scripts/wrapper-cost.sh                        # 5 pairs x 10 s
-#   PAIRS=3 DURATION_S=2 scripts/wrapper-cost.sh   # quick smoke
+#   scripts/experiments/wrapper-cost.sh                        # 5 pairs x 10 s
+#   PAIRS=3 DURATION_S=2 scripts/experiments/wrapper-cost.sh   # quick smoke
 #
 # Env: PAIRS (5), DURATION_S (10), WARMUP_S (1), CONNECTIONS (64), SERVER_CPU (0), WRK_CPU (1),
 #      RUNTIMES (every service: "tokio-hyper tokio-per-core axum actix-web monoio glommio compio
@@ -13,7 +13,8 @@
 # A runtime here is a service crate's directory name: its binary is ping-<name>, its baseline
 # the example hello-<name>.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
 
 PAIRS=${PAIRS:-5}
 DURATION_S=${DURATION_S:-10}
@@ -25,60 +26,26 @@ RUNTIMES=${RUNTIMES:-"tokio-hyper tokio-per-core axum actix-web monoio glommio c
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 REL="$TARGET_DIR/release"
 
-for tool in wrk taskset; do
-  command -v "$tool" >/dev/null || { echo "wrapper-cost: $tool not found" >&2; exit 2; }
-done
+need wrk taskset
 
 pkgs=()
 for rt in $RUNTIMES; do pkgs+=(-p "ping-$rt"); done
 cargo build --release --locked "${pkgs[@]}" --bins --examples >&2
-
-SERVER_PID=""
-SERVER_ERR=""
-cleanup() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""; }
-trap cleanup EXIT
-
-# A port nobody listens on (pure bash: /dev/tcp connect fails).
-# Chosen below the ephemeral range: a port that wrk's client sockets hold as their local port
-# accepts no connections (so the probe passes) yet cannot be bound by a listener.
-free_port() {
-  local p low
-  read -r low _ </proc/sys/net/ipv4/ip_local_port_range
-  (( low > 11000 )) || low=32768
-  for _ in $(seq 1 100); do
-    p=$((10000 + RANDOM % (low - 10000)))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo "wrapper-cost: no free port found" >&2; exit 1
-}
-
-wait_ready() {
-  local port=$1
-  for _ in $(seq 1 200); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      echo "wrapper-cost: server on port $port exited:" >&2
-      cat "$SERVER_ERR" >&2
-      exit 1
-    fi
-    sleep 0.05
-  done
-  echo "wrapper-cost: server on port $port not ready after 10 s" >&2; exit 1
-}
 
 # run_one <variant:hello|service> <runtime> → prints req/s
 run_one() {
   local variant=$1 rt=$2 port out
   port=$(free_port)
   out=$(mktemp)
+  # run_one runs in a command substitution, a subshell without the exit trap: it stops its
+  # own server.
   if [[ $variant == hello ]]; then
     taskset -c "$SERVER_CPU" "$REL/examples/hello-$rt" "127.0.0.1:$port" 1 >"$out" 2>"$out.err" &
   else
     taskset -c "$SERVER_CPU" "$REL/ping-$rt" --listen "127.0.0.1:$port" --workers 1 >"$out" 2>"$out.err" &
   fi
-  SERVER_PID=$!
-  SERVER_ERR="$out.err"
-  wait_ready "$port"
+  local pid=$!
+  wait_port "$port" "$pid" "$out.err"
   local url="http://127.0.0.1:$port/ping"
   if [[ $WARMUP_S != 0 ]]; then
     taskset -c "$WRK_CPU" wrk -t1 -c"$CONNECTIONS" -d"${WARMUP_S}s" "$url" >/dev/null
@@ -88,7 +55,7 @@ run_one() {
   if [[ $variant == service && $rt =~ ^(monoio|glommio|compio)$ ]]; then
     grep -o '"io_driver":"[^"]*"' "$out" >&2 || true
   fi
-  cleanup
+  stop_pid "$pid"
   rm -f "$out" "$out.err"
   if grep -qE 'Non-2xx|Socket errors' <<<"$report"; then
     echo "wrapper-cost: $variant $rt had errors:" >&2
@@ -97,7 +64,6 @@ run_one() {
   awk '/^Requests\/sec:/ {print $2}' <<<"$report"
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "# wrapper cost: wrk -t1 -c$CONNECTIONS -d${DURATION_S}s /ping (warm-up ${WARMUP_S}s), server on cpu $SERVER_CPU (--workers 1), wrk on cpu $WRK_CPU, $PAIRS A/B pairs"
 echo "# kernel $(uname -r), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
