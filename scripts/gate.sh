@@ -12,7 +12,9 @@
 # Needs target/release/{matrix,loadgen,$SERVICE}: cargo build --release -p runner -p loadgen
 # -p $SERVICE (the base service entry must resolve; only the variants run).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=lib/common.sh
+source "$(dirname "$0")/lib/common.sh"
+need git python3
 
 [ $# -eq 2 ] || { echo "usage: scripts/gate.sh BASE HEAD" >&2; exit 2; }
 base=$(git rev-parse --verify --quiet "$1^{commit}") || { echo "gate: no such revision: $1" >&2; exit 2; }

@@ -14,6 +14,25 @@ use crate::results::variants::VariantRecord;
 
 const RECORD: &str = "variant.json";
 
+fn cargo_args(v: &VariantDef) -> [&str; 5] {
+    ["build", "--release", "--locked", "--bin", &v.binary_name]
+}
+
+/// The build command as run.json records it: the build directory relative to the
+/// repository when it is inside it (no machine's paths in committed results).
+pub fn command_text(v: &VariantDef, root: &Path) -> String {
+    let target = root.join("build");
+    let shown = pathdiff::diff_paths(&target, &v.repo)
+        .filter(|p| !p.starts_with(".."))
+        .unwrap_or(target);
+    format!(
+        "CARGO_TARGET_DIR={} PINGMATRIX_GIT_COMMIT={} cargo {}",
+        shown.display(),
+        v.commit,
+        cargo_args(v).join(" ")
+    )
+}
+
 /// A variant built before with the same content (its record and binary are there).
 pub fn cached(dir: &Path, service: &str) -> Option<VariantRecord> {
     let text = std::fs::read(dir.join(RECORD)).ok()?;
@@ -36,13 +55,7 @@ pub fn build(
     src: &Path,
 ) -> VariantRecord {
     let target = root.join("build");
-    let args = ["build", "--release", "--locked", "--bin", &v.binary_name];
-    let build_command = format!(
-        "CARGO_TARGET_DIR={} PINGMATRIX_GIT_COMMIT={} cargo {}",
-        crate::binaries::display_path(&target),
-        v.commit,
-        args.join(" ")
-    );
+    let args = cargo_args(v);
     let mut crates: Vec<&str> = super::RUNTIME_CRATES.to_vec();
     crates.extend(v.pins.keys().map(String::as_str));
     let lock = std::fs::read(src.join("Cargo.lock")).unwrap_or_default();
@@ -57,10 +70,10 @@ pub fn build(
             .iter()
             .map(|(k, (ver, _))| (k.clone(), ver.clone()))
             .collect(),
-        resolved: resolved(src, &crates),
+        resolved: resolved(src, &v.binary_name, &crates),
         cargo_lock_sha256: format!("{:x}", Sha256::digest(&lock)),
         cache_key: key.to_string(),
-        build_command,
+        build_command: command_text(v, root),
         cached: false,
         binary: None,
         binary_sha256: None,

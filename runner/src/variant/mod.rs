@@ -98,6 +98,9 @@ pub fn prepare(
             }
         };
         let mut rec = rec;
+        // Recomputed, not taken from the cache: it names the build directory relative to
+        // the repository.
+        rec.build_command = build::command_text(&v, &root);
         match (&rec.binary, &rec.error) {
             (Some(b), None) => {
                 s.binary = PathBuf::from(b);
