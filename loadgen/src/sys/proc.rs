@@ -200,13 +200,13 @@ pub fn raise_nofile() -> std::io::Result<u64> {
     }
 }
 
-/// Timer slack for a thread that sleeps to deadlines `period_ns` apart: the kernel may fire
-/// its timers up to this late, to serve them with another interrupt. The default (50 µs)
-/// would dominate send lag. Below 100 µs between sends, 20 µs of slack halves wake-ups
-/// (the late wake-up finds the next send due too); above, it only adds lag, so 1 ns.
-/// Measured against ping-may-minihttp on one core (scripts/loadgen-vs-wrk2.sh): at 20,000
-/// req/s CPU per request 29 → 19 µs for a send-lag p50 of ~40 µs instead of ~22 µs; at
-/// 5,000 req/s no CPU gain and send-lag p50 ~27 → ~48 µs.
+/// Timer slack for a thread that sleeps to deadlines `period_ns` apart: the kernel may fire its
+/// timers up to this late, to serve them with another interrupt. The default (50 µs) would dominate
+/// send lag. Below 100 µs between sends, 20 µs of slack halves wake-ups (the late wake-up finds the
+/// next send due too); above, it only adds lag, so 1 ns. Measured against ping-may-minihttp on one
+/// core (scripts/experiments/loadgen-vs-wrk2.sh): at 20,000 req/s CPU per request 29 → 19 µs for a
+/// send-lag p50 of ~40 µs instead of ~22 µs; at 5,000 req/s no CPU gain and send-lag p50
+/// ~27 → ~48 µs.
 pub fn sender_timer_slack_ns(period_ns: f64) -> u64 {
     if period_ns < 100_000.0 { 20_000 } else { 1 }
 }

@@ -1,6 +1,6 @@
 //! Plain actix-web hello-world (actix-web's own minimal example shape, with TCP_NODELAY as the
 //! service sets it), used by
-//! `scripts/wrapper-cost.sh` as the baseline for `ping-actix-web`.
+//! `scripts/experiments/wrapper-cost.sh` as the baseline for `ping-actix-web`.
 //! Usage: `hello <addr> <workers>`; answers `/ping` with `pong`.
 
 use actix_web::{App, HttpServer, web};

@@ -1,6 +1,6 @@
 //! Plain axum hello-world (axum's own minimal example shape: `Router` + `axum::serve`, with
-//! TCP_NODELAY as axum's docs show), used by `scripts/wrapper-cost.sh` as the baseline for
-//! `ping-axum`. Usage: `hello <addr> <workers>`; answers `/ping` with `pong`.
+//! TCP_NODELAY as axum's docs show), used by `scripts/experiments/wrapper-cost.sh` as the baseline
+//! for `ping-axum`. Usage: `hello <addr> <workers>`; answers `/ping` with `pong`.
 
 use axum::Router;
 use axum::routing::get;

@@ -1,6 +1,6 @@
-//! Plain compio hello-world: one runtime per worker thread (affinity CPU i), its own
-//! SO_REUSEPORT listener, a minimal httparse loop answering every request with a fixed `pong`
-//! response (like monoio's hello). Used by `scripts/wrapper-cost.sh` as the baseline for
+//! Plain compio hello-world: one runtime per worker thread (affinity CPU i), its own SO_REUSEPORT
+//! listener, a minimal httparse loop answering every request with a fixed `pong` response (like
+//! monoio's hello). Used by `scripts/experiments/wrapper-cost.sh` as the baseline for
 //! `ping-compio`. Usage: `hello <addr> <workers>`.
 
 use std::collections::HashSet;

@@ -1,7 +1,8 @@
 //! Plain epoll hello-world, no runtime: one thread per worker (pinned to CPU i), its own
 //! SO_REUSEPORT listener, edge-triggered epoll, a minimal httparse loop answering every request
-//! with a fixed `pong` response (like monoio's hello). Used by `scripts/wrapper-cost.sh` as the
-//! baseline for `ping-epoll`. Usage: `hello <addr> <workers>`.
+//! with a fixed `pong` response (like monoio's hello). Used by
+//! `scripts/experiments/wrapper-cost.sh` as the baseline for `ping-epoll`. Usage: `hello <addr>
+//! <workers>`.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};

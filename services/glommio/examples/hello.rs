@@ -1,7 +1,7 @@
 //! Plain glommio hello-world: one executor per worker (placed on CPU i), its own listener
-//! (SO_REUSEPORT by glommio), a minimal httparse loop answering every request with a fixed
-//! `pong` response (like monoio's hello). Used by `scripts/wrapper-cost.sh` as the baseline for
-//! `ping-glommio`. Usage: `hello <addr> <workers>`.
+//! (SO_REUSEPORT by glommio), a minimal httparse loop answering every request with a fixed `pong`
+//! response (like monoio's hello). Used by `scripts/experiments/wrapper-cost.sh` as the baseline
+//! for `ping-glommio`. Usage: `hello <addr> <workers>`.
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};

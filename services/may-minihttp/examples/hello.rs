@@ -1,5 +1,5 @@
 //! Plain may_minihttp hello-world (the library's own example shape), used by
-//! `scripts/wrapper-cost.sh` as the baseline for `ping-may-minihttp`.
+//! `scripts/experiments/wrapper-cost.sh` as the baseline for `ping-may-minihttp`.
 //! Usage: `hello <addr> <workers>`; answers every request with `pong`.
 
 use std::io;

@@ -1,6 +1,6 @@
 //! Plain monoio hello-world: thread-per-core, SO_REUSEPORT listener per thread, a minimal
 //! httparse loop answering every request with a fixed `pong` response. Used by
-//! `scripts/wrapper-cost.sh` as the baseline for `ping-monoio`.
+//! `scripts/experiments/wrapper-cost.sh` as the baseline for `ping-monoio`.
 //! Usage: `hello <addr> <workers>`.
 
 use monoio::buf::IoBufMut;

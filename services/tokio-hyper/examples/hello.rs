@@ -1,5 +1,5 @@
 //! Plain tokio + hyper hello-world (the runtime's idiomatic minimum), used by
-//! `scripts/wrapper-cost.sh` as the baseline for `ping-tokio-hyper`.
+//! `scripts/experiments/wrapper-cost.sh` as the baseline for `ping-tokio-hyper`.
 //! Usage: `hello <addr> <workers>`; answers every request with `pong`.
 
 use std::convert::Infallible;

@@ -1,6 +1,6 @@
 //! Plain tokio + hyper hello-world, per core: one current_thread runtime and SO_REUSEPORT
 //! listener per thread (TechEmpower's hyper entry shape), answering every request with `pong`.
-//! Used by `scripts/wrapper-cost.sh` as the baseline for `ping-tokio-per-core`.
+//! Used by `scripts/experiments/wrapper-cost.sh` as the baseline for `ping-tokio-per-core`.
 //! Usage: `hello <addr> <workers>`.
 
 use std::convert::Infallible;
