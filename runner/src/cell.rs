@@ -243,13 +243,9 @@ fn measure(
     // Syscalls in their own window after the timed one: perf's tracepoint slows every
     // syscall, so it must not run while req/s, latency and CPU are measured.
     let sys = match (&sampled.value, died) {
-        (Ok(_), None) => count::syscall_window(
-            &ctx.matrix.loadgen,
-            &spec,
-            &spec_file,
-            &confs.loadgen,
-            pid,
-        ),
+        (Ok(_), None) => {
+            count::syscall_window(&ctx.matrix.loadgen, &spec, &spec_file, &confs.loadgen, pid)
+        }
         _ => count::SyscallWindow::unmeasured("the measured load did not complete"),
     };
     let stopped = session.stop();
