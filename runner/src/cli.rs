@@ -224,6 +224,11 @@ pub struct ReportArgs {
     /// charts, every repetition), instead of plots and results.md.
     #[arg(long, conflicts_with_all = ["readme", "diff_flamegraph", "latency_level"])]
     pub html: bool,
+    /// First rewrite results.json's cell summaries from the cell files with this build's
+    /// code (drift, calibration and verdicts kept), for when what a summary derives from the
+    /// repetitions changed — e.g. when the saturation verdict does.
+    #[arg(long, conflicts_with_all = ["diff_flamegraph", "html"])]
+    pub resummarize: bool,
 }
 
 #[derive(Debug, Clone, Args)]

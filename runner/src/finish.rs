@@ -4,21 +4,28 @@
 
 use crate::export;
 use crate::plan::Plan;
-use crate::results::schema::{CellResult, CellStatus, Drift, RunRecord, RunStatus};
+use crate::results::schema::{CellResult, CellStatus, Drift, ResultsFile, RunRecord, RunStatus};
 use crate::results::store::Store;
 use crate::results::summary::summarize_cell;
 use crate::results::{calibration, verdict};
 use crate::sample::now_unix_us;
 
+/// What the end of a run wrote, for the caller's summary.
+pub struct Finished {
+    /// Some cell (or calibration arm) did not end ok.
+    pub some_failed: bool,
+    pub results: ResultsFile,
+}
+
 /// Reads every cell file of the plan back and writes results.json, results.md and run.json
-/// (finished with `status`). True when some cell did not end ok.
+/// (finished with `status`).
 pub fn write_all(
     store: &Store,
     run: &mut RunRecord,
     plan: &Plan,
     status: RunStatus,
     drift: Option<Drift>,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Finished> {
     let arms: Vec<CellResult> = plan
         .calibration
         .iter()
@@ -53,10 +60,14 @@ pub fn write_all(
         }
         Err(e) => eprintln!("warning: the run's page was not written: {e:#}"),
     }
-    Ok(cells.iter().chain(&arms).any(|c| {
+    let some_failed = cells.iter().chain(&arms).any(|c| {
         matches!(
             c.status,
             CellStatus::Failed | CellStatus::Interrupted | CellStatus::Partial
         )
-    }))
+    });
+    Ok(Finished {
+        some_failed,
+        results,
+    })
 }

@@ -8,12 +8,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::ReportArgs;
+use crate::export::json::{results_file, to_bytes};
 use crate::export::page;
 use crate::readme;
 use crate::report::{self, charts::Chart, plots_md::plots_section};
 use crate::results::schema::CellResult;
 use crate::results::set::{self, ResultSet};
 use crate::results::store::write_atomic;
+use crate::results::summary::summarize_cell;
 
 /// results.md with the section linking every plot.
 fn results_md(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
@@ -40,7 +42,33 @@ pub fn write(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec
     Ok(charts)
 }
 
+/// `--resummarize`: results.json's cells summarized again from the cell files.
+fn resummarize(run: &Path) -> anyhow::Result<()> {
+    let set = set::load(run)?;
+    let old = &set.results;
+    let cells =
+        old.cells
+            .iter()
+            .map(|c| {
+                set.cells.get(&c.key).map(summarize_cell).ok_or_else(|| {
+                    anyhow::anyhow!("{}: no cell file for {}", set.dir.display(), c.key)
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut results = results_file(&old.run_id, old.status, cells, old.drift.clone());
+    results.baseline.clone_from(&old.baseline);
+    results.verdicts.clone_from(&old.verdicts);
+    results.calibration.clone_from(&old.calibration);
+    let path = set.dir.join("results.json");
+    write_atomic(&path, &to_bytes(&results))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
 pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    if args.resummarize {
+        resummarize(&args.run)?;
+    }
     if let Some(old) = &args.diff_flamegraph {
         return super::diff_flamegraph::cmd(old, &args.run);
     }

@@ -211,7 +211,12 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     } else {
         RunStatus::Completed
     };
-    let some_failed = crate::finish::write_all(&store, &mut run, &plan, status, out.drift)?;
+    let end = crate::finish::write_all(&store, &mut run, &plan, status, out.drift)?;
+    print!(
+        "{}",
+        crate::export::summary::text(&end.results, &store.dir.join("results.md"))
+    );
+    let some_failed = end.some_failed;
     Ok(if status == RunStatus::Interrupted {
         RunEnd::Interrupted
     } else if some_failed {
