@@ -66,6 +66,7 @@ fn fail(res: &mut CellResult, stop: Stop) {
     res.status = status;
     res.failure = Some(Failure {
         stage,
+        host_lost: crate::host::lost_host(&stop.reason),
         reason: stop.reason,
         stderr_tail: stop.stderr_tail,
     });

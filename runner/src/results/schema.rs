@@ -464,6 +464,10 @@ pub struct Failure {
     pub reason: String,
     /// Last lines of the service's stderr.
     pub stderr_tail: Option<String>,
+    /// The failure was a host's or its connection's (unreachable, connection ended), not the
+    /// service's: `--resume` runs the cell again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_lost: bool,
 }
 
 /// Where a repetition ended badly.
