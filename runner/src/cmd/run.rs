@@ -26,7 +26,7 @@ use crate::results::schema::{
     SCHEMA_VERSION,
 };
 use crate::results::stats::pct_change;
-use crate::results::store::Store;
+use crate::results::store::{Store, finished};
 use crate::results::summary::summarize_cell;
 use crate::results::{adaptive, calibration, verdict};
 use crate::sample::now_unix_us;
@@ -256,10 +256,16 @@ fn run_group(
 ) -> anyhow::Result<bool> {
     let mut states: Vec<CellResult> = Vec::new();
     for c in group {
-        if store.cell_done(&c.key) {
-            progress.skip(u64::from(c.max_repetitions()));
-        } else {
-            states.push(CellResult::new(ctx.run_id, c));
+        match store.read_cell(&c.key).filter(finished) {
+            Some(done) => {
+                progress.skip(u64::from(c.max_repetitions()));
+                // Its measured repetitions are kept; a missing profiled one still runs.
+                if profiler.is_some() && done.status == CellStatus::Ok && done.flamegraph.is_none()
+                {
+                    states.push(done);
+                }
+            }
+            None => states.push(CellResult::new(ctx.run_id, c)),
         }
     }
     // Adaptive cells may stop early: a round runs every cell still repeating.
