@@ -242,3 +242,63 @@ fn without_perf_the_run_goes_on_and_says_why() {
         out_text(&o)
     );
 }
+
+/// `--resume` used to skip a cell whose measured repetitions were all on disk when the run
+/// was interrupted, so its profiled repetition (which runs after them) never ran:
+/// `"flamegraph": null`, and results.md did not mention the cell.
+#[test]
+fn resume_runs_a_missing_profiled_repetition_and_results_md_names_a_cell_without_one() {
+    let d = Scratch::new("fg-resume");
+    let m = write_matrix(&d.0);
+    let missing = d.0.join("no-such-perf");
+    let perf = missing.to_str().unwrap();
+    let run_dir = run_flamegraph(&m, &d.0.join("out"), Some(perf));
+    let all = cells(&run_dir);
+    let (a, b) = (&all[0], &all[1]);
+    // The state an interrupt right after a's measured repetitions leaves.
+    let a_path = run_dir.join("cells").join(format!("{}.json", a.cell.key));
+    let mut cut = a.clone();
+    cut.flamegraph = None;
+    std::fs::write(&a_path, serde_json::to_vec(&cut).unwrap()).unwrap();
+    let o = Command::new(bin("matrix"))
+        .args(["run", "--quiet", "--resume"])
+        .arg(&run_dir)
+        .env(runner::flamegraph::PERF_ENV, perf)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let resumed: CellResult = read(&a_path);
+    assert!(
+        resumed.flamegraph.is_some(),
+        "no profiled repetition on resume"
+    );
+    assert_eq!(resumed.reps, a.reps, "its measured repetitions are kept");
+    let other: CellResult = read(&run_dir.join("cells").join(format!("{}.json", b.cell.key)));
+    assert_eq!(other.reps, b.reps, "a finished cell is not run again");
+
+    // A run with perf whose cell holds no profiled repetition: results.md names the cell.
+    std::fs::write(&a_path, serde_json::to_vec(&cut).unwrap()).unwrap();
+    let run_path = run_dir.join("run.json");
+    let mut run: serde_json::Value = read(&run_path);
+    run["flamegraph"] = serde_json::json!({
+        "status": "available", "perf_version": "perf version 6.1", "event": "cpu-clock",
+        "hardware_counters": false, "perf_event_paranoid": 2,
+        "call_graph": {"method": "dwarf", "stack_bytes": 8192}, "frequency_hz": 1999
+    });
+    std::fs::write(&run_path, run.to_string()).unwrap();
+    let o = Command::new(bin("matrix"))
+        .arg("report")
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", out_text(&o));
+    let md = std::fs::read_to_string(run_dir.join("results.md")).unwrap();
+    assert!(
+        md.contains(&format!(
+            "**Without a flame graph** (no profiled repetition ran): `{}`",
+            a.cell.key
+        )),
+        "{md}"
+    );
+}

@@ -172,23 +172,38 @@ impl Net {
                 ),
             )
             .map_err(|e| e.to_string())?;
-            let log = d.join(format!("sshd-{n}.log"));
-            // Daemonizes inside the namespace; `down` kills every process of the namespace.
-            sh(&[
-                "ip",
-                "netns",
-                "exec",
-                &self.ns(n),
-                SSHD,
-                "-f",
-                cfg.to_str().unwrap(),
-                "-E",
-                log.to_str().unwrap(),
-            ])?;
+            self.start_sshd(n)?;
         }
-        // Ready when the client gets in with the test key.
-        let deadline = Instant::now() + Duration::from_secs(10);
         for h in 1..=3 {
+            self.wait_for_sshd(h)?;
+        }
+        Ok(())
+    }
+
+    /// Starts host `n`'s sshd from its config file.
+    fn start_sshd(&self, n: &str) -> Result<(), String> {
+        let d = &self.dir.0;
+        let cfg = d.join(format!("sshd-{n}.conf"));
+        let log = d.join(format!("sshd-{n}.log"));
+        // Daemonizes inside the namespace; `down` kills every process of the namespace.
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.ns(n),
+            SSHD,
+            "-f",
+            cfg.to_str().unwrap(),
+            "-E",
+            log.to_str().unwrap(),
+        ])
+        .map(|_| ())
+    }
+
+    /// Ready when the client gets in with the test key.
+    fn wait_for_sshd(&self, h: u32) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        {
             loop {
                 let ok = self
                     .ssh_cmd(&format!("{NET}.{h}"), "userkey")
@@ -355,6 +370,7 @@ fn server_and_two_generators_in_namespaces_over_ssh() {
         ("merged run", merged_run as fn(&Net)),
         ("bad hosts", bad_hosts),
         ("Ctrl-C and --resume", interrupt_then_resume),
+        ("host outage and --resume", outage_then_resume),
         ("SIGKILL", sigkill_leaves_nothing),
     ] {
         let t = Instant::now();
@@ -608,6 +624,43 @@ fn interrupt_then_resume(net: &Net) {
     assert_eq!(c.reps[0].generators.len(), 2);
     let run: RunRecord = read(&run_dir.join("run.json"));
     assert_eq!(run.hosts.len(), 3);
+    assert_quiet(net, Duration::from_secs(5));
+}
+
+/// Every sshd of the server host killed mid-cell: the cell fails naming the lost host, the
+/// run exits 1; once sshd is back, `--resume` runs the cell again (it used to re-run only
+/// the drift point and leave the cells failed).
+fn outage_then_resume(net: &Net) {
+    let out = net.path("out-outage");
+    let mut child = start_loaded(net, &out);
+    for (p, comm) in net.procs("s") {
+        if comm == "sshd" {
+            // SAFETY: SIGKILL to a process of a namespace this test created.
+            unsafe {
+                libc::kill(p as i32, libc::SIGKILL);
+            }
+        }
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    let run_dir = only_run_dir(&out);
+    let c = cell(&run_dir, "ping-epoll__ping__c4__split");
+    assert_eq!(c.status, CellStatus::Failed);
+    let f = c.failure.as_ref().unwrap();
+    assert!(f.host_lost && f.reason.starts_with("host srv"), "{f:?}");
+    net.start_sshd("s").unwrap();
+    net.wait_for_sshd(1).unwrap();
+    let matrix = bin("matrix");
+    let o = net
+        .exec(
+            "c",
+            &[matrix.to_str().unwrap(), "run", "--quiet", "--resume"],
+        )
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", out_text(&o));
+    let c = cell(&run_dir, "ping-epoll__ping__c4__split");
+    assert_eq!(c.status, CellStatus::Ok, "{:?}", c.failure);
     assert_quiet(net, Duration::from_secs(5));
 }
 

@@ -15,6 +15,9 @@ use live::{Scratch, bin, out_text, read};
 use runner::results::schema::ResultsFile;
 use serde_json::Value;
 
+/// Report files by name, as an ingest case writes them.
+type Files = Vec<(String, Vec<u8>)>;
+
 /// The schemas' Kubernetes version (one the package ships).
 const K8S_VERSION: &str = "1.35.0";
 
@@ -241,7 +244,8 @@ fn refuses_reports_that_are_not_this_cells(
         })
     });
     let longer = edited(2, &|v| v["spec"]["duration_ms"] = 300.into());
-    let cases: Vec<(&str, Vec<(String, Vec<u8>)>, &str)> = vec![
+    // (case, files written into the reports directory, what the refusal must say)
+    let cases: Vec<(&str, Files, &str)> = vec![
         (
             "open-loop",
             vec![(format!("{key}.2.json"), open)],

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::profile::{CallGraph, Profile};
-use crate::results::schema::{CellFlamegraph, CellResult, FlamegraphProbe};
+use crate::results::schema::{CellFlamegraph, CellResult, CellStatus, FlamegraphProbe};
 
 /// One line on what the profiled repetition left: samples and file, or why there is none.
 pub fn outcome(fg: &CellFlamegraph) -> String {
@@ -43,10 +43,8 @@ pub fn section<'a>(
     probe: Option<&FlamegraphProbe>,
     cells: impl IntoIterator<Item = &'a CellResult>,
 ) -> String {
-    let cells: Vec<&CellResult> = cells
-        .into_iter()
-        .filter(|c| c.flamegraph.is_some())
-        .collect();
+    let (cells, without): (Vec<&CellResult>, Vec<&CellResult>) =
+        cells.into_iter().partition(|c| c.flamegraph.is_some());
     if probe.is_none() && cells.is_empty() {
         return String::new();
     }
@@ -75,6 +73,20 @@ pub fn section<'a>(
             let _ = writeln!(o, "**perf not available: {reason}.** No flame graphs.\n");
         }
         None => {}
+    }
+    // A completed cell the run was asked to profile but holds no profiled repetition (e.g.
+    // an interrupted run whose resume did not get to it) is named, not left out silently.
+    let missing: Vec<String> = without
+        .iter()
+        .filter(|c| c.status == CellStatus::Ok && !probe_na && probe.is_some())
+        .map(|c| format!("`{}`", c.cell.key))
+        .collect();
+    if !missing.is_empty() {
+        let _ = writeln!(
+            o,
+            "**Without a flame graph** (no profiled repetition ran): {}.\n",
+            missing.join(", ")
+        );
     }
     if cells.is_empty() {
         return o;

@@ -32,6 +32,22 @@ use ssh::Ssh;
 /// Waiting for an agent's hello (ssh connection over the master, exec).
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// How the transport's own failures read — [`Endpoint::session`] on an unavailable host,
+/// [`Session`] when the agent's connection ends, its stdin is gone or it stops answering:
+/// the host or the way to it failed, not the service.
+const LOST_HOST: [&str; 4] = [
+    " unavailable: ",
+    ": connection ended (",
+    ": agent gone (",
+    ": no answer from the agent within ",
+];
+
+/// Whether a repetition's failure `reason` is a lost host (see [`LOST_HOST`]); `--resume`
+/// runs such cells again.
+pub fn lost_host(reason: &str) -> bool {
+    reason.starts_with("host ") && LOST_HOST.iter().any(|p| reason.contains(p))
+}
+
 enum Transport {
     Local(PathBuf),
     Ssh(Box<Ssh>),
@@ -307,4 +323,23 @@ fn introduce(ep: &mut Endpoint, rec: &mut HostRecord) {
         ep.unavailable = Some(e);
     }
     rec.unavailable = ep.unavailable.clone();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lost_host;
+
+    #[test]
+    fn a_lost_host_is_told_from_a_failed_service() {
+        assert!(lost_host(
+            "host srv: connection ended (exit status: 255): ssh: connect to host 127.0.20.1 \
+             port 22: Connection refused"
+        ));
+        assert!(lost_host(
+            "host srv unavailable: srv: ssh: Connection refused"
+        ));
+        assert!(lost_host("host gen: agent gone (Broken pipe): "));
+        assert!(!lost_host("host srv: startup: no 200 within 1500 ms"));
+        assert!(!lost_host("service exited during the load with signal 9"));
+    }
 }

@@ -169,12 +169,7 @@ impl Store {
 
     /// A cell counts as done (skipped by --resume) once it reached a final status.
     pub fn cell_done(&self, key: &str) -> bool {
-        self.read_cell(key).is_some_and(|c| {
-            matches!(
-                c.status,
-                CellStatus::Ok | CellStatus::Failed | CellStatus::Unsupported
-            )
-        })
+        self.read_cell(key).is_some_and(|c| finished(&c))
     }
 
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
@@ -185,6 +180,16 @@ impl Store {
         let d = self.dir.join(".tmp");
         std::fs::create_dir_all(&d)?;
         Ok(d)
+    }
+}
+
+/// Whether `--resume` leaves the cell as it is: a final status, except a failure that was
+/// a host's or its connection's rather than the service's (the host may be back).
+pub fn finished(c: &CellResult) -> bool {
+    match c.status {
+        CellStatus::Ok | CellStatus::Unsupported => true,
+        CellStatus::Failed => !c.failure.as_ref().is_some_and(|f| f.host_lost),
+        CellStatus::Partial | CellStatus::Interrupted => false,
     }
 }
 

@@ -34,6 +34,7 @@ impl RepRunner for Fake {
                 stage: Stage::Load,
                 reason: "fake failure".into(),
                 stderr_tail: None,
+                host_lost: false,
             });
             return None;
         };

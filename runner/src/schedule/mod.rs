@@ -12,7 +12,7 @@ use crate::plan::Plan;
 use crate::progress::Progress;
 use crate::results::adaptive;
 use crate::results::schema::{CellResult, CellSpec, CellStatus, Drift, RepResult};
-use crate::results::store::Store;
+use crate::results::store::{Store, finished};
 use crate::results::summary::summarize_cell;
 
 /// How repetitions are run: on this machine (`cmd::run`), or by a fake in tests.
@@ -88,10 +88,15 @@ impl Group<'_> {
     fn run(&mut self, group: &[CellSpec], profile: bool) -> anyhow::Result<bool> {
         let mut states: Vec<CellResult> = Vec::new();
         for c in group {
-            if self.store.cell_done(&c.key) {
-                self.progress.skip(u64::from(c.max_repetitions()));
-            } else {
-                states.push(CellResult::new(self.run_id, c));
+            match self.store.read_cell(&c.key).filter(finished) {
+                Some(done) => {
+                    self.progress.skip(u64::from(c.max_repetitions()));
+                    // Its measured repetitions are kept; a missing profiled one still runs.
+                    if profile && done.status == CellStatus::Ok && done.flamegraph.is_none() {
+                        states.push(done);
+                    }
+                }
+                None => states.push(CellResult::new(self.run_id, c)),
             }
         }
         // Adaptive cells may stop early: a round runs every cell still repeating.

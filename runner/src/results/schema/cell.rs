@@ -188,6 +188,10 @@ pub struct StageError {
     pub reason: String,
     /// Last lines of the service's stderr.
     pub stderr_tail: Option<String>,
+    /// The failure was a host's or its connection's (unreachable, connection ended), not the
+    /// service's: `--resume` runs the cell again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_lost: bool,
 }
 
 /// Where a repetition ended badly.
@@ -228,6 +232,7 @@ impl StageError {
             stage,
             reason: reason.into(),
             stderr_tail: None,
+            host_lost: false,
         }
     }
 
