@@ -167,15 +167,22 @@ impl Window for PerfWindow {
         let name = cell.key.clone();
         let cpus = cell.limits.loadgen_cpus.clone();
         let warmup = Duration::from_millis(cell.warmup_ms);
+        let started = std::time::Instant::now();
         let handle = std::thread::spawn(move || {
             on_cpus(&cpus, || {
-                match rx.recv_timeout(warmup) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => return Err("the load ended before its warm-up did".to_owned()),
-                }
-                let rec = perf
-                    .start(server_pid, &options, &dir, &name)
+                // perf attaches (disabled) during the warm-up and is enabled when it ends, so
+                // its attach time is not taken from the measured window.
+                let mut rec = perf
+                    .start_paused(server_pid, &options, &dir, &name)
                     .map_err(|e| e.to_string())?;
+                match rx.recv_timeout(warmup.saturating_sub(started.elapsed())) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => {
+                        let _ = rec.stop();
+                        return Err("the load ended before its warm-up did".to_owned());
+                    }
+                }
+                rec.enable();
                 let _ = rx.recv();
                 rec.stop().map_err(|e| e.to_string())
             })

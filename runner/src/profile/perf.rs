@@ -48,8 +48,9 @@ pub struct Recording {
     dir: PathBuf,
     name: String,
     started: Instant,
-    /// The write end of perf's control pipe, held until perf exits.
-    _control: Option<File>,
+    /// perf's control pipe (write end) and its acknowledgements (read end), held until perf
+    /// exits.
+    control: Option<(File, File)>,
 }
 
 fn not_available(reason: impl Into<String>) -> NotAvailable {
@@ -229,8 +230,23 @@ impl Perf {
         }
     }
 
-    /// Starts `perf record` on `pid` and all its threads. Outputs go to `dir/<name>.*`.
+    /// Starts `perf record` on `pid` and all its threads, sampling at once. Outputs go to
+    /// `dir/<name>.*`.
     pub fn start(
+        &self,
+        pid: u32,
+        options: &Options,
+        dir: &Path,
+        name: &str,
+    ) -> Result<Recording, Error> {
+        let mut rec = self.start_paused(pid, options, dir, name)?;
+        rec.enable();
+        Ok(rec)
+    }
+
+    /// Starts `perf record` with its events disabled where perf takes `--control`, so its
+    /// 60–300 ms attach can happen before the window that [`Recording::enable`] opens.
+    pub fn start_paused(
         &self,
         pid: u32,
         options: &Options,
@@ -285,9 +301,7 @@ impl Perf {
             } = p;
             // Only perf holds its ends now, so its exit shows as end-of-file on `ack_r`.
             drop((ctl_r, ack_w));
-            let ctl = File::from(ctl_w);
-            await_enabled(&ctl, &File::from(ack_r));
-            ctl
+            (File::from(ctl_w), File::from(ack_r))
         });
         Ok(Recording {
             perf: self.clone(),
@@ -297,7 +311,7 @@ impl Perf {
             dir: dir.to_owned(),
             name: name.to_owned(),
             started: Instant::now(),
-            _control: control,
+            control,
         })
     }
 }
@@ -378,6 +392,15 @@ fn await_enabled(mut ctl: &File, mut ack: &File) {
 }
 
 impl Recording {
+    /// Opens the window: enables perf's events and waits for its "ack" (where it has
+    /// `--control`; otherwise it has sampled since it started). The window is timed from here.
+    pub fn enable(&mut self) {
+        if let Some((ctl, ack)) = &self.control {
+            await_enabled(ctl, ack);
+        }
+        self.started = Instant::now();
+    }
+
     /// SIGINT to perf (it writes its data and exits), then `perf script` → folded stacks →
     /// SVG, written to `<name>.folded` and `<name>.svg`.
     pub fn stop(mut self) -> Result<Profile, Error> {
