@@ -8,7 +8,10 @@ cargo fmt --all --check
 scripts/ci/check-docs.py
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --bins --locked
-cargo test --workspace --locked --exclude loadgen
+cargo test --workspace --locked --exclude loadgen --exclude conformance
+# The conformance suite one service at a time: under parallel load ping-may-minihttp's
+# unterminated-head check saw a reset instead of an open connection (2 of 4 runs; alone 3/3).
+cargo test -p conformance --locked -- --test-threads=1
 # loadgen's counting tests measure its own threads' wake-ups and spin-waits, so they run one
 # at a time, not beside the hostile-server and fault tests of the same binary (tests/it).
 cargo test -p loadgen --locked -- --test-threads=1
