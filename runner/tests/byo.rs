@@ -152,7 +152,7 @@ fn bad_variants_and_commands_are_refused_before_anything_runs() {
 }
 
 /// A pinned version the registry does not have: cargo's reason, the pin's location,
-/// exit 2, and no run directory (needs the crates.io index, like any cargo update).
+/// exit 2, and no run directory (needs the crate registry's index, like any cargo update).
 #[test]
 fn a_pin_that_does_not_resolve_is_refused_with_the_pins_location() {
     let base = tiny_matrix(
