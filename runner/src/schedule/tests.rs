@@ -253,3 +253,25 @@ fn profiled_repetitions_follow_the_group_for_completed_cells_only() {
         ["a__p__c4__x#1", "b__p__c4__x#1", profiled.as_str()]
     );
 }
+
+#[test]
+fn resume_runs_only_the_missing_profiled_repetition_of_a_finished_cell() {
+    let a = cell("a", "c4", 2);
+    let s = TempStore::new("resume-profiled");
+    let mut done = CellResult::new("run", &a);
+    done.status = CellStatus::Ok;
+    s.0.write_cell(&done).unwrap();
+    let mut f = fake(&[(&a, &[1.0])]);
+    run(
+        &plan(vec![vec![a.clone()]]),
+        &s.0,
+        "run",
+        true,
+        &mut f,
+        &mut quiet(),
+    )
+    .unwrap();
+    // Its measured repetitions stand; only the profiled one (lost to the interrupt) runs.
+    let profiled = format!("a__p__c4__x#{}", u32::MAX);
+    assert_eq!(f.keys(), [profiled.as_str()]);
+}
