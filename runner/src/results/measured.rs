@@ -66,49 +66,25 @@ pub fn problem(rep: &RepResult) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A 4-connection window in which `established` connected and `ok` responses completed.
     fn report(established: u64, ok: u64) -> Report {
-        use loadgen::report::{Counts, Generator, Percentiles, Saturation};
-        Report {
-            schema_version: 1,
-            loadgen_version: "test".into(),
-            spec: serde_json::from_str(
-                r#"{"url":"http://127.0.0.1:1/ping",
-                    "model":{"kind":"closed","connections":4,"pipeline":1},"threads":1,
-                    "keepalive":true,"duration_ms":300,"requests":null,"warmup_ms":0,
-                    "timeout_ms":1000,"expect_status":200,"expect_body_bytes":null}"#,
-            )
-            .unwrap(),
-            started_unix_ms: 0,
-            window_s: 0.3,
-            requests_per_s: ok as f64 / 0.3,
-            ok_per_s: ok as f64 / 0.3,
-            latency_us: Percentiles::default(),
-            service_time_us: Percentiles::default(),
-            send_lag_us: None,
-            schedule_lag_us: None,
-            wake_lag_us: None,
-            own_lag_us: None,
-            counts: Counts {
-                ok,
-                sent: ok,
-                ..Counts::default()
-            },
-            connections: loadgen::report::ConnectionCounts {
-                requested: 4,
-                established,
-                failed: 4 - established,
-                ..Default::default()
-            },
-            status_counts: Default::default(),
-            bytes_read: 0,
-            bytes_written: 0,
-            timeline: vec![],
-            generator: Generator::default(),
-            verdict: Saturation::default(),
-            latency_hdr_v2_b64: String::new(),
-            open_loop_hdr_v2_b64: None,
-            problems: vec![],
-        }
+        use crate::results::suspect::tests::{report, spec};
+        use loadgen::LoadModel;
+        let mut r = report(
+            &spec(LoadModel::Closed {
+                connections: 4,
+                pipeline: 1,
+            }),
+            ok as f64,
+            100.0,
+        );
+        r.ok_per_s = r.requests_per_s;
+        r.counts.ok = ok;
+        r.counts.sent = ok;
+        r.connections.requested = 4;
+        r.connections.established = established;
+        r.connections.failed = 4 - established;
+        r
     }
 
     #[test]

@@ -281,6 +281,22 @@ pub(crate) mod tests {
         }
     }
 
+    /// Repetition `rep` of `cell` with [`report`]'s numbers and nothing else measured.
+    pub(crate) fn rep(cell: &CellSpec, rep: u32, rps: f64, mean_latency_us: f64) -> RepResult {
+        RepResult {
+            rep,
+            started_unix_ms: 0,
+            report: report(cell, rps, mean_latency_us),
+            server: ServerUsage::default(),
+            cgroup: None,
+            loadgen_exit_code: Some(0),
+            floor_check: None,
+            generators: vec![],
+            counts: None,
+            instructions: None,
+        }
+    }
+
     fn cell_with(load: LoadModel, reps: &[(f64, f64)]) -> CellResult {
         let s = spec(load);
         let mut c = CellResult::new("run", &s);
@@ -288,18 +304,7 @@ pub(crate) mod tests {
         c.reps = reps
             .iter()
             .enumerate()
-            .map(|(i, (rps, lat))| RepResult {
-                rep: i as u32 + 1,
-                started_unix_ms: 0,
-                report: report(&s, *rps, *lat),
-                server: ServerUsage::default(),
-                cgroup: None,
-                loadgen_exit_code: Some(0),
-                floor_check: None,
-                generators: vec![],
-                counts: None,
-                instructions: None,
-            })
+            .map(|(i, (rps, lat))| rep(&s, i as u32 + 1, *rps, *lat))
             .collect();
         c
     }

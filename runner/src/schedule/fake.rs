@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use super::RepRunner;
 use crate::progress::Progress;
-use crate::results::schema::{CellResult, CellStatus, RepResult, ServerUsage, Stage, StageError};
-use crate::results::suspect::tests::report;
+use crate::results::schema::{CellResult, CellStatus, RepResult, Stage, StageError};
+use crate::results::suspect::tests as suspect_tests;
 
 #[derive(Default)]
 pub struct Fake {
@@ -38,18 +38,12 @@ impl RepRunner for Fake {
             });
             return None;
         };
-        Some(RepResult {
+        Some(suspect_tests::rep(
+            &st.cell,
             rep,
-            started_unix_ms: 0,
-            report: report(&st.cell, values[nth % values.len()], 100.0),
-            server: ServerUsage::default(),
-            cgroup: None,
-            loadgen_exit_code: Some(0),
-            floor_check: None,
-            generators: vec![],
-            counts: None,
-            instructions: None,
-        })
+            values[nth % values.len()],
+            100.0,
+        ))
     }
 
     fn churn_rep(&mut self, st: &mut CellResult, rep: u32, _: &mut Progress) {
