@@ -60,18 +60,8 @@ mod tests {
             }
         };
         LoadSpec {
-            url: "http://127.0.0.1:1/".into(),
-            model,
-            threads: 1,
-            keepalive: true,
-            duration_ms: Some(1000),
-            requests: None,
-            warmup_ms: 0,
-            timeout_ms: 2000,
-            expect_status: 200,
-            expect_body_bytes: None,
-            headers: Vec::new(),
             io,
+            ..crate::spec::tests::spec(model)
         }
     }
 

@@ -346,10 +346,11 @@ impl LoadSpec {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn spec(model: LoadModel) -> LoadSpec {
+    /// A 1-thread, 1 s spec on `model` (no server behind its URL).
+    pub(crate) fn spec(model: LoadModel) -> LoadSpec {
         LoadSpec {
             url: "http://127.0.0.1:1/".into(),
             model,
