@@ -80,12 +80,7 @@ pub fn compare(
         .collect();
     let mut warnings = comparable::run_warnings(old, new);
     warnings.extend(mde::drift_warnings(&cells, old, new));
-    let instructions_compared = cells.iter().any(|c| {
-        c.metrics
-            .iter()
-            .any(|m| m.metric == Metric::InstructionsPerRequest && m.difference.is_some())
-    });
-    if instructions_compared && !run_diffs.is_empty() {
+    if model::instructions_compared(&cells) && !run_diffs.is_empty() {
         warnings.push(INSTRUCTIONS_ACROSS_MACHINES.to_owned());
     }
     Ok(Comparison {

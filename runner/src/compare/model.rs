@@ -27,6 +27,15 @@ pub struct Comparison {
     pub warnings: Vec<String>,
 }
 
+/// Some cell compared instructions/request (both sides counted them).
+pub fn instructions_compared(cells: &[CellComparison]) -> bool {
+    cells.iter().any(|c| {
+        c.metrics
+            .iter()
+            .any(|m| m.metric == Metric::InstructionsPerRequest && m.difference.is_some())
+    })
+}
+
 /// One side's identity, for the header.
 #[derive(Debug, Clone, Serialize)]
 pub struct Side {

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::results::calibration::{Calibration, CalibrationMetric};
-use crate::results::difference::{NOISE_PCT, Verdict};
+use crate::results::difference::{INSTRUCTIONS_NOISE_PCT, NOISE_PCT, Verdict};
 use crate::results::metric::Metric;
 use crate::results::power::{ALPHA, POWER};
 use crate::results::schema::ResultsFile;
@@ -98,6 +98,21 @@ const SHOWN: [Metric; 8] = [
     Metric::IdleRssBytes,
 ];
 
+/// The instructions' own threshold, said only in runs that judged instructions.
+fn instructions_threshold(res: &ResultsFile) -> String {
+    let judged = res
+        .verdicts
+        .iter()
+        .any(|v| v.metric(Metric::InstructionsPerRequest).is_some());
+    if judged {
+        format!(
+            "; {INSTRUCTIONS_NOISE_PCT} % for instructions/request, whose counts repeat to about 0.1 %"
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// One table per scenario/level/profile: every service's ratio to the baseline.
 pub fn against_baseline(o: &mut String, res: &ResultsFile) {
     let (Some(base), false) = (&res.baseline, res.verdicts.is_empty()) else {
@@ -106,7 +121,8 @@ pub fn against_baseline(o: &mut String, res: &ResultsFile) {
     let _ = writeln!(o, "## Against the baseline: `{base}`\n");
     let _ = writeln!(
         o,
-        "Each service as a ratio to `{base}` in the same cell (service / baseline), with the 95 % interval of the ratio — paired on rounds: repetition i of both ran side by side. **Bold** = a difference this run can show (interval excludes 1× and the change exceeds {NOISE_PCT} %); ≈ = **indistinguishable here**: the interval includes 1× (or the change is under {NOISE_PCT} %), so the two are not ranked. The MDE in each header is the smallest difference these settings detect (95 % confidence, 80 % power), from the calibration{}.\n",
+        "Each service as a ratio to `{base}` in the same cell (service / baseline), with the 95 % interval of the ratio — paired on rounds: repetition i of both ran side by side. **Bold** = a difference this run can show (interval excludes 1× and the change exceeds {NOISE_PCT} %{}); ≈ = **indistinguishable here**: the interval includes 1× (or the change is under that threshold), so the two are not ranked. The MDE in each header is the smallest difference these settings detect (95 % confidence, 80 % power), from the calibration{}.\n",
+        instructions_threshold(res),
         if res.calibration.is_some() {
             ""
         } else {

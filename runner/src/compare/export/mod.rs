@@ -5,8 +5,11 @@ pub mod json;
 pub mod markdown;
 pub mod terminal;
 
-use super::model::{CellComparison, Comparison, MdeSource, MetricComparison};
-use crate::results::difference::Verdict;
+use super::model::{
+    CellComparison, Comparison, MdeSource, MetricComparison, instructions_compared,
+};
+use crate::results::difference::{self, Verdict};
+use crate::results::metric::Metric;
 use crate::results::units::value;
 
 pub fn side_value(m: &MetricComparison, old: bool) -> String {
@@ -109,8 +112,16 @@ pub fn machine_line(c: &Comparison) -> String {
 }
 
 pub fn rule(c: &Comparison) -> String {
+    let own = if instructions_compared(&c.cells) {
+        format!(
+            " ({} % for instructions/request)",
+            difference::noise_pct_for(Metric::InstructionsPerRequest, c.noise_pct)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{}. Verdict \"no change\" unless the CI excludes zero and the change exceeds {} %. MDE: the smallest difference these repetitions detect (95 % confidence, 80 % power), from the runs' calibration, or (~) from the two sides' own spread.",
+        "{}. Verdict \"no change\" unless the CI excludes zero and the change exceeds {} %{own}. MDE: the smallest difference these repetitions detect (95 % confidence, 80 % power), from the runs' calibration, or (~) from the two sides' own spread.",
         c.method, c.noise_pct
     )
 }
