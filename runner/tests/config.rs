@@ -171,6 +171,51 @@ fn connection_counts_beyond_open_files_and_local_ports_are_rejected() {
 }
 
 #[test]
+fn bad_burn_arguments_are_rejected_before_anything_runs() {
+    let with = |args: &str| {
+        base().replace(
+            "binary = \"/bin/true\"",
+            &format!("binary = \"/bin/true\"\nargs = {args}"),
+        )
+    };
+    for (args, why) in [
+        (r#"["--burn-iters", "-1"]"#, "-1 is not in 0..=1000000000"),
+        (
+            r#"["--burn-iters=5000000000"]"#,
+            "5000000000 is not in 0..=1000000000",
+        ),
+        (r#"["--burn-iters", "lots"]"#, "invalid digit"),
+        (r#"["--burn-ns", "1ms"]"#, "invalid digit"),
+        (
+            r#"["--workers", "1", "--burn-iters"]"#,
+            "--burn-iters needs a value",
+        ),
+    ] {
+        // The service's name (line 8, column 8) locates it: `args` carry no position.
+        assert_rejected(
+            &plan("burn", &with(args)),
+            &["m.toml:8:8: services[0].args", why],
+        );
+    }
+    let d = scratch("config-burn-run");
+    let m = write(&d, &with(r#"["--burn-iters", "-5"]"#));
+    let out_dir = d.join("results");
+    let out = run_matrix([
+        "run".as_ref(),
+        "--config".as_ref(),
+        m.as_os_str(),
+        "--out".as_ref(),
+        out_dir.as_os_str(),
+    ]);
+    assert_rejected(&out, &["services[0].args", "-5 is not in"]);
+    assert!(!out_dir.exists(), "a run directory was created");
+    assert_success(&plan(
+        "burn-ok",
+        &with(r#"["--burn-iters", "4", "--burn-ns=0"]"#),
+    ));
+}
+
+#[test]
 fn zero_timeouts_are_rejected() {
     let text = base().replace(
         "repetitions = 1",

@@ -19,6 +19,7 @@
 
 mod binaries;
 mod bounds;
+mod burn;
 mod cells;
 mod churn;
 mod defaults;

@@ -1,10 +1,10 @@
-//! `[[services]]`: at least one, each with a unique name and either a binary that exists or
-//! an external `command` (`external`); its variants (`variants`) follow it as services of
-//! their own, named `<service>@<variant>`.
+//! `[[services]]`: at least one, each with a unique name and either a binary that exists
+//! (its `--burn-*` arguments in range: `burn`) or an external `command` (`external`); its
+//! variants (`variants`) follow it as services of their own, named `<service>@<variant>`.
 
 use super::binaries::Binaries;
 use super::names::Names;
-use super::{Errs, external, variants};
+use super::{Errs, burn, external, variants};
 use crate::config::ServiceDef;
 use crate::config::schema::Service;
 
@@ -18,14 +18,17 @@ pub(super) fn check(errs: &mut Errs, services: &[Service], binaries: &Binaries) 
         let name = names.add(errs, &s.name, format!("services[{i}].name"));
         let field = |f: &str| format!("services[{i}].{f}");
         let def = match (&s.binary, &s.command) {
-            (Some(b), None) => ServiceDef {
-                name: name.clone(),
-                binary: binaries.resolve(errs, b, &field("binary")),
-                args: s.args.clone(),
-                external: false,
-                variant: None,
-                unavailable: None,
-            },
+            (Some(b), None) => {
+                burn::check(errs, s.name.span(), &field("args"), &s.args);
+                ServiceDef {
+                    name: name.clone(),
+                    binary: binaries.resolve(errs, b, &field("binary")),
+                    args: s.args.clone(),
+                    external: false,
+                    variant: None,
+                    unavailable: None,
+                }
+            }
             (None, Some(c)) => {
                 if !s.args.is_empty() {
                     errs.at(

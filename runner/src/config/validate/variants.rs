@@ -65,6 +65,9 @@ pub(super) fn check(
     for (j, v) in variants.iter().enumerate() {
         let field = |f: &str| format!("services[{i}].variants[{j}].{f}");
         let name = names.add(errs, &v.name, field("name"));
+        if let Some(args) = &v.args {
+            super::burn::check(errs, v.name.span(), &field("args"), args);
+        }
         let rev = v.rev.as_ref().map_or("HEAD", |r| r.get_ref().as_str());
         let rev_span = v.rev.as_ref().map_or(v.name.span(), |r| r.span());
         let commit = match &repo {
