@@ -58,8 +58,11 @@ def mde_pct(sd_pct, n, power):
     return (t("0.975", n - 1) + t(power, n - 1)) * sd_pct / math.sqrt(n)
 
 
-def matrix_toml(a, rel, rate, profile, windows, reps, services, calibration=False):
-    """A matrix file: the given services at one open-loop cell."""
+def matrix_toml(a, rel, rate, profile, windows, reps, services, calibration=False,
+                load=None, scenario="open"):
+    """A matrix file: the given services at one cell (open loop at `rate` unless `load`, a
+    TOML inline table, says otherwise)."""
+    load = load or f'{{ model = "open", rates_per_s = [{rate}], max_connections = 64 }}'
     lines = [
         "[defaults]",
         f"warmup_ms = {windows[0]}",
@@ -78,10 +81,10 @@ def matrix_toml(a, rel, rate, profile, windows, reps, services, calibration=Fals
         lines.append("")
     lines += [
         "[[scenarios]]",
-        'name = "open"',
+        f'name = "{scenario}"',
         'path = "/ping"',
         "expect_body_bytes = 4",
-        f'load = {{ model = "open", rates_per_s = [{rate}], max_connections = 64 }}',
+        f"load = {load}",
         "",
         "[[profiles]]",
         f'name = "{profile}"',
@@ -106,7 +109,7 @@ def children_cpu_s():
     return r.ru_utime + r.ru_stime
 
 
-def run_matrix(a, cmd, toml, out):
+def run_matrix(a, cmd, toml, out, extra=()):
     """One `matrix` run; (results.json, cell files, wall s, foreign CPU %). Foreign CPU: the
     machine's busy time that was not this run's (other processes on the shared machine), as a
     share of both CPUs over the run — a trial with a lot of it measured a disturbed machine."""
@@ -114,8 +117,8 @@ def run_matrix(a, cmd, toml, out):
     with open(path, "w") as f:
         f.write(toml)
     busy0, ours0, t0 = busy_cpu_s(), children_cpu_s(), time.monotonic()
-    p = subprocess.run([os.path.join(a.rel, "matrix"), cmd, "--quiet", "--config", path,
-                        "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    p = subprocess.run([os.path.join(a.rel, "matrix"), cmd, "--quiet", *extra, "--config",
+                        path, "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                        text=True, check=False)
     wall = time.monotonic() - t0
     foreign = (busy_cpu_s() - busy0) - (children_cpu_s() - ours0)
