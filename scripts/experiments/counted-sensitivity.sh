@@ -13,7 +13,7 @@
 #   TRIALS=3 scripts/experiments/counted-sensitivity.sh   # a quick look
 #
 # Env: TRIALS (10 runs), SERVICE (ping-epoll: Valgrind cannot run the io_uring services),
-#      REPS (2 per run), PROBE_ITERS (1000), WINDOWS ("100,300,50": warmup, measured,
+#      REPS (2 per run), PROBE_ITERS (1000), WINDOWS ("200,1000,100": warmup, measured,
 #      cooldown ms of the timed load), SERVER_CPUS (0), LOADGEN_CPUS (1),
 #      CARGO_TARGET_DIR (target).
 set -euo pipefail
@@ -32,6 +32,6 @@ python3 scripts/lib/counted_sensitivity.py \
   --trials "${TRIALS:-10}" \
   --reps "${REPS:-2}" \
   --probe-iters "${PROBE_ITERS:-1000}" \
-  --windows "${WINDOWS:-100,300,50}" \
+  --windows "${WINDOWS:-200,1000,100}" \
   --server-cpus "${SERVER_CPUS:-0}" \
   --loadgen-cpus "${LOADGEN_CPUS:-1}"

@@ -134,7 +134,7 @@ def main():
     p.add_argument("--reps", type=int, default=2, help="repetitions per trial run")
     p.add_argument("--probe-iters", type=int, default=1000)
     p.add_argument("--probe-reps", type=int, default=2)
-    p.add_argument("--windows", default="100,300,50", help="warmup,duration,cooldown ms")
+    p.add_argument("--windows", default="200,1000,100", help="warmup,duration,cooldown ms")
     p.add_argument("--server-cpus", default="0")
     p.add_argument("--loadgen-cpus", default="1")
     p.add_argument("--started", type=float, default=time.time(), help="unix s of the start")
