@@ -3,8 +3,9 @@ does the suite call a +1 % instructions/request change "costlier", and does it k
 when nothing changed?
 
 1. Probe: one `matrix run --count-instructions` of the service plain and with
-   `--burn-iters PROBE` measures its instructions/request and the instructions one loop
-   iteration adds; the burn is the whole number of iterations nearest to +1 %.
+   `--burn-iters PROBE` and `2 × PROBE` measures its instructions/request, the instructions
+   one loop iteration adds and the loop's fixed cost; the burn is the whole number of
+   iterations nearest to +1 %.
 2. Trials: each one `matrix run --count-instructions` at c1 with three services, `a` (the
    baseline), `a2` (identical: the A/A trial) and `b` (with the burn: the burn trial), so one
    run gives one trial of each kind; the repetitions interleave a, a2, b as every run does.
@@ -59,13 +60,18 @@ def per_request(cells, service):
 
 
 def probe(a, rel, windows):
-    """Instructions/request of the plain service and per loop iteration (medians)."""
-    services = [("a", []), ("p", ["--burn-iters", str(a.probe_iters)])]
+    """Instructions/request of the plain service, per loop iteration (the slope between
+    PROBE and 2 × PROBE iterations) and the loop's fixed cost once it runs at all (entry and
+    exit of the non-zero path: the intercept), from medians."""
+    k = a.probe_iters
+    services = [("a", []), ("p1", ["--burn-iters", str(k)]),
+                ("p2", ["--burn-iters", str(2 * k)])]
     _, cells, wall, foreign, _ = run_matrix(
         a, "run", toml(a, rel, windows, a.probe_reps, services),
         os.path.join(a.work, "probe"), COUNT)
-    base, probed = per_request(cells, "a"), per_request(cells, "p")
-    return base, (probed - base) / a.probe_iters, wall, foreign
+    base, p1, p2 = (per_request(cells, s) for s in ("a", "p1", "p2"))
+    per_iter = (p2 - p1) / k
+    return base, per_iter, p1 - base - k * per_iter, wall, foreign
 
 
 def verdicts_of(res, service):
@@ -146,12 +152,14 @@ def main():
           f"2,000 and 6,000 requests), server CPUs {a.server_cpus}, loadgen CPUs "
           f"{a.loadgen_cpus}, windows {windows[0]}+{windows[1]}+{windows[2]} ms, "
           f"{a.reps} repetitions per run")
-    base, per_iter, wall, foreign = probe(a, rel, windows)
-    iters = max(1, round(base * EFFECT_PCT / 100 / per_iter))
-    injected_pct = 100 * iters * per_iter / base
+    base, per_iter, fixed, wall, foreign = probe(a, rel, windows)
+    target = base * EFFECT_PCT / 100
+    iters = max(1, round((target - fixed) / per_iter))
+    injected_pct = 100 * (fixed + iters * per_iter) / base
     print(f"probe ({a.probe_reps} rounds, {wall:.0f} s, foreign CPU {foreign:.0f} %): "
-          f"{base:.1f} instructions/request; --burn-iters {a.probe_iters} adds "
-          f"{per_iter:.3f} per iteration -> burn {iters} iterations = +{injected_pct:.2f} %")
+          f"{base:.1f} instructions/request; --burn-iters adds {per_iter:.3f} per iteration "
+          f"+ {fixed:.1f} once -> burn {iters} iterations = +{injected_pct:.2f} % (nearest "
+          f"to +{EFFECT_PCT:.0f} %)")
     print()
     head = " ".join(f"{s:>4}" for _, s in METRICS)
     print(f"{'#':>3}  A/A: {head}  ins a2/a   burn: {head}  ins b/a  foreign  wall")
