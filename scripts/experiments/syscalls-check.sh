@@ -34,7 +34,7 @@ print(f"{s['median']:.4f}" if s else "–")
 PY
 }
 
-printf '%-20s %10s %8s %10s %8s\n' service perf/req spread suite/req ratio
+printf '%-20s %10s %8s %10s %8s  %s\n' service perf/req spread suite/req suite/perf "each start"
 for svc in $SERVICES; do
   bin=$(release_bin "$svc")
   vals=()
@@ -46,7 +46,7 @@ for svc in $SERVICES; do
     perf_pid=$!
     sleep 0.5 # perf attached and counting before the first request
     taskset -c "${LOADGEN_CPU:-1}" timeout 120 "$LOADGEN" -c 1 -n "$REQUESTS" \
-      "http://127.0.0.1:$port/ping" >/dev/null
+      "http://127.0.0.1:$port/ping" >/dev/null 2>"$WORK/loadgen.log"
     kill -INT "$perf_pid"; wait "$perf_pid" || true
     stop_pid "$SERVER_PID"
     n=$(awk -F, '$3 == "raw_syscalls:sys_enter" || $4 == "raw_syscalls:sys_enter" {print $1}' "$WORK/perf")
@@ -57,5 +57,5 @@ for svc in $SERVICES; do
   s=$(suite "$svc")
   r="–"
   [[ "$s" == "–" ]] || r=$(awk -v a="$s" -v b="$med" 'BEGIN {printf "%.3f", a / b}')
-  printf '%-20s %10s %8s %10s %8s\n' "$svc" "$med" "$spread" "$s" "$r"
+  printf '%-20s %10s %8s %10s %8s  %s\n' "$svc" "$med" "$spread" "$s" "$r" "${vals[*]}"
 done
