@@ -135,8 +135,13 @@ fn durations_are_capped_before_anything_runs_in_plan_and_run() {
     let want = ["m.toml:4:15: defaults.duration_ms", "at most 3600000 ms"];
     assert_rejected(&plan("huge-duration", &text), &want);
 
-    let d = scratch("config-huge-duration-run");
-    let m = write(&d, &text);
+    assert_run_refused("huge-duration", &text, &want);
+}
+
+/// `matrix run` refuses `text` with every `needle` and creates no run directory.
+fn assert_run_refused(test: &str, text: &str, needles: &[&str]) {
+    let d = scratch(&format!("config-{test}-run"));
+    let m = write(&d, text);
     let out_dir = d.join("results");
     let out = run_matrix([
         "run".as_ref(),
@@ -145,7 +150,7 @@ fn durations_are_capped_before_anything_runs_in_plan_and_run() {
         "--out".as_ref(),
         out_dir.as_os_str(),
     ]);
-    assert_rejected(&out, &want);
+    assert_rejected(&out, needles);
     assert!(!out_dir.exists(), "a run directory was created");
 }
 
@@ -197,18 +202,11 @@ fn bad_burn_arguments_are_rejected_before_anything_runs() {
             &["m.toml:8:8: services[0].args", why],
         );
     }
-    let d = scratch("config-burn-run");
-    let m = write(&d, &with(r#"["--burn-iters", "-5"]"#));
-    let out_dir = d.join("results");
-    let out = run_matrix([
-        "run".as_ref(),
-        "--config".as_ref(),
-        m.as_os_str(),
-        "--out".as_ref(),
-        out_dir.as_os_str(),
-    ]);
-    assert_rejected(&out, &["services[0].args", "-5 is not in"]);
-    assert!(!out_dir.exists(), "a run directory was created");
+    assert_run_refused(
+        "burn",
+        &with(r#"["--burn-iters", "-5"]"#),
+        &["services[0].args", "-5 is not in"],
+    );
     assert_success(&plan(
         "burn-ok",
         &with(r#"["--burn-iters", "4", "--burn-ns=0"]"#),

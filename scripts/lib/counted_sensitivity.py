@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sensitivity import MARK, matrix_toml, run_matrix  # noqa: E402
+from sensitivity import MARK, base_args, matrix_toml, report_tail, run_matrix  # noqa: E402
 
 INS = "instructions_per_request"
 METRICS = [
@@ -122,20 +122,12 @@ def report(results, iters, injected_pct, wall_total):
     for m, _ in METRICS[1:]:
         c = [sum(r["burn"][m] == k for r in results) for k in ("better", "no_change", "worse")]
         print(f"    {m:<25} {c[0]} / {c[1]} / {c[2]} / {n - sum(c)}")
-    fails = sum(r["failed"] for r in results)
-    if fails:
-        print(f"{fails} run(s) had a failed cell (verdicts 'missing' there)")
-    ok_wall = wall_total <= 900
-    print(f"Wall time: {wall_total / 60:.1f} min  -> {'PASS' if ok_wall else 'FAIL'} "
-          "(target <= 15 min)")
-    return fails
+    return report_tail(results, wall_total, "run(s)")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rel", required=True, help="directory with matrix, loadgen, the service")
-    p.add_argument("--work", required=True, help="temporary directory for matrix files, runs")
-    p.add_argument("--service", default="ping-epoll")
+    base_args(p, "ping-epoll")
     p.add_argument("--trials", type=int, default=10, help="runs, each one A/A + one burn")
     p.add_argument("--reps", type=int, default=2, help="repetitions per trial run")
     p.add_argument("--probe-iters", type=int, default=1000)

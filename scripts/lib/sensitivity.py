@@ -220,20 +220,30 @@ def report(a, results, burn_ns, cpu_us, wall_total):
             continue
         c = [sum(r["verdicts"][m] == k for r in burn) for k in ("better", "no_change", "worse")]
         print(f"    {m:<20} {c[0]} / {c[1]} / {c[2]} / {len(burn) - sum(c)}")
+    return report_tail(results, wall_total, "trial(s)")
+
+
+def report_tail(results, wall_total, runs):
+    """The failed runs and the wall time against the 15 min target; the failed count."""
     fails = sum(r["failed"] for r in results)
     if fails:
-        print(f"{fails} trial(s) had a failed cell (verdicts 'missing' there)")
+        print(f"{fails} {runs} had a failed cell (verdicts 'missing' there)")
     ok_wall = wall_total <= 900
     print(f"Wall time: {wall_total / 60:.1f} min  -> {'PASS' if ok_wall else 'FAIL'} "
           "(target <= 15 min)")
     return fails
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def base_args(p, service):
+    """The arguments every self-test takes: where the binaries are, scratch, the service."""
     p.add_argument("--rel", required=True, help="directory with matrix, loadgen, the service")
     p.add_argument("--work", required=True, help="temporary directory for matrix files, runs")
-    p.add_argument("--service", default="ping-tokio-hyper")
+    p.add_argument("--service", default=service)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    base_args(p, "ping-tokio-hyper")
     p.add_argument("--rate", type=int, default=40000)
     p.add_argument("--trials", type=int, default=10, help="of each kind")
     p.add_argument("--reps", type=int, default=0, help="0: from the calibration")
