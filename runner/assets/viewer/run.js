@@ -18,8 +18,8 @@ const METRICS = [
 // services under Valgrind). Keys are the metric names the Rust side bands them by.
 const COUNTED = [
   { key: "syscalls_per_request", label: "syscalls/req", better: "lower", stat: (c) => c.counted && c.counted.server.syscalls, why: (c) => c.counted && c.counted.server.syscalls_unmeasured },
-  { key: "ctx_switches_per_request", label: "ctx switches/req", better: "lower", stat: (c) => c.counted && c.counted.server.ctx_switches, why: () => null },
-  { key: "instructions_per_request", label: "instructions/req", better: "lower", stat: (c) => c.counted && c.counted.instructions, why: (c) => c.counted && c.counted.instructions_unmeasured },
+  { key: "ctx_switches_per_request", label: "ctx sw/req", better: "lower", stat: (c) => c.counted && c.counted.server.ctx_switches, why: () => null },
+  { key: "instructions_per_request", label: "instr/req", better: "lower", stat: (c) => c.counted && c.counted.instructions, why: (c) => c.counted && c.counted.instructions_unmeasured },
 ];
 const value = (m, c) => m.stat ? (m.stat(c) ? m.stat(c).mean : null) : (m.point(c) === undefined ? null : m.point(c));
 const tabOf = (c) => c.scenario + " · " + c.profile;
