@@ -229,8 +229,9 @@ fn compare_output_unchanged_in_every_format() {
     }
 }
 
-/// The site builds from the committed results/: an index that embeds every run, and each
-/// run's page byte-identical to the one committed beside its results.json.
+/// The site builds from the committed results/: an index that lists every run, one compare
+/// script per pair of runs beside it (none embedded in the index), and each run's page
+/// byte-identical to the one committed beside its results.json.
 #[test]
 fn site_builds_from_results_and_its_run_pages_are_the_committed_ones() {
     let d = fixtures::scratch("regenerate-site");
@@ -243,6 +244,21 @@ fn site_builds_from_results_and_its_run_pages_are_the_committed_ones() {
     let runs = committed_runs();
     assert!(text.contains(&format!("({} runs", runs.len())), "{text}");
     let index = String::from_utf8(read(&out.join("index.html"))).unwrap();
+    assert!(
+        !index.contains("\"comparison\""),
+        "a compare pair in the index"
+    );
+    let pair_scripts = std::fs::read_dir(out.join("compare"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "js")
+        })
+        .count();
+    assert_eq!(pair_scripts, runs.len() * (runs.len() - 1) / 2);
     for run in &runs {
         let id = run.trim_start_matches("results/");
         assert!(
