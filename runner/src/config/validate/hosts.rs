@@ -17,8 +17,9 @@ use crate::config::{HostDef, LOCAL_HOST, ProfileDef, ScenarioDef};
 use crate::results::schema::Placement;
 use loadgen::LoadModel;
 
-/// Where binaries go on a host unless `work_dir` says otherwise.
-pub const DEFAULT_WORK_DIR: &str = "/tmp/pingmatrix";
+/// Where binaries go on a host unless `work_dir` says otherwise: under the SSH user's home,
+/// made 0700 (`crate::host::work_dir`), where no other user can put or change a binary.
+pub const DEFAULT_WORK_DIR: &str = "~/.cache/pingmatrix";
 
 /// Most generator hosts one cell may split its load between.
 pub const MAX_LOADGEN_HOSTS: usize = 16;
@@ -115,17 +116,32 @@ fn word(errs: &mut Errs, v: &Spanned<String>, field: String, what: &str) {
     }
 }
 
-/// An absolute path made of characters that need no quoting in a remote shell.
+/// An absolute path (or one under the SSH user's home, `~/…`) made of characters that need
+/// no quoting in a remote shell. Who owns it and who can write it is checked on the host.
 fn work_dir(errs: &mut Errs, v: &Spanned<String>, field: String) {
     let s = v.get_ref();
     let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+".contains(c);
+    let s = s
+        .strip_prefix('~')
+        .filter(|r| r.starts_with('/'))
+        .unwrap_or(s);
     if !s.starts_with('/') {
-        errs.at(v.span(), field, format!("{s:?} must be an absolute path"));
+        errs.at(
+            v.span(),
+            field,
+            format!(
+                "{:?} must be an absolute path or start with ~/",
+                v.get_ref()
+            ),
+        );
     } else if !s.chars().all(plain) || s.split('/').any(|p| p == "..") {
         errs.at(
             v.span(),
             field,
-            format!("{s:?}: use letters, digits and '/._-+' only, without '..'"),
+            format!(
+                "{:?}: use letters, digits and '/._-+' only, without '..'",
+                v.get_ref()
+            ),
         );
     }
 }
