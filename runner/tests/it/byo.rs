@@ -4,7 +4,7 @@
 //! reason while the run goes on; and bad variant or command input is refused (exit 2)
 //! before anything runs.
 
-mod live;
+use crate::support::live;
 
 use std::path::{Path, PathBuf};
 

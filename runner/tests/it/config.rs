@@ -2,7 +2,7 @@
 //! a `file:line:col: field: message` line before anything runs (in `matrix plan` and
 //! `matrix run` alike), and what is accepted runs — including paths with spaces.
 
-mod fixtures;
+use crate::support::fixtures;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

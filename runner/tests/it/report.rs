@@ -2,7 +2,7 @@
 //! its title and legend, uses the same colour per service everywhere; results.md links the
 //! plots; `--readme` rewrites only the marked section, from results.json.
 
-mod fixtures;
+use crate::support::fixtures;
 
 use std::ffi::OsStr;
 

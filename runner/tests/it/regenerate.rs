@@ -3,7 +3,7 @@
 //! must come out byte-identical when regenerated. A change to any of those outputs has to show up
 //! here and be committed together with the regenerated files.
 
-mod fixtures;
+use crate::support::fixtures;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! two commits with the same loadgen compare, a changed loadgen is refused naming what
 //! changed, and runs older than the identity (the committed ones) compare with a warning.
 
-mod fixtures;
+use crate::support::fixtures;
 
 use std::path::Path;
 

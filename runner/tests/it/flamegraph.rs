@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, out_text, read, tiny_matrix};
 use runner::profile::{Perf, Profile};

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, read};
 use runner::limits::cpus::allowed_cpus;

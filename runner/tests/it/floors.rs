@@ -1,7 +1,7 @@
 //! The run's floors where they cannot be measured: run.json and results.md say why, and the
 //! run goes on with every cell measured.
 
-mod live;
+use crate::support::live;
 
 use std::os::unix::fs::PermissionsExt;
 

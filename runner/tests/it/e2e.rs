@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, only_run_dir, out_text, read, tiny_matrix};
 use runner::limits::cpus::allowed_cpus;

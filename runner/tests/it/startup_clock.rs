@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, matrix_at, only_run_dir, read, tiny_matrix, write_config};
 use runner::limits::cpus::{allowed_cpus, on_cpus};

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, out_text, read};
 use runner::results::schema::ResultsFile;

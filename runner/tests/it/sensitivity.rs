@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config};
 use runner::results::adaptive::StopReason;

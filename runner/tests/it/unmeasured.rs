@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config};
 use runner::results::schema::{CellResult, CellStatus};

@@ -2,7 +2,7 @@
 //! noise is not, incomparable runs are refused (or forced, and then labelled), one-sided
 //! cells are listed, suspect cells are marked, and the Markdown table is stable.
 
-mod fixtures;
+use crate::support::fixtures;
 
 use std::ffi::OsStr;
 use std::path::Path;
