@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::live;
 
-use live::{Scratch, bin, only_run_dir, out_text, read, tiny_matrix};
+use live::{Scratch, bin, only_run_dir, out_text, read, script, tiny_matrix};
 use runner::limits::cpus::allowed_cpus;
 use runner::results::schema::{CellResult, CellStatus, ResultsFile, RunRecord, RunStatus, Stage};
 
@@ -25,14 +25,6 @@ impl Drop for Guard {
 fn cpus() -> (u32, u32) {
     let a = allowed_cpus();
     (a[0], *a.last().unwrap())
-}
-
-fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join(name);
-    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p
 }
 
 fn matrix_toml(services: &[(&str, PathBuf)], reps: u32, extra_profile: &str) -> String {

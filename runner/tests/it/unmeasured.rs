@@ -3,20 +3,12 @@
 //! is still busy with the warm-up's requests). Both used to be "ok" cells with 0 req/s and
 //! 0 µs latency, and the run exited 0.
 
-use std::path::Path;
-
 use crate::support::live;
 
-use live::{Scratch, bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config};
+use live::{
+    Scratch, bin, matrix_at, only_run_dir, out_text, read, script, tiny_matrix, write_config,
+};
 use runner::results::schema::{CellResult, CellStatus};
-
-fn script(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join(name);
-    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p
-}
 
 /// Runs `text` (ping scenario only) and returns the cell, results.md and the exit code.
 fn run_ping(d: &Scratch, text: &str) -> (CellResult, String, Option<i32>) {
