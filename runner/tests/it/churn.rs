@@ -3,6 +3,7 @@
 //! read after opening and after closing, and results.md carries the "Connection churn"
 //! table instead of a throughput table.
 
+use crate::support;
 use std::time::Instant;
 
 use crate::support::live;
@@ -14,6 +15,7 @@ use runner::results::schema::{CellResult, CellStatus, ResultsFile};
 
 #[test]
 fn churn_cells_run_against_a_real_service_and_get_their_own_table() {
+    let _machine = support::busy();
     let d = Scratch(std::env::temp_dir().join(format!(
         "pingmatrix-churn-e2e-{}-{}",
         std::process::id(),
