@@ -278,30 +278,11 @@ pub(super) fn check_split(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::parse_str;
+    use super::super::tests::{GOOD, parse_str};
     use super::*;
 
-    const BASE: &str = r#"
-[defaults]
-loadgen = "/bin/true"
-
-[[services]]
-name = "svc"
-binary = "/bin/true"
-
-[[scenarios]]
-name = "ping"
-path = "/ping"
-load = { model = "closed", connections = [1, 16] }
-
-[[profiles]]
-name = "pinned"
-server_cpus = "0"
-loadgen_cpus = "0"
-"#;
-
     fn with(extra: &str) -> String {
-        format!("{BASE}{extra}")
+        format!("{GOOD}{extra}")
     }
 
     #[test]
@@ -339,44 +320,5 @@ loadgen_hosts = ["gen1", "local"]
         let p = m.profiles[1].placement.as_ref().unwrap();
         assert_eq!(p.server_host, "srv");
         assert_eq!(p.loadgen_hosts, ["gen1", "local"]);
-    }
-
-    #[test]
-    fn bad_hosts_are_named_with_their_line() {
-        let e = parse_str(&with(
-            r#"
-[[hosts]]
-name = "local"
-host = "-oProxyCommand=x"
-port = 0
-work_dir = "relative/dir"
-ssh_options = ["-v"]
-identity_file = "/nonexistent/key"
-address = "not-an-ip"
-
-[[profiles]]
-name = "split"
-server_cpus = "0"
-loadgen_cpus = "0"
-server_host = "nowhere"
-loadgen_hosts = ["local", "local"]
-"#,
-        ))
-        .unwrap_err();
-        let text = e.to_string();
-        for want in [
-            "hosts[0].name: \"local\" is this machine's name",
-            "hosts[0].host: \"-oProxyCommand=x\" starts with '-'",
-            "hosts[0].port: must be 1..=65535",
-            "hosts[0].work_dir: \"relative/dir\" must be an absolute path",
-            "hosts[0].ssh_options: \"-v\" is not an ssh option",
-            "hosts[0].identity_file: /nonexistent/key is not a readable file",
-            "hosts[0].address: \"not-an-ip\" is not an IP address",
-            "profiles[1].server_host: unknown host \"nowhere\" (defined: \"local\", local)",
-            "profiles[1].loadgen_hosts: \"local\" is listed twice",
-            "scenarios[0].load: level c1 has 1 connection(s), fewer than the 2 generator hosts",
-        ] {
-            assert!(text.contains(want), "missing {want:?} in\n{text}");
-        }
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, out_text, read};
 use loadgen::hdr_v2_decode as decode;
@@ -356,6 +356,7 @@ fn cell(run: &Path, key: &str) -> CellResult {
 
 #[test]
 fn server_and_two_generators_in_namespaces_over_ssh() {
+    let _machine = crate::support::busy();
     if let Some(why) = missing() {
         eprintln!("\n!!! SKIPPED server_and_two_generators_in_namespaces_over_ssh: {why} !!!\n");
         return;

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-mod live;
+use crate::support;
+use crate::support::live;
 
 use live::{Scratch, bin, read};
 use runner::limits::cpus::allowed_cpus;
@@ -48,6 +49,7 @@ loadgen_cpus = "{l}"
 
 #[test]
 fn churn_cells_run_against_a_real_service_and_get_their_own_table() {
+    let _machine = support::busy();
     let d = Scratch::new("churn");
     let m = churn_matrix(&d.0, &bin("ping-tokio-hyper"), 40, 3);
     let out = d.0.join("results");
@@ -112,6 +114,7 @@ fn churn_cells_run_against_a_real_service_and_get_their_own_table() {
 /// fails with the reason, and repetition 1 keeps its K − 1 finished cycles, flagged partial.
 #[test]
 fn a_churn_repetition_cut_short_keeps_its_finished_cycles() {
+    let _machine = support::busy();
     let d = Scratch::new("churn-partial");
     let wrapper = d.0.join("limited-hyper");
     std::fs::write(
