@@ -8,6 +8,8 @@ cargo fmt --all --check
 scripts/ci/check-docs.py
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --bins --locked
+# runner's integration tests are one binary (runner/tests/it) and run in parallel: the few
+# that need the CPUs to themselves hold its support kit's machine lock, not the whole binary.
 cargo test --workspace --locked --exclude loadgen --exclude conformance
 # The conformance suite one service at a time: under parallel load ping-may-minihttp's
 # unterminated-head check saw a reset instead of an open connection (2 of 4 runs; alone 3/3).

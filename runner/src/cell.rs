@@ -334,7 +334,8 @@ fn instructions(
 
 /// One repetition of a connection-churn cell: the same start and checks as `run_rep`, then
 /// the runner's own open/close cycles (from the generator's CPUs) instead of loadgen, then
-/// the stop. On failure records it on `res` and returns None.
+/// the stop. On failure records it on `res` and returns None; a repetition that ended
+/// partway is kept on `res.churn` with its finished cycles (`partial` says why).
 pub fn run_churn_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<ChurnRep> {
     let r = (|| {
         let cell = res.cell.clone();
@@ -352,7 +353,13 @@ pub fn run_churn_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<ChurnR
         let stopped = session.stop();
         res.starts.push(stopped.start);
         confs.server.release();
-        run.map_err(|e| StageError::at(Stage::Load, e).with_tail(stopped.stderr_tail))
+        match run.partial.clone() {
+            None => Ok(run),
+            Some(why) => {
+                res.churn.push(run);
+                Err(StageError::at(Stage::Load, why).with_tail(stopped.stderr_tail))
+            }
+        }
     })();
     match r {
         Ok(r) => Some(r),

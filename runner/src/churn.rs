@@ -4,8 +4,13 @@
 //! and reading the service's VmRSS once it settles. A service that keeps per-connection
 //! memory after the connection is gone shows RSS rising round after round.
 //!
+//! After closing, RSS is read only once the service's open descriptors are back at their
+//! count before the round (it has processed every close; reading sooner can find the
+//! connections' memory still held), then once two reads agree.
+//!
 //! Every loop is bounded: connections per round, a deadline per round (connections not
-//! attempted by then count as failed), and the settle wait.
+//! attempted by then count as failed), and the settle waits. A repetition that ends early
+//! (the service exits, an interrupt) keeps its finished rounds.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -20,6 +25,8 @@ use crate::sample;
 pub const SETTLE_POLL_MS: u64 = 20;
 /// The longest settle wait after opening or closing: RSS is read then, changing or not.
 pub const SETTLE_MAX_MS: u64 = 300;
+/// The longest wait after closing for the service's descriptor count to return.
+pub const FD_SETTLE_MAX_MS: u64 = 2000;
 /// A round that has not opened its connections by then gives up on the rest (counted as
 /// failed): a hung service must not hold the run for connections × request timeout.
 pub const CYCLE_DEADLINE: Duration = Duration::from_secs(30);
@@ -35,8 +42,8 @@ pub fn estimate_ms(spec: &ChurnSpec) -> u64 {
     per_cycle * u64::from(spec.cycles)
 }
 
-/// Runs the cycles against the service `proc` listening on `addr`. Err when interrupted or
-/// when the service exits.
+/// Runs the cycles against the service `proc` listening on `addr`. When interrupted or when
+/// the service exits, `partial` says why and `cycles` holds the rounds finished before.
 pub fn run(
     proc: &mut Proc,
     addr: SocketAddr,
@@ -44,32 +51,33 @@ pub fn run(
     spec: &ChurnSpec,
     timeout: Duration,
     rep: u32,
-) -> Result<ChurnRep, String> {
-    let started_unix_ms = sample::now_unix_us() / 1000;
-    let rss_before_bytes = rss(proc.pid);
+) -> ChurnRep {
+    let mut r = ChurnRep {
+        rep,
+        started_unix_ms: sample::now_unix_us() / 1000,
+        rss_before_bytes: rss(proc.pid),
+        cycles: Vec::with_capacity(spec.cycles as usize),
+        partial: None,
+    };
     let request =
         format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: pingmatrix-churn\r\n\r\n");
-    let mut cycles = Vec::with_capacity(spec.cycles as usize);
     for cycle in 1..=spec.cycles {
         if interrupt::requested() {
-            return Err("interrupted".into());
+            r.partial = Some("interrupted".into());
+            break;
         }
         let c = one_cycle(proc.pid, addr, request.as_bytes(), spec, timeout, cycle);
         if let Some(st) = proc.try_wait() {
-            return Err(format!(
+            r.partial = Some(format!(
                 "service exited during churn cycle {cycle} with {st} ({} of {} connections \
                  failed)",
                 c.failed, c.opened
             ));
+            break;
         }
-        cycles.push(c);
+        r.cycles.push(c);
     }
-    Ok(ChurnRep {
-        rep,
-        started_unix_ms,
-        rss_before_bytes,
-        cycles,
-    })
+    r
 }
 
 fn one_cycle(
@@ -80,6 +88,7 @@ fn one_cycle(
     timeout: Duration,
     cycle: u32,
 ) -> ChurnCycle {
+    let fds_idle = fd_count(pid);
     let t0 = Instant::now();
     let mut open = Vec::with_capacity(spec.connections as usize);
     let mut failed = 0u32;
@@ -99,6 +108,7 @@ fn one_cycle(
     let rss_open_bytes = settle(pid);
     drop(open);
     let t1 = Instant::now();
+    let fd_settle_ms = fds_back(pid, fds_idle);
     let rss_closed_bytes = settle(pid);
     ChurnCycle {
         cycle,
@@ -108,7 +118,31 @@ fn one_cycle(
         rss_open_bytes,
         rss_closed_bytes,
         settle_ms: t1.elapsed().as_millis() as u64,
+        fds_idle,
+        fd_settle_ms,
         open_ms,
+    }
+}
+
+/// How many descriptors `pid` has open.
+fn fd_count(pid: u32) -> Option<u32> {
+    let d = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(d.count() as u32)
+}
+
+/// Milliseconds until `pid`'s descriptor count is back at `idle` or below, polled every
+/// 5 ms; None if not within [`FD_SETTLE_MAX_MS`] (or unreadable).
+fn fds_back(pid: u32, idle: Option<u32>) -> Option<u64> {
+    let idle = idle?;
+    let t0 = Instant::now();
+    loop {
+        if fd_count(pid)? <= idle {
+            return Some(t0.elapsed().as_millis() as u64);
+        }
+        if t0.elapsed() >= Duration::from_millis(FD_SETTLE_MAX_MS) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

@@ -22,7 +22,8 @@ use crate::service::{spawn, startup, warm};
 
 /// Starts measured; a few ms each.
 pub const STARTUP_SAMPLES: u32 = 10;
-const RESPONDER: &str = "pingmatrix-responder";
+/// The trivial responder the start-up floor is measured with (runner's second binary).
+pub const RESPONDER: &str = "pingmatrix-responder";
 
 /// `STARTUP_SAMPLES` starts of the responder under the first profile's server confinement,
 /// probed from its generator CPUs, each after a warm-up start as the services' are. Unavailable (with the reason) when the responder is not

@@ -17,7 +17,8 @@
 //! - beside them: `floor` (the harness's own floors, measured as a run starts), `env` (the
 //!   run's environment record), `process`, `binaries`, `interrupt`,
 //!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments),
-//!   `catalogue` (the project's services, model and I/O driver: services/services.toml).
+//!   `catalogue` (the project's services, model and I/O driver: services/services.toml),
+//!   `siblings` (under `cargo run --release`, cargo builds the binaries a run needs first).
 //! - `host` (the runner's side of server and generators on other machines: SSH, shipping
 //!   binaries, one multi-host repetition) and `agent` (`matrix agent`, its other side on
 //!   each host); `cell` hands a multi-host cell to `host::rep`. `k8s`: manifests per cell
@@ -60,4 +61,5 @@ pub mod results;
 pub mod sample;
 pub mod schedule;
 pub mod service;
+pub mod siblings;
 pub mod variant;

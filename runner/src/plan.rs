@@ -373,20 +373,26 @@ fn default_calibration(m: &Matrix, groups: &[Vec<CellSpec>]) -> CalibrationDef {
 /// Human listing for `matrix plan`.
 pub fn render(plan: &Plan) -> String {
     let mut out = String::new();
+    let label = |c: &CellSpec| match &c.arm {
+        Some(a) => format!("{} ({a})", c.service),
+        None => c.service.clone(),
+    };
+    // Variants (`service@variant`) are longer than any built-in name: the column grows.
+    let w = plan
+        .all_cells()
+        .map(|c| label(c).chars().count())
+        .fold(20, usize::max);
     let _ = writeln!(
         out,
-        "{:<4} {:<20} {:<18} {:<10} {:<10} {:>4} {:>14}",
+        "{:<4} {:<w$} {:<18} {:<10} {:<10} {:>4} {:>14}",
         "#", "service", "scenario", "level", "profile", "reps", "window"
     );
     for (i, c) in plan.all_cells().enumerate() {
         let _ = writeln!(
             out,
-            "{:<4} {:<20} {:<18} {:<10} {:<10} {:>4} {:>14}",
+            "{:<4} {:<w$} {:<18} {:<10} {:<10} {:>4} {:>14}",
             i + 1,
-            match &c.arm {
-                Some(a) => format!("{} ({a})", c.service),
-                None => c.service.clone(),
-            },
+            label(c),
             c.scenario,
             c.level,
             c.profile,

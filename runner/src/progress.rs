@@ -63,10 +63,15 @@ impl Progress {
     }
 
     fn head(&self, c: &CellSpec, rep: u32) -> String {
-        let rep = if rep == 0 {
-            "drift re-run".to_string()
-        } else {
-            format!("rep {rep}/{}", c.repetitions)
+        let rep = match c.adaptive {
+            _ if rep == 0 => "drift re-run".to_string(),
+            // Adaptive: the count is not known in advance, only its cap.
+            Some(a) => format!(
+                "rep {rep} of ≤{} (CI target {} %)",
+                c.max_repetitions(),
+                a.target_ci_pct
+            ),
+            None => format!("rep {rep}/{}", c.repetitions),
         };
         format!(
             "[{}/{}] {} {} {} [{}] {rep}",
@@ -118,11 +123,12 @@ impl Progress {
         }
     }
 
-    /// Counts repetitions that will not run (a cell failed early) toward completion.
+    /// Takes repetitions that will not run (a cell failed, stopped early or was finished
+    /// before a resume) out of the total, so `[n/N]` counts up one repetition at a time.
     pub fn skip(&mut self, n: u64) {
-        self.done += n;
+        self.total = self.total.saturating_sub(n).max(self.done);
         if let Some(b) = &self.bar {
-            b.set_position(self.done);
+            b.set_length(self.total);
         }
     }
 
@@ -138,5 +144,46 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::schema::Adaptive;
+
+    fn cell(adaptive: Option<Adaptive>) -> CellSpec {
+        let mut c = crate::results::suspect::tests::spec(loadgen::LoadModel::Closed {
+            connections: 4,
+            pipeline: 1,
+        });
+        c.repetitions = 2;
+        c.adaptive = adaptive;
+        c
+    }
+
+    #[test]
+    fn an_adaptive_repetition_shows_its_cap_and_target_not_the_configured_count() {
+        let p = Progress::new(10, 1.0, true);
+        let a = Adaptive {
+            target_ci_pct: 5.0,
+            max_repetitions: 10,
+        };
+        let h = p.head(&cell(Some(a)), 8);
+        assert!(h.ends_with("rep 8 of ≤10 (CI target 5 %)"), "{h}");
+        assert!(p.head(&cell(None), 2).ends_with("rep 2/2"));
+    }
+
+    #[test]
+    fn a_cell_that_stops_early_shrinks_the_total_instead_of_jumping_the_count() {
+        let mut p = Progress::new(30, 1.0, true);
+        let c = cell(None);
+        for rep in 1..=3 {
+            p.end_with(&c, rep, "");
+        }
+        p.skip(7); // stopped after 3 of 10
+        assert!(p.head(&c, 1).starts_with("[4/23] "), "{}", p.head(&c, 1));
+        p.skip(100);
+        assert!(p.head(&c, 1).starts_with("[3/3] "), "{}", p.head(&c, 1));
     }
 }

@@ -6,17 +6,20 @@
 #   scripts/experiments/loadgen-vs-wrk.sh [--duration 10s] [--pairs 3] [--connections 64]
 #                             [--server-cmd 'CMD with {port}'] [--loadgen PATH]
 #                             [--server-cpu 0] [--gen-cpu 1] [--depths '1 16']
+#                             [--baseline PATH]
 #
 # Server: ping-may-minihttp (target/release or PATH) unless --server-cmd is given; `{port}`
 # in the command is replaced by the port to listen on, and the URL is /ping on it.
 # Generator CPU is measured the same way for both tools: user+sys of the whole process
 # from /usr/bin/time, divided by the responses the tool itself reported. loadgen's own
-# counted syscalls per request (its report) are shown beside it.
+# counted syscalls per request (its report) are shown beside it. --baseline PATH adds a
+# fourth tool to every pair, `base`: another loadgen binary (say, a build of main) on io_uring,
+# so a change to the io_uring loop is measured against what it replaces in the same pairs.
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 
-duration=10s pairs=3 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18481 depths="1 16"
+duration=10s pairs=3 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18481 depths="1 16" baseline=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration) duration=$2; shift 2 ;;
@@ -28,7 +31,8 @@ while [[ $# -gt 0 ]]; do
     --gen-cpu) gen_cpu=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
     --depths) depths=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --baseline) baseline=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,6 +44,7 @@ if [[ -z "$loadgen" ]]; then
   loadgen=$target_dir/release/loadgen
   [[ -x "$loadgen" ]] || { echo "no $loadgen: run cargo build --release -p loadgen (or pass --loadgen)" >&2; exit 1; }
 fi
+if [[ -n "$baseline" && ! -x "$baseline" ]]; then echo "--baseline $baseline: not an executable" >&2; exit 2; fi
 if [[ -z "$server_cmd" ]]; then
   if [[ -x $target_dir/release/ping-may-minihttp ]]; then
     server_bin=$target_dir/release/ping-may-minihttp
@@ -77,9 +82,11 @@ server_cpu_s() {
 }
 
 # run <tool> <depth> → prints "req_per_s responses cpu_s syscalls_per_request"
-# (tools: wrk, epoll and uring = loadgen on that I/O backend; wrk's syscalls are not counted)
+# (tools: wrk, epoll and uring = loadgen on that I/O backend, base = the --baseline binary on
+# io_uring; wrk's syscalls are not counted)
 run() {
-  local tool=$1 depth=$2 out="$tmp/out" tm="$tmp/time" count_line
+  local tool=$1 depth=$2 out="$tmp/out" tm="$tmp/time" count_line bin=$loadgen io=$1
+  [[ $tool == base ]] && bin=$baseline io=uring
   if [[ $tool == wrk ]]; then
     local lua=()
     (( depth > 1 )) && lua=(-s "$tmp/pipeline.lua" "$url" -- "$depth")
@@ -88,11 +95,11 @@ run() {
     count_line='requests in'
   else
     /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
-      "$loadgen" "$url" -t 1 -c "$conns" -d "$duration" --pipeline "$depth" --io "$tool" \
+      "$bin" "$url" -t 1 -c "$conns" -d "$duration" --pipeline "$depth" --io "$io" \
       >"$out" 2>"$tmp/err"
     count_line='responses in'
-    grep -q "I/O: .*$( [[ $tool == uring ]] && echo io_uring || echo epoll )" "$out" \
-      || { echo "loadgen did not run on $tool:" >&2; cat "$out" "$tmp/err" >&2; exit 1; }
+    grep -q "I/O: .*$( [[ $io == uring ]] && echo io_uring || echo epoll )" "$out" \
+      || { echo "loadgen did not run on $io:" >&2; cat "$out" "$tmp/err" >&2; exit 1; }
   fi
   # Both print "Requests/sec:" like wrk; the response count line differs.
   local n rps sys
@@ -106,6 +113,7 @@ results="$tmp/results"
 : >"$results"
 echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); generators on cpu $gen_cpu, -t1 -c$conns, $duration per run, $pairs pairs"
 tools="epoll uring wrk"
+[[ -n "$baseline" ]] && tools="epoll uring base wrk"
 for depth in $depths; do
   for i in $(seq "$pairs"); do
     for tool in $tools; do
@@ -124,7 +132,7 @@ for depth in $depths; do
 done
 
 echo
-echo "(tools: epoll, uring = loadgen on that I/O backend)"
+echo "(tools: epoll, uring = loadgen on that I/O backend${baseline:+; base = $baseline on io_uring})"
 echo "| depth | tool | req/s (median) | generator CPU µs/request (median) | syscalls/request (median) | server core busy (median) |"
 echo "|---|---|---|---|---|---|"
 declare -A med_rps med_cpu
@@ -138,7 +146,7 @@ for depth in $depths; do
     echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") | $sys | $(printf '%.0f' "$busy") % |"
     med_rps[$tool]=$rps med_cpu[$tool]=$cpu
   done
-  for tool in epoll uring; do
+  for tool in ${tools% wrk}; do
     echo "| $depth | $tool/wrk | $(ratio "${med_rps[$tool]}" "${med_rps[wrk]}")× | $(ratio "${med_cpu[$tool]}" "${med_cpu[wrk]}")× | | |"
   done
 done

@@ -2,6 +2,7 @@
 //! non-blocking TCP sockets, clocks, rusage, affinity, rlimits). Everything unsafe lives
 //! here, and every syscall a worker makes is counted here (`count`).
 
+pub mod bufring;
 pub mod clock;
 pub mod count;
 pub mod epoll;

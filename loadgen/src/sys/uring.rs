@@ -2,6 +2,8 @@
 //! per loop pass that both submits every queued send/receive and waits for completions
 //! (with a nanosecond timeout), and a probe that says whether this process may use io_uring
 //! at all (`kernel.io_uring_disabled`, seccomp and container runtimes can refuse it).
+//! Where the kernel has multishot receive and provided-buffer rings (6.10+ vouches for both),
+//! receives are multishot into a [`BufRing`]; otherwise one-shot into the caller's buffer.
 //!
 //! The ring is set up `SINGLE_ISSUER | DEFER_TASKRUN | TASKRUN_FLAG` where the kernel has
 //! them (6.1+): completions are then produced only inside our own `io_uring_enter`, in
@@ -14,12 +16,18 @@ use std::os::fd::RawFd;
 use io_uring::types::{CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, Probe, cqueue, opcode, squeue};
 
+use super::bufring::BufRing;
+
 /// One completion, copied out of the completion queue.
 #[derive(Clone, Copy, Debug)]
 pub struct Completion {
     pub user_data: u64,
     /// Bytes moved, or a negated errno.
     pub result: i32,
+    /// A multishot operation that stays armed after this completion.
+    pub more: bool,
+    /// The provided buffer holding a multishot receive's bytes (give it back when done).
+    pub buf: Option<u16>,
 }
 
 /// `sqe->ioprio` flag of send/recv (include/uapi/linux/io_uring.h, 5.19+; older kernels
@@ -33,7 +41,17 @@ pub struct Ring {
     ring: IoUring,
     /// Operations submitted or queued whose completion has not been collected yet.
     outstanding: u64,
+    /// Provided buffers for multishot receives, where the kernel has both. After `ring`:
+    /// fields drop in order, so the kernel lets go of the buffers before they are freed.
+    bufs: Option<BufRing>,
 }
+
+/// Provided buffers per ring: enough for every connection to have a few chunks in one pass
+/// (each is handed back in the pass that received it); a multishot receive that finds none
+/// ends with ENOBUFS and is re-armed.
+const BUFS_PER_CONN: usize = 4;
+/// One provided buffer: a pipelined batch of small responses fits in one.
+const BUF_LEN: u32 = 4096;
 
 /// Whether io_uring can run here, with the operations the closed loop needs. `Err` says why
 /// not, in words for the report.
@@ -80,9 +98,20 @@ impl Ring {
             .build(entries)
             .or_else(|_| IoUring::builder().setup_cqsize(cq).build(entries))?;
         super::count::add(1);
+        // Multishot receive is 6.0+, provided-buffer rings 5.19+; the bundle feature (6.10)
+        // is the flag that vouches for both.
+        let bufs = if ring.params().is_feature_recvsend_bundle() {
+            let count = (connections * BUFS_PER_CONN)
+                .next_power_of_two()
+                .clamp(64, 1 << 15) as u16;
+            BufRing::new(&ring, count, BUF_LEN, 0).ok()
+        } else {
+            None
+        };
         Ok(Self {
             ring,
             outstanding: 0,
+            bufs,
         })
     }
 
@@ -147,6 +176,39 @@ impl Ring {
         self.push(e)
     }
 
+    /// Whether receives are multishot into provided buffers (`recv_multi`).
+    pub fn multishot(&self) -> bool {
+        self.bufs.is_some()
+    }
+
+    /// Queue a multishot receive on `fd`: every chunk that arrives completes with `more` set
+    /// and the provided buffer holding it, until the socket ends, fails or no buffer is free.
+    pub fn recv_multi(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
+        let group = self.bufs.as_ref().expect("multishot ring").group;
+        let e = opcode::RecvMulti::new(Fd(fd), group)
+            .build()
+            .user_data(user_data);
+        self.push(e)
+    }
+
+    /// The bytes a multishot receive left in provided buffer `bid`.
+    pub fn chunk(&self, bid: u16, len: usize) -> &[u8] {
+        self.bufs.as_ref().expect("multishot ring").chunk(bid, len)
+    }
+
+    /// Hand provided buffer `bid` back to the kernel.
+    pub fn give_back(&mut self, bid: u16) {
+        if let Some(b) = &mut self.bufs {
+            b.give_back(bid);
+        }
+    }
+
+    /// The kernel did not give every operation back in time: never free the provided
+    /// buffers it may still write into.
+    pub fn leak_buffers(&mut self) {
+        std::mem::forget(self.bufs.take());
+    }
+
     /// Queue a one-shot wait for `fd` to become writable (a non-blocking connect finishing).
     pub fn poll_writable(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
         let e = opcode::PollAdd::new(Fd(fd), libc::POLLOUT as u32)
@@ -201,6 +263,8 @@ impl Ring {
             out.push(Completion {
                 user_data: c.user_data(),
                 result: c.result(),
+                more: cqueue::more(c.flags()),
+                buf: cqueue::buffer_select(c.flags()),
             });
         }
         Ok(())

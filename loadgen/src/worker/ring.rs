@@ -14,6 +14,7 @@ use std::io;
 
 use super::Worker;
 use super::conn::State;
+use super::io::Io;
 use super::wire::failure;
 use crate::recorder::ErrorKind;
 use crate::sys::clock::now_ns;
@@ -42,17 +43,29 @@ impl Worker {
         Ok(())
     }
 
-    /// Keep one receive queued on an open connection, into the free end of its buffer.
+    /// Keep one receive queued on an open connection: a multishot one into provided buffers
+    /// where the ring has them, else a one-shot receive into the free end of its buffer.
     pub(super) fn ring_arm_recv(&mut self, ci: usize) {
         let c = &self.conns[ci];
         if c.recv_armed || c.state != State::Open || c.fd < 0 {
+            return;
+        }
+        let (fd, token) = (c.fd, c.token(ci));
+        if self.ring().multishot() {
+            match self.ring().recv_multi(fd, token | OP_RECV) {
+                Ok(()) => {
+                    let c = &mut self.conns[ci];
+                    c.recv_armed = true;
+                    c.ops += 1;
+                }
+                Err(e) => self.fail_open(ci, failure(&e, ErrorKind::Read), now_ns()),
+            }
             return;
         }
         if !self.make_room(ci) {
             return;
         }
         let c = &mut self.conns[ci];
-        let (fd, token) = (c.fd, c.token(ci));
         let buf = c.rbuf[c.rend..].as_mut_ptr();
         let len = c.rbuf.len() - c.rend;
         // With a request just sent and nothing left over, the answer cannot be there yet.
@@ -73,6 +86,29 @@ impl Worker {
             }
             Err(e) => self.fail_open(ci, failure(&e, ErrorKind::Read), now_ns()),
         }
+    }
+
+    /// `n` bytes of a multishot receive in provided buffer `bid`: copy them into slot `ci`'s
+    /// read buffer (as much as fits at a time) and frame them like any read. Returns false
+    /// when reading must stop.
+    fn ring_take_chunk(&mut self, ci: usize, bid: u16, n: usize) -> bool {
+        let mut off = 0;
+        while off < n {
+            if !self.make_room(ci) {
+                return false;
+            }
+            let Io::Uring(ring) = &self.io else {
+                unreachable!("io_uring backend")
+            };
+            let c = &mut self.conns[ci];
+            let k = (c.rbuf.len() - c.rend).min(n - off);
+            c.rbuf[c.rend..c.rend + k].copy_from_slice(&ring.chunk(bid, n)[off..off + k]);
+            off += k;
+            if !self.received(ci, k, None) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Queue the unwritten rest of slot `ci`'s batch (one send at a time per connection).
@@ -113,6 +149,9 @@ impl Worker {
         if r.is_ok() {
             for c in &done {
                 self.on_completion(*c);
+                if let Some(bid) = c.buf {
+                    self.ring().give_back(bid);
+                }
             }
         }
         let n = done.len();
@@ -129,7 +168,9 @@ impl Worker {
             // A socket closed since: its operations were shut down; nothing to count.
             return;
         }
-        c.ops -= 1;
+        if !done.more {
+            c.ops -= 1;
+        }
         let res = done.result;
         match done.user_data & OP_MASK {
             OP_CONNECT => {
@@ -160,16 +201,24 @@ impl Worker {
                 }
             }
             _ => {
-                c.recv_armed = false;
+                if !done.more {
+                    c.recv_armed = false;
+                }
                 if res == 0 {
                     self.on_eof(ci, now_ns());
                     return;
                 }
                 if res > 0 {
-                    if !self.received(ci, res as usize, None) {
+                    let going = match done.buf {
+                        Some(bid) => self.ring_take_chunk(ci, bid, res as usize),
+                        None => self.received(ci, res as usize, None),
+                    };
+                    if !going {
                         return;
                     }
-                } else if !retry(res) {
+                } else if !retry(res) && res != -libc::ENOBUFS {
+                    // ENOBUFS: every provided buffer was taken in this pass; they are handed
+                    // back before the re-armed receive reaches the kernel.
                     let e = io::Error::from_raw_os_error(-res);
                     self.fail_open(ci, failure(&e, ErrorKind::Read), now_ns());
                     return;
@@ -195,6 +244,7 @@ impl Worker {
             }
         }
         if ring.outstanding() > 0 {
+            ring.leak_buffers();
             std::mem::forget(std::mem::take(&mut self.conns));
             std::mem::forget(self.plan.clone());
         }

@@ -13,6 +13,14 @@ const METRICS = [
   { key: "startup_us", label: "start-up µs", better: "lower", stat: (c) => c.startup_us },
   { key: "idle_rss_bytes", label: "idle RSS MiB", better: "lower", stat: (c) => c.idle_rss_bytes, bytes: true },
 ];
+// Counted cost (results.json `counted`, where the run counted): the service's per-request
+// counts, each with why it is unmeasured where the run could not count it (e.g. io_uring
+// services under Valgrind). Keys are the metric names the Rust side bands them by.
+const COUNTED = [
+  { key: "syscalls_per_request", label: "syscalls/req", better: "lower", stat: (c) => c.counted && c.counted.server.syscalls, why: (c) => c.counted && c.counted.server.syscalls_unmeasured },
+  { key: "ctx_switches_per_request", label: "ctx sw/req", better: "lower", stat: (c) => c.counted && c.counted.server.ctx_switches, why: () => null },
+  { key: "instructions_per_request", label: "instr/req", better: "lower", stat: (c) => c.counted && c.counted.instructions, why: (c) => c.counted && c.counted.instructions_unmeasured },
+];
 const value = (m, c) => m.stat ? (m.stat(c) ? m.stat(c).mean : null) : (m.point(c) === undefined ? null : m.point(c));
 const tabOf = (c) => c.scenario + " · " + c.profile;
 const tabs = uniq(R.cells.map(tabOf));
@@ -97,7 +105,9 @@ function render() {
       levels.map((l) => el("option", { value: l, selected: l === level }, l)))),
     filter("runtime model", models, offModels, "nomodel"), filter("I/O driver", ios, offIo, "noio")));
 
-  const m = METRICS.find((x) => x.key === sort);
+  // A counted column only where this board has a count or a reason it has none.
+  const counted = COUNTED.filter((k) => inTab.some((c) => c.level === level && (k.stat(c) || k.why(c))));
+  const m = METRICS.concat(counted).find((x) => x.key === sort);
   const band = (c) => m && c.bands[m.key];
   const cols = [
     { key: "band", label: "rank", title: "services the run cannot tell apart share a band", render: (c) => band(c) ? el("span", { class: "band", title: "band " + band(c) + " by " + (m ? m.label : "") + ": no paired difference from the band's leader" }, "=" + band(c)) : "—" },
@@ -119,6 +129,19 @@ function render() {
         if (mm.key === "requests_per_s" && v) parts.unshift(el("span", { class: "bar", style: "width:" + (60 * v / maxRps).toFixed(1) + "px" }));
         if (mm.key === "cpu_us_per_request" && c.ceiling_x) parts.push(el("span", { class: "x", title: "× the no-runtime ceiling's CPU per request at this position" }, " " + c.ceiling_x.toFixed(2) + "×"));
         return parts;
+      },
+    });
+  }
+  for (const k of counted) {
+    cols.push({
+      key: k.key, label: k.label, numeric: true, better: k.better,
+      title: "counted per request (mean, 95 % CI below); see results.md's counted cost",
+      value: (c) => value(k, c),
+      render: (c) => {
+        const st = k.stat(c);
+        if (!st) return k.why(c) ? mark("unmeasured", [k.why(c)], "unmeasured") : el("span", { class: "v" }, "—");
+        return [el("span", { class: "v", title: "mean of " + st.n + " counted repetitions" }, fmtNum(st.mean)),
+          st.ci95_low !== null ? el("span", { class: "ci" }, fmtNum(st.ci95_low) + " – " + fmtNum(st.ci95_high)) : null];
       },
     });
   }

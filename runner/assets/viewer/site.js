@@ -6,6 +6,20 @@
 const S = DATA;
 const VIEWS = ["runs", "compare", "history"];
 
+// Each pair's comparison is a script of its own beside the index (S.pair_files names it),
+// inserted when the pair is picked: a <script src> loads from file://, the fetch API does not.
+// It calls pingmatrixPair(pair); a pair that fails to load is remembered as such.
+const PAIRS = {};
+window.pingmatrixPair = (pair) => { PAIRS[pair.file] = pair; render(); };
+function pairFile(template, subs) { return template.replace(/\{(\w+)\}/g, (_, k) => subs[k]); }
+function loadPair(file) {
+  if (PAIRS[file]) return PAIRS[file];
+  if (![...document.scripts].some((x) => x.dataset.pair === file)) {
+    document.head.append(el("script", { src: file, "data-pair": file, onerror: () => { PAIRS[file] = { failed: true }; render(); } }));
+  }
+  return null;
+}
+
 function render() {
   const s = state.get();
   const view = VIEWS.includes(s.view) ? s.view : "runs";
@@ -47,26 +61,32 @@ function compare(s) {
   const ids = S.runs.map((r) => r.run_id);
   const box = el("section", { id: "compare" });
   box.append(select("kind", "compare", [["runs", "two runs"], ["services", "two services in one run"]], kind, (v) => { state.set({ kind: v }); render(); }));
-  let entry;
+  let file;
   if (kind === "runs") {
     if (ids.length < 2) { box.append(el("p", { class: "empty" }, "One run only: nothing to compare it with.")); return box; }
     const old = ids.includes(s.old) ? s.old : ids[ids.length - 2];
     const nw = ids.includes(s.new) && s.new !== old ? s.new : ids.find((i) => i !== old && ids.indexOf(i) > ids.indexOf(old)) || ids.find((i) => i !== old);
     box.append(" ", select("old", "old", ids.map((i) => [i, i]), old, (v) => { state.set({ old: v }); render(); }),
       " ", select("new", "new", ids.map((i) => [i, i]), nw, (v) => { state.set({ new: v }); render(); }));
-    entry = S.comparisons.find((e) => e.kind === "runs" && ((e.old_run === old && e.new_run === nw) || (e.old_run === nw && e.new_run === old)));
-    if (entry && entry.old_run !== old) box.append(el("p", { class: "hint" }, "Shown with the older run as the baseline, as the site computes each pair once."));
+    const [io, inw] = [ids.indexOf(old), ids.indexOf(nw)];
+    file = pairFile(S.pair_files.runs, { old: S.runs[Math.min(io, inw)].slug, new: S.runs[Math.max(io, inw)].slug });
+    if (io > inw) box.append(el("p", { class: "hint" }, "Shown with the older run as the baseline, as the site computes each pair once."));
   } else {
     const run = ids.includes(s.run) ? s.run : ids[ids.length - 1];
-    const svcs = S.runs.find((r) => r.run_id === run).services;
+    const row = S.runs.find((r) => r.run_id === run);
+    const svcs = row.services;
     const a = svcs.includes(s.a) ? s.a : svcs[0];
     const b = svcs.includes(s.b) && s.b !== a ? s.b : svcs.find((x) => x !== a);
     box.append(" ", select("run", "run", ids.map((i) => [i, i]), run, (v) => { state.set({ run: v }); render(); }),
       " ", select("a", "baseline", svcs.map((x) => [x, x]), a, (v) => { state.set({ a: v }); render(); }),
       " ", select("b", "against", svcs.map((x) => [x, x]), b, (v) => { state.set({ b: v }); render(); }));
-    entry = S.comparisons.find((e) => e.kind === "services" && e.old_run === run && ((e.old_service === a && e.new_service === b) || (e.old_service === b && e.new_service === a)));
+    if (!b) { box.append(el("p", { class: "empty" }, "One service only: nothing to compare it with.")); return box; }
+    const [ia, ib] = [svcs.indexOf(a), svcs.indexOf(b)];
+    file = pairFile(S.pair_files.services, { run: row.slug, a: Math.min(ia, ib), b: Math.max(ia, ib) });
   }
-  if (!entry) { box.append(el("p", { class: "empty" }, "No comparison for this pair.")); return box; }
+  const entry = loadPair(file);
+  if (!entry) { box.append(el("p", { class: "empty", id: "loading" }, "Loading " + file + " …")); return box; }
+  if (entry.failed) { box.append(el("p", { class: "missing", id: "load-failed" }, "Could not load " + file + ": the site's compare/ directory should be beside this index.html (matrix site writes both).")); return box; }
   const only = s.only === "1";
   box.append(" ", el("label", null, el("input", { type: "checkbox", id: "only-changes", checked: only, onchange: (e) => { state.set({ only: e.target.checked ? "1" : "" }); render(); } }), " only changes"));
   const c = entry.comparison;

@@ -141,6 +141,7 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     let (store, mut run, m, plan) = match &args.resume {
         Some(dir) => resume_run(dir)?,
         None => {
+            crate::siblings::build_for(&args.select.config, args.quiet)?;
             let mut m = config::load(&args.select.config, exe_dir().as_deref())?;
             let opts = Options {
                 calibration: calibrate,

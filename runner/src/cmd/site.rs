@@ -1,7 +1,8 @@
 //! `matrix site [results/] --out <dir>`: finds every result set under a directory, writes
 //! each run's page and the index (runs, compare view, history) into `<dir>`, mirroring the
 //! results tree so `<dir>/<run-id>/index.html` is the page `results/<run-id>/index.html`
-//! holds. Also the run page writer `matrix report --html` and `matrix run` use.
+//! holds, and each compare pair's script under `<dir>/compare/`. Also the run page writer
+//! `matrix report --html` and `matrix run` use.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -112,13 +113,22 @@ pub fn cmd(args: &SiteArgs) -> anyhow::Result<ExitCode> {
             + "/index.html";
         runs.push(SiteRun { set: s, page });
     }
+    let site = html::site(&runs, &found.others)?;
+    for (rel, js) in &site.pairs {
+        let path = args.out.join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        write_atomic(&path, js.as_bytes())?;
+    }
     let index = args.out.join("index.html");
-    write_atomic(&index, html::site_index(&runs, &found.others)?.as_bytes())?;
+    write_atomic(&index, site.index.as_bytes())?;
     println!(
-        "wrote {} ({} runs, {} run pages)",
+        "wrote {} ({} runs, {} run pages, {} compare pairs under compare/)",
         index.display(),
         runs.len(),
-        runs.len()
+        runs.len(),
+        site.pairs.len()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -220,8 +220,9 @@ pub struct HostEntry {
     /// The address a service on this host listens on and generators connect to; default:
     /// `host` (resolved when the run starts if it is a name).
     pub address: Option<Spanned<String>>,
-    /// Where the binaries are shipped to on the host (absolute); default
-    /// "/tmp/pingmatrix".
+    /// Where the binaries are shipped to on the host (absolute, or `~/…` under the SSH
+    /// user's home); default "~/.cache/pingmatrix". It must be the SSH user's and writable
+    /// by nobody else (checked on the host).
     pub work_dir: Option<Spanned<String>>,
     /// Extra `ssh -o` options, "Key=Value" each (e.g. "UserKnownHostsFile=...").
     #[serde(default)]

@@ -7,9 +7,13 @@
 use std::fmt::Write as _;
 
 use crate::results::schema::RunRecord;
+use crate::results::variants::VariantRecord;
 
 pub fn section(o: &mut String, run: &RunRecord) {
-    let vs = &run.environment.variants;
+    table(o, &run.environment.variants);
+}
+
+fn table(o: &mut String, vs: &[VariantRecord]) {
     if vs.is_empty() {
         return;
     }
@@ -59,9 +63,56 @@ pub fn section(o: &mut String, run: &RunRecord) {
             build.replace('|', "\\|")
         );
     }
-    let _ = writeln!(
-        o,
-        "\nBuild command (in each variant's tree): `{}`\n",
-        vs[0].build_command
-    );
+    // Each variant's own: the commit it stamps (and so the command) differs per revision.
+    let _ = writeln!(o, "\nBuild commands (each in its variant's tree):\n");
+    for v in vs {
+        let _ = writeln!(o, "- {}: `{}`", v.service, v.build_command);
+    }
+    let _ = writeln!(o);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(variant: &str, commit: &str) -> VariantRecord {
+        VariantRecord {
+            service: format!("ping-x@{variant}"),
+            base: "ping-x".into(),
+            variant: variant.into(),
+            rev: commit.into(),
+            commit: commit.into(),
+            pins: Default::default(),
+            resolved: [("tokio".to_string(), vec!["1.50.0".to_string()])].into(),
+            cargo_lock_sha256: "00".into(),
+            cache_key: "k".into(),
+            build_command: format!("PINGMATRIX_GIT_COMMIT={commit} cargo build"),
+            cached: false,
+            binary: Some("b".into()),
+            binary_sha256: Some("ab".repeat(32)),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn every_variant_shows_its_own_build_command() {
+        let mut o = String::new();
+        table(&mut o, &[record("a", "1111"), record("b", "2222")]);
+        assert!(
+            o.contains("- ping-x@a: `PINGMATRIX_GIT_COMMIT=1111 cargo build`"),
+            "{o}"
+        );
+        assert!(
+            o.contains("- ping-x@b: `PINGMATRIX_GIT_COMMIT=2222 cargo build`"),
+            "{o}"
+        );
+        assert!(o.contains("| tokio 1.50.0 |"), "{o}");
+    }
+
+    #[test]
+    fn a_run_without_variants_has_no_section() {
+        let mut o = String::new();
+        table(&mut o, &[]);
+        assert!(o.is_empty());
+    }
 }

@@ -1,6 +1,7 @@
 //! Server and generators on other machines, driven over SSH: the runner side.
 //!
 //! - `ssh`: the system OpenSSH client, one multiplexed master connection per host;
+//! - `work_dir`: where they go, made private and checked before anything is shipped;
 //! - `ship`: the exact binaries, copied (or `nix copy`) and checked by sha256 on arrival;
 //! - `session`: JSON lines with `matrix agent` on the host (`crate::agent`; both sides
 //!   speak `agent::protocol`), whose stdin closing ends everything it started;
@@ -16,6 +17,7 @@ pub mod rep;
 pub mod session;
 pub mod ship;
 pub mod ssh;
+pub mod work_dir;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
@@ -253,12 +255,21 @@ fn remote(def: &HostDef, wanted: &BTreeMap<String, PathBuf>) -> (Endpoint, HostR
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("matrix"));
         let flake = crate::env::provenance::provenance().via_nix_flake;
         let run = |cmd: &str| s.command(cmd);
+        // Made and checked once, before the first binary goes there.
+        let mut work_dir: Option<String> = None;
         for (name, path) in wanted.iter().chain([(&"matrix".to_string(), &exe)]) {
             let shipped = if flake && path.starts_with("/nix/store") {
                 let uri = format!("ssh://{}", def.destination());
                 ship::nix_copy(&def.name, &run, &uri, &s.options_line(), name, path)
             } else {
-                ship::ship(&def.name, &run, &def.work_dir, name, path)
+                let dir = match &work_dir {
+                    Some(d) => Ok(d.clone()),
+                    None => work_dir::prepare(&run, &def.work_dir),
+                };
+                dir.and_then(|d| {
+                    work_dir = Some(d.clone());
+                    ship::ship(&def.name, &run, &d, name, path)
+                })
             };
             match shipped {
                 Ok(b) => {

@@ -1,7 +1,10 @@
 //! Putting the exact binaries the runner would run onto a host: into
 //! `<work_dir>/<sha256 prefix>/<name>`, checked by `sha256sum` on the host after arrival.
-//! A file already there with the same sha256 is used as is. Run from the Nix flake, store
-//! paths go with `nix copy --to ssh://` instead and keep their store path.
+//! The work_dir is one only the SSH user can write (`super::work_dir`, checked before
+//! anything is shipped), so the bytes checked are the bytes that run. A file already there
+//! with the same sha256 is used as is; one whose hash differs is replaced, and one another
+//! user could write is refused. Run from the Nix flake, store paths go with
+//! `nix copy --to ssh://` instead and keep their store path.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,11 +14,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::ssh::{quote, run_with_input};
+use super::ssh::{Remote, quote, run_with_input};
+use super::work_dir::checked_sha;
 use crate::results::schema::ShippedBinary;
-
-/// How to run a shell command line on the host (ssh, or a stand-in in tests).
-pub type Remote<'a> = &'a dyn Fn(&str) -> Command;
 
 /// The file's sha256, computed once per path and process (several hosts get the same
 /// binaries).
@@ -42,8 +43,9 @@ fn remote_sha(remote: Remote, path: &str) -> Option<String> {
     out.split_whitespace().next().map(str::to_string)
 }
 
-/// Ships `local` as `name` to `work_dir` on the host named `host` and checks it arrived
-/// intact. The error names the host, the binary and the cause.
+/// Ships `local` as `name` to `work_dir` (the real path `super::work_dir::prepare`
+/// returned) on the host named `host` and checks it arrived intact. The error names the
+/// host, the binary and the cause.
 pub fn ship(
     host: &str,
     remote: Remote,
@@ -52,8 +54,9 @@ pub fn ship(
     local: &Path,
 ) -> Result<ShippedBinary, String> {
     let sha = sha256_file(local).map_err(|e| format!("host {host}: {name}: {e}"))?;
+    let rel = format!("{}/{name}", &sha[..16]);
     let dir = format!("{work_dir}/{}", &sha[..16]);
-    let path = format!("{dir}/{name}");
+    let path = format!("{work_dir}/{rel}");
     let shipped = |via: &str| ShippedBinary {
         local_path: crate::binaries::display_path(local),
         remote_path: path.clone(),
@@ -61,20 +64,20 @@ pub fn ship(
         via: via.into(),
         verified: true,
     };
-    if remote_sha(remote, &path).as_deref() == Some(sha.as_str()) {
+    if checked_sha(host, remote, work_dir, &rel)?.as_deref() == Some(sha.as_str()) {
         return Ok(shipped("cached"));
     }
     let bytes = std::fs::read(local).map_err(|e| format!("host {host}: {name}: {e}"))?;
     let tmp = format!("{path}.part");
     let script = format!(
-        "mkdir -p {d} && cat > {t} && chmod 755 {t} && mv -f {t} {p}",
+        "umask 077 && mkdir -p {d} && cat > {t} && chmod 700 {t} && mv -f {t} {p}",
         d = quote(&dir),
         t = quote(&tmp),
         p = quote(&path)
     );
     run_with_input(remote(&script), Some(&bytes), Duration::from_secs(600))
         .map_err(|e| format!("host {host}: copying {name} to {path} failed: {e}"))?;
-    match remote_sha(remote, &path) {
+    match checked_sha(host, remote, work_dir, &rel)? {
         Some(got) if got == sha => Ok(shipped("copied")),
         got => {
             let _ = run_with_input(
@@ -126,13 +129,10 @@ pub fn nix_copy(
 
 #[cfg(test)]
 mod tests {
+    use super::super::ssh::local_shell;
+    use super::super::work_dir::prepare;
     use super::*;
-
-    fn local_shell(script: &str) -> Command {
-        let mut c = Command::new("sh");
-        c.arg("-c").arg(script);
-        c
-    }
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn ships_once_then_finds_it_cached_and_refuses_a_corrupted_copy() {
@@ -141,8 +141,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let src = dir.join("tool");
         std::fs::write(&src, b"#!/bin/sh\necho hi\n").unwrap();
-        let work = dir.join("remote");
-        let work = work.to_str().unwrap();
+        let work = prepare(&local_shell, dir.join("remote").to_str().unwrap()).unwrap();
+        let work = work.as_str();
         let a = ship("h1", &local_shell, work, "tool", &src).unwrap();
         assert_eq!(a.via, "copied");
         assert!(a.verified);
@@ -150,8 +150,33 @@ mod tests {
             std::fs::read(&a.remote_path).unwrap(),
             std::fs::read(&src).unwrap()
         );
+        let mode = std::fs::metadata(&a.remote_path)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(
+            mode & 0o777,
+            0o700,
+            "only the SSH user may run or change it"
+        );
         let b = ship("h1", &local_shell, work, "tool", &src).unwrap();
         assert_eq!(b.via, "cached");
+        // A cached file swapped for other bytes: replaced, never taken as cached.
+        std::fs::write(&a.remote_path, b"#!/bin/sh\necho swapped\n").unwrap();
+        let c = ship("h1", &local_shell, work, "tool", &src).unwrap();
+        assert_eq!(c.via, "copied");
+        assert_eq!(
+            std::fs::read(&c.remote_path).unwrap(),
+            std::fs::read(&src).unwrap()
+        );
+        // A cached file others could write: refused, even with the right bytes.
+        std::fs::set_permissions(&a.remote_path, std::fs::Permissions::from_mode(0o766)).unwrap();
+        let e = ship("h1", &local_shell, work, "tool", &src).unwrap_err();
+        assert!(
+            e.contains("is writable by group or others (mode 766)"),
+            "{e}"
+        );
+        std::fs::set_permissions(&a.remote_path, std::fs::Permissions::from_mode(0o700)).unwrap();
         // A transport that changes a byte on the way: refused, named, and removed.
         std::fs::remove_file(&a.remote_path).unwrap();
         let corrupting = |s: &str| local_shell(&s.replace("cat >", "sed s/hi/ho/ >"));

@@ -17,6 +17,9 @@ use crate::config::HostDef;
 /// Seconds ssh waits for the TCP connection.
 pub const CONNECT_TIMEOUT_S: u64 = 5;
 
+/// How to run a shell command line on a host (ssh, or a stand-in in tests).
+pub type Remote<'a> = &'a dyn Fn(&str) -> Command;
+
 /// Quotes `s` for a POSIX shell (the remote side of `ssh host -- cmd` is a shell).
 pub fn quote(s: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c);
@@ -261,6 +264,14 @@ impl Drop for Ssh {
         }
         let _ = std::fs::remove_file(&self.control);
     }
+}
+
+/// `sh -c script` on this machine: the host stand-in of unit tests.
+#[cfg(test)]
+pub fn local_shell(script: &str) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c").arg(script);
+    c
 }
 
 #[cfg(test)]

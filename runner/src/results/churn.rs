@@ -42,9 +42,12 @@ fn med(xs: impl Iterator<Item = Option<u64>>) -> Option<u64> {
     median(&v).map(|m| m.round() as u64)
 }
 
-/// The cell's churn summary over its (non-drift) repetitions.
+/// The cell's churn summary over its (non-drift) complete repetitions.
 pub fn summarize(spec: &ChurnSpec, reps: &[ChurnRep]) -> ChurnSummary {
-    let reps: Vec<&ChurnRep> = reps.iter().filter(|r| r.rep > 0).collect();
+    let reps: Vec<&ChurnRep> = reps
+        .iter()
+        .filter(|r| r.rep > 0 && r.partial.is_none())
+        .collect();
     let cycles = reps.iter().map(|r| r.cycles.len()).max().unwrap_or(0);
     let closed: Vec<Option<u64>> = (0..cycles)
         .map(|i| med(reps.iter().map(|r| r.cycles.get(i)?.rss_closed_bytes)))
@@ -180,6 +183,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, x)| cyc(i as u32 + 1, *x, 0))
                 .collect(),
+            partial: None,
         };
         let reps = [
             rep(1, [12, 15, 17, 17, 17, 20, 20, 20]),
@@ -207,6 +211,8 @@ mod tests {
             rss_open_bytes: Some((closed_mib + 5) * M),
             rss_closed_bytes: Some(closed_mib * M),
             settle_ms: 50,
+            fds_idle: None,
+            fd_settle_ms: None,
             open_ms: 10,
         }
     }
@@ -226,12 +232,17 @@ mod tests {
                 .enumerate()
                 .map(|(i, x)| cyc(i as u32 + 1, *x, failed))
                 .collect(),
+            partial: None,
         };
+        let mut cut = rep(4, [1, 1, 1], 0);
+        cut.cycles.pop();
+        cut.partial = Some("service exited during churn cycle 3 with signal 9".into());
         let reps = vec![
             rep(1, [10, 20, 30], 0),
             rep(2, [10, 22, 34], 1),
             rep(3, [12, 20, 32], 0),
             rep(0, [99, 99, 99], 0), // drift re-run: not summarised
+            cut,                     // kept on the cell, not summarised
         ];
         let s = summarize(&spec, &reps);
         assert_eq!(s.n, 3);
@@ -245,7 +256,7 @@ mod tests {
             flag(&s),
             "still growing after 3 cycles: +12.0 MiB per cycle"
         );
-        assert_eq!((s.opened, s.failed), (90, 3)); // the drift re-run is left out
+        assert_eq!((s.opened, s.failed), (90, 3)); // the drift and the cut rep are left out
         assert_eq!(
             failed_connections(&reps),
             vec!["rep 2: churn: 3 of 30 connections failed"]

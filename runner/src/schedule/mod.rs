@@ -53,6 +53,7 @@ pub fn run(
         run_id,
         runner,
         progress,
+        together: true,
     };
     for group in &plan.calibration {
         completed = g.run(group, false)?;
@@ -60,6 +61,7 @@ pub fn run(
             break;
         }
     }
+    g.together = false;
     for (i, group) in plan.groups.iter().enumerate() {
         if !completed || !g.run(group, profile)? {
             completed = false;
@@ -80,6 +82,9 @@ struct Group<'a> {
     run_id: &'a str,
     runner: &'a mut dyn RepRunner,
     progress: &'a mut Progress,
+    /// The group's cells stop repeating together, when every one has had enough (the two
+    /// arms of a calibration cell: pairs A B A B, none left over).
+    together: bool,
 }
 
 impl Group<'_> {
@@ -119,6 +124,9 @@ impl Group<'_> {
                     return Ok(false);
                 }
             }
+            if self.together {
+                self.stop_together(&mut states, rep)?;
+            }
         }
         if profile {
             return self.profiled(&mut states);
@@ -144,8 +152,30 @@ impl Group<'_> {
         Ok(true)
     }
 
+    /// After round `rep` of a `together` group: when every cell still repeating has had
+    /// enough, all of them stop, each with its own record of why.
+    fn stop_together(&mut self, states: &mut [CellResult], rep: u32) -> anyhow::Result<()> {
+        let going: Vec<usize> = (0..states.len())
+            .filter(|&i| states[i].status == CellStatus::Partial)
+            .collect();
+        let stops: Option<Vec<_>> = going
+            .iter()
+            .map(|&i| adaptive::enough(&states[i]))
+            .collect();
+        for (i, stopped) in going.into_iter().zip(stops.into_iter().flatten()) {
+            let st = &mut states[i];
+            st.status = CellStatus::Ok;
+            st.stopped = stopped;
+            self.progress
+                .skip(u64::from(st.cell.max_repetitions().saturating_sub(rep)));
+            st.summary = summarize_cell(st);
+            self.store.write_cell(st)?;
+        }
+        Ok(())
+    }
+
     /// One repetition of one cell, recorded on it with its progress line; an adaptive cell
-    /// that has enough stops here.
+    /// that has enough stops here (in a `together` group, at the end of the round).
     fn rep(&mut self, st: &mut CellResult, rep: u32) {
         if st.cell.churn.is_some() {
             return self.runner.churn_rep(st, rep, self.progress);
@@ -158,7 +188,7 @@ impl Group<'_> {
         let left = u64::from(st.cell.max_repetitions().saturating_sub(rep));
         if let Some(r) = r {
             st.reps.push(r);
-            if let Some(stopped) = adaptive::enough(st) {
+            if let Some(stopped) = adaptive::enough(st).filter(|_| !self.together) {
                 st.status = CellStatus::Ok;
                 self.progress.skip(left);
                 st.stopped = stopped;

@@ -174,6 +174,49 @@ fn an_adaptive_cell_stops_once_its_ci_is_tight_and_a_noisy_one_runs_to_its_cap()
 }
 
 #[test]
+fn calibration_arms_under_a_ci_target_stop_together_with_the_same_count() {
+    // A is steady (target met after its 2 minimum repetitions), B less so (met after 3):
+    // each arm alone would stop at 2 and 3. Together both run 3 (A B A B A B), none left
+    // over.
+    let adaptive = Some(Adaptive {
+        target_ci_pct: 5.0,
+        max_repetitions: 6,
+    });
+    let arm = |name: &str| {
+        let mut c = cell("a", "cal", 2);
+        c.key = format!("calibration-x__{name}");
+        c.arm = Some(name.into());
+        c.adaptive = adaptive;
+        c
+    };
+    let (a, b) = (arm("a"), arm("b"));
+    let mut p = plan(vec![]);
+    p.calibration = vec![vec![a.clone(), b.clone()]];
+    let s = TempStore::new("arms");
+    let mut f = fake(&[
+        (&a, &[100.0, 100.5, 100.0, 100.5, 100.0, 100.5]),
+        (&b, &[99.0, 101.0, 100.0, 100.0, 100.0, 100.0]),
+    ]);
+    let mut progress = Progress::new(12, 1.0, true);
+    run(&p, &s.0, "run", false, &mut f, &mut progress).unwrap();
+    let count = |k: &str| f.calls.iter().filter(|(c, _)| c == k).count();
+    assert_eq!(count(&a.key), count(&b.key), "{:?}", f.keys());
+    let (ra, rb) = (
+        s.0.read_cell(&a.key).unwrap(),
+        s.0.read_cell(&b.key).unwrap(),
+    );
+    assert_eq!(ra.reps.len(), rb.reps.len());
+    assert_eq!((ra.status, rb.status), (CellStatus::Ok, CellStatus::Ok));
+    let (sa, sb) = (ra.stopped.unwrap(), rb.stopped.unwrap());
+    assert_eq!(sa.repetitions, sb.repetitions);
+    assert_eq!(sa.repetitions, 3, "{:?}", f.keys());
+    assert_eq!(
+        (sa.reason, sb.reason),
+        (StopReason::TargetMet, StopReason::TargetMet)
+    );
+}
+
+#[test]
 fn the_reference_reruns_at_each_drift_point_and_the_record_compares_it_to_rep_1() {
     let groups: Vec<Vec<CellSpec>> = (1..=4)
         .map(|i| vec![cell("a", &format!("c{i}"), 1)])

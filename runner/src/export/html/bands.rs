@@ -3,6 +3,8 @@
 //! opens band 1, and each next service joins the open band unless the run's own interval
 //! (the paired one the baseline verdicts use, `difference::between`, with the same noise
 //! threshold) says it differs from that band's leader — then it opens the next band.
+//! Counted metrics (syscalls, context switches, instructions per request) are banded the
+//! same way among the cells that counted them.
 
 use std::collections::BTreeMap;
 
@@ -38,7 +40,9 @@ pub fn of<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Bands {
     }
     let mut out = Bands::new();
     for group in by_position.values() {
-        for m in metric::measured_under(&group[0].cell.load) {
+        // Counted metrics too: `bands_for` skips cells without their values, so runs that
+        // did not count get no counted bands.
+        for m in metric::measured_under(&group[0].cell.load).chain(metric::COUNTED) {
             for (key, band) in bands_for(group, m) {
                 out.entry(key).or_default().insert(name(m), band);
             }
@@ -116,5 +120,39 @@ mod tests {
         assert_eq!(bands[&a.cell.key]["requests_per_s"], 1);
         assert_eq!(bands[&b.cell.key]["requests_per_s"], 2);
         assert!(!bands.contains_key(&f.cell.key));
+    }
+
+    #[test]
+    fn counted_metrics_are_banded_where_counted_and_only_there() {
+        let s = crate::results::set::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../results/2026-12-01T22-45-32Z-494f328"),
+        )
+        .unwrap();
+        let bands = of(s.cells.values());
+        let at = |k: &str| &bands[k];
+        let epoll = at("ping-epoll__ping__c1__pinned");
+        for m in [
+            "syscalls_per_request",
+            "ctx_switches_per_request",
+            "instructions_per_request",
+        ] {
+            assert!(epoll.contains_key(m), "{m} not banded: {epoll:?}");
+        }
+        // io_uring services were not counted under Valgrind: no instruction band.
+        let monoio = at("ping-monoio__ping__c1__pinned");
+        assert!(!monoio.contains_key("instructions_per_request"));
+        assert!(monoio.contains_key("syscalls_per_request"));
+        // A run that did not count has no counted bands.
+        let reference = crate::results::set::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../results/2026-12-01T06-28-28Z-492c110"),
+        )
+        .unwrap();
+        assert!(
+            of(reference.cells.values())
+                .values()
+                .all(|b| !b.contains_key("syscalls_per_request"))
+        );
     }
 }

@@ -25,16 +25,34 @@ pub fn run_page(set: &ResultSet) -> anyhow::Result<String> {
     )
 }
 
-/// The site's index (runs, compare view, history), given the run sets it covers and each
-/// run's page path relative to the index.
-pub fn site_index(
+/// The site's files, relative to its directory: the index and one script per compare pair.
+pub struct SiteFiles {
+    pub index: String,
+    /// (path relative to the index, contents): what the compare view loads on demand.
+    pub pairs: Vec<(String, String)>,
+}
+
+/// The site's index (runs, compare view, history) and its pairs' scripts, given the run
+/// sets it covers and each run's page path relative to the index.
+pub fn site(
     runs: &[site_view::SiteRun<'_>],
     others: &[site_view::Other],
-) -> anyhow::Result<String> {
-    let view = site_view::build(runs, others);
-    page::render(
+) -> anyhow::Result<SiteFiles> {
+    let site = site_view::build(runs, others);
+    let index = page::render(
         "pingmatrix · results",
         page::Kind::Site,
-        &serde_json::to_string(&view)?,
-    )
+        &serde_json::to_string(&site.view)?,
+    )?;
+    let pairs = site
+        .pairs
+        .iter()
+        .map(|e| {
+            Ok((
+                e.file.clone(),
+                page::pair_script(&serde_json::to_string(e)?),
+            ))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(SiteFiles { index, pairs })
 }

@@ -1,6 +1,7 @@
 //! The HTML shell: inline style and script (from `runner/assets/viewer/`, compiled in) and
 //! the view model embedded as JSON, escaped so no `</script>` or `<!--` can end it early.
-//! One file, no network: it opens from `file://` as it does over HTTP.
+//! One file, no network: it opens from `file://` as it does over HTTP. The site's compare
+//! pairs are scripts beside it (`pair_script`) that its compare view inserts on demand.
 
 const STYLE: &str = include_str!("../../../assets/viewer/style.css");
 const COMMON_JS: &str = include_str!("../../../assets/viewer/common.js");
@@ -36,6 +37,21 @@ fn escape_text(t: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// The function a pair's script calls with its comparison (site.js defines it).
+pub const PAIR_CALLBACK: &str = "pingmatrixPair";
+
+/// A compare pair as a script: one call with the pair's JSON, which is a valid JS literal
+/// once U+2028/9 are escaped (and holds no markup, as in the page).
+pub fn pair_script(json: &str) -> String {
+    format!(
+        "// pingmatrix matrix {}: one compare pair of the site, loaded by its index.html.\n{PAIR_CALLBACK}({});\n",
+        env!("CARGO_PKG_VERSION"),
+        escape_json_for_script(json)
+    )
+}
+
+/// The page around its data. The empty `data:` icon keeps browsers from asking the server
+/// for /favicon.ico (a 404, i.e. a console error, over HTTP).
 pub fn render(title: &str, kind: Kind, json: &str) -> anyhow::Result<String> {
     anyhow::ensure!(
         serde_json::from_str::<serde_json::Value>(json).is_ok(),
@@ -53,7 +69,7 @@ pub fn render(title: &str, kind: Kind, json: &str) -> anyhow::Result<String> {
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
 <meta name=\"generator\" content=\"pingmatrix matrix {version}\">\n\
-<title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n\
+<title>{title}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>\n{STYLE}</style>\n</head>\n\
 <body data-kind=\"{kind_name}\">\n<div id=\"app\"><noscript>This page draws its tables and charts with JavaScript; results.md next to it has the same numbers as text.</noscript></div>\n\
 <script type=\"application/json\" id=\"data\">{data}</script>\n\
 <script>\n{COMMON_JS}\n{script}\n</script>\n</body>\n</html>\n",
@@ -96,6 +112,20 @@ mod tests {
         ] {
             assert!(!html.contains(needle), "page refers to {needle}");
         }
+    }
+
+    #[test]
+    fn a_pair_script_is_one_call_with_the_json() {
+        let json = r#"{"file":"compare/a__b.js","markdown":"| a </script> |"}"#;
+        let js = pair_script(json);
+        let call = js.lines().nth(1).unwrap();
+        let arg = call
+            .strip_prefix(&format!("{PAIR_CALLBACK}("))
+            .and_then(|c| c.strip_suffix(");"))
+            .unwrap();
+        let back: serde_json::Value = serde_json::from_str(arg).unwrap();
+        assert_eq!(back["markdown"], "| a </script> |");
+        assert!(SITE_JS.contains(&format!("window.{PAIR_CALLBACK} =")));
     }
 
     #[test]

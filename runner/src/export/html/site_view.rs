@@ -1,8 +1,10 @@
-//! The site index's data: one row per result set (date, commit, machine, matrix, cells,
-//! suspect count), the comparisons the compare view offers — every pair of runs (older as
-//! the baseline) and every pair of services within a run — computed by the `compare`
-//! module exactly as `matrix compare` does, and a history per cell across the runs of one
-//! machine. A refused pair keeps its reasons and the forced comparison, labelled as such.
+//! The site's data: the index's (one row per result set with date, commit, machine, matrix,
+//! cells, suspect count; a history per cell across the runs of one machine) and, apart from
+//! it, the comparisons the compare view offers — every pair of runs (older as the baseline)
+//! and every pair of services within a run — computed by the `compare` module exactly as
+//! `matrix compare` does. A refused pair keeps its reasons and the forced comparison,
+//! labelled as such. Each pair is its own file (`PAIR_FILES`), loaded when it is picked, so
+//! the index grows with the runs, not with their pairs.
 
 use std::collections::BTreeMap;
 
@@ -27,19 +29,42 @@ pub struct Other {
     pub href: Option<String>,
 }
 
+/// Where a pair's comparison is written, relative to the index, as templates the compare
+/// view fills in: `{old}` `{new}` `{run}` are runs' `slug`s, `{a}` `{b}` positions in the
+/// run's `services` (a < b). One script per pair, inserted as `<script src>` when the pair
+/// is picked: that loads from `file://`, where `fetch()` does not.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PairFiles {
+    pub runs: &'static str,
+    pub services: &'static str,
+}
+
+pub const PAIR_FILES: PairFiles = PairFiles {
+    runs: "compare/{old}__{new}.js",
+    services: "compare/{run}/{a}__{b}.js",
+};
+
 #[derive(Debug, Serialize)]
 pub struct SiteView {
     pub runs: Vec<RunRow>,
     pub others: Vec<Other>,
     pub noise_pct: f64,
-    pub comparisons: Vec<Entry>,
+    pub pair_files: PairFiles,
     /// machine → cell id ("service/scenario/level/profile") → one point per run.
     pub history: BTreeMap<String, BTreeMap<String, Vec<Point>>>,
+}
+
+/// The site: the index's data and every pair's comparison, each with its file.
+pub struct Site {
+    pub view: SiteView,
+    pub pairs: Vec<Entry>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct RunRow {
     pub run_id: String,
+    /// The run's name in its pairs' file names (the run id, file-name safe, unique).
+    pub slug: String,
     pub page: String,
     pub started_unix_ms: Option<u64>,
     pub git_commit: Option<String>,
@@ -55,6 +80,8 @@ pub struct RunRow {
 
 #[derive(Debug, Serialize)]
 pub struct Entry {
+    /// Where it is written, relative to the index (a `PAIR_FILES` template filled in).
+    pub file: String,
     /// "runs" (two result sets) or "services" (two services of one run).
     pub kind: &'static str,
     pub old_run: String,
@@ -98,13 +125,51 @@ fn services(set: &ResultSet) -> Vec<String> {
     crate::results::group::first_seen(set.results.cells.iter().map(|c| &c.service))
 }
 
-fn row(r: &SiteRun) -> RunRow {
+/// A run id as a file name: anything but ASCII letters, digits, `.`, `-` and `_` becomes
+/// `_`, and a name already taken gets `-2`, `-3`, ….
+fn slugs<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for id in ids {
+        let base: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let base = if base.is_empty() || base.starts_with('.') {
+            format!("_{base}")
+        } else {
+            base
+        };
+        let mut name = base.clone();
+        let mut n = 1;
+        while out.contains(&name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        out.push(name);
+    }
+    out
+}
+
+fn fill(template: &str, subs: &[(&str, &str)]) -> String {
+    subs.iter().fold(template.to_string(), |t, (k, v)| {
+        t.replace(&format!("{{{k}}}"), v)
+    })
+}
+
+fn row(r: &SiteRun, slug: String) -> RunRow {
     let s = r.set;
     let run = s.run.as_ref();
     let scenarios = crate::results::group::first_seen(s.results.cells.iter().map(|c| &c.scenario));
     let svc = services(s);
     RunRow {
         run_id: s.results.run_id.clone(),
+        slug,
         page: r.page.clone(),
         started_unix_ms: run.map(|r| r.started_unix_ms),
         git_commit: run.and_then(|r| r.environment.source.git_commit.clone()),
@@ -145,6 +210,7 @@ fn without_values(v: &mut serde_json::Value) {
 /// The comparison of two sides as `matrix compare` makes it (default noise threshold);
 /// refused pairs are compared with `--force` and keep the refusal's reasons.
 fn entry(
+    file: String,
     kind: &'static str,
     old: &ResultSet,
     new: &ResultSet,
@@ -165,6 +231,7 @@ fn entry(
     let mut comparison = serde_json::to_value(&c).unwrap_or(serde_json::Value::Null);
     without_values(&mut comparison);
     Entry {
+        file,
         kind,
         old_run: old.results.run_id.clone(),
         new_run: new.results.run_id.clone(),
@@ -203,14 +270,16 @@ pub fn service_side(set: &ResultSet, service: &str, shared_name: &str) -> Result
     }
 }
 
-fn service_pairs(set: &ResultSet) -> Vec<Entry> {
+fn service_pairs(set: &ResultSet, slug: &str) -> Vec<Entry> {
     let svc = services(set);
     let mut out = Vec::new();
     for (i, a) in svc.iter().enumerate() {
-        for b in &svc[i + 1..] {
+        for (j, b) in svc.iter().enumerate().skip(i + 1) {
             let name = format!("{a} → {b}");
             let (old, new) = (service_side(set, a, &name), service_side(set, b, &name));
-            out.push(entry("services", &old, &new, Some((a, b))));
+            let (i, j) = (i.to_string(), j.to_string());
+            let file = fill(PAIR_FILES.services, &[("run", slug), ("a", &i), ("b", &j)]);
+            out.push(entry(file, "services", &old, &new, Some((a, b))));
         }
     }
     out
@@ -260,7 +329,7 @@ fn history(runs: &[SiteRun]) -> BTreeMap<String, BTreeMap<String, Vec<Point>>> {
 }
 
 /// `runs` in any order; the index lists them oldest first.
-pub fn build(runs: &[SiteRun], others: &[Other]) -> SiteView {
+pub fn build(runs: &[SiteRun], others: &[Other]) -> Site {
     let mut order: Vec<&SiteRun> = runs.iter().collect();
     order.sort_by_key(|r| {
         (
@@ -268,21 +337,30 @@ pub fn build(runs: &[SiteRun], others: &[Other]) -> SiteView {
             r.set.results.run_id.clone(),
         )
     });
-    let mut comparisons = Vec::new();
+    let slug = slugs(order.iter().map(|r| r.set.results.run_id.as_str()));
+    let mut pairs = Vec::new();
     for (i, old) in order.iter().enumerate() {
-        for new in &order[i + 1..] {
-            comparisons.push(entry("runs", old.set, new.set, None));
+        for (j, new) in order.iter().enumerate().skip(i + 1) {
+            let file = fill(PAIR_FILES.runs, &[("old", &slug[i]), ("new", &slug[j])]);
+            pairs.push(entry(file, "runs", old.set, new.set, None));
         }
     }
-    for r in &order {
-        comparisons.extend(service_pairs(r.set));
+    for (r, slug) in order.iter().zip(&slug) {
+        pairs.extend(service_pairs(r.set, slug));
     }
-    SiteView {
-        runs: order.iter().map(|r| row(r)).collect(),
-        others: others.to_vec(),
-        noise_pct: NOISE_PCT,
-        comparisons,
-        history: history(runs),
+    Site {
+        view: SiteView {
+            runs: order
+                .iter()
+                .zip(slug)
+                .map(|(r, slug)| row(r, slug))
+                .collect(),
+            others: others.to_vec(),
+            noise_pct: NOISE_PCT,
+            pair_files: PAIR_FILES,
+            history: history(runs),
+        },
+        pairs,
     }
 }
 
@@ -314,9 +392,14 @@ mod tests {
                 page: "a/index.html".into(),
             },
         ];
-        let v = build(&runs, &[]);
+        let site = build(&runs, &[]);
+        let v = &site.view;
         assert_eq!(v.runs[0].run_id, old.results.run_id, "oldest first");
-        let e = v.comparisons.iter().find(|e| e.kind == "runs").unwrap();
+        let e = site.pairs.iter().find(|e| e.kind == "runs").unwrap();
+        assert_eq!(
+            e.file,
+            format!("compare/{}__{}.js", v.runs[0].slug, v.runs[1].slug)
+        );
         let opts = Options {
             noise_pct: NOISE_PCT,
             force: !e.refused.is_empty(),
@@ -331,17 +414,44 @@ mod tests {
         let n = |s: &ResultSet| services(s).len();
         let pairs = |k: usize| k * (k - 1) / 2;
         assert_eq!(
-            v.comparisons
-                .iter()
-                .filter(|e| e.kind == "services")
-                .count(),
+            site.pairs.iter().filter(|e| e.kind == "services").count(),
             pairs(n(&old)) + pairs(n(&new))
         );
+        // One file per pair; the index holds none of them.
+        let mut files: Vec<&str> = site.pairs.iter().map(|e| e.file.as_str()).collect();
+        files.sort();
+        files.dedup();
+        assert_eq!(files.len(), site.pairs.len());
+        let s = site
+            .pairs
+            .iter()
+            .find(|e| e.kind == "services" && e.old_run == old.results.run_id)
+            .unwrap();
+        assert_eq!(s.file, format!("compare/{}/0__1.js", v.runs[0].slug));
+        let svc = services(&old);
+        assert_eq!(s.old_service.as_deref(), Some(svc[0].as_str()));
+        assert_eq!(s.new_service.as_deref(), Some(svc[1].as_str()));
+        assert!(!serde_json::to_string(v).unwrap().contains("\"comparison\""));
         assert!(
-            v.history
+            site.view
+                .history
                 .values()
                 .flat_map(|m| m.values())
                 .any(|p| p.len() == 2)
+        );
+    }
+
+    #[test]
+    fn slugs_are_file_names_and_unique() {
+        assert_eq!(
+            slugs(["2026-11-30T14-06-29Z-14f462b", "a/b c", "a_b_c", "", ".."]),
+            [
+                "2026-11-30T14-06-29Z-14f462b",
+                "a_b_c",
+                "a_b_c-2",
+                "_",
+                "_..",
+            ]
         );
     }
 }

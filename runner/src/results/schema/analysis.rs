@@ -106,6 +106,10 @@ pub struct ChurnRep {
     /// VmRSS after start-up and verification, before the first cycle.
     pub rss_before_bytes: Option<u64>,
     pub cycles: Vec<ChurnCycle>,
+    /// Why the repetition ended before its last cycle (the service exited, an interrupt):
+    /// its finished cycles are kept here, and the summary leaves the repetition out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
 }
 
 /// One open → hold → close → settle round. `opened = served + failed`.
@@ -123,8 +127,16 @@ pub struct ChurnCycle {
     pub rss_open_bytes: Option<u64>,
     /// VmRSS after closing them all and letting the service settle.
     pub rss_closed_bytes: Option<u64>,
-    /// Close → the RSS read above (until RSS stopped changing, bounded).
+    /// Close → the RSS read above (the descriptors back, then RSS stopped changing;
+    /// bounded).
     pub settle_ms: u64,
+    /// The service's open descriptors (/proc/PID/fd) before this cycle opened anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fds_idle: Option<u32>,
+    /// Close → the service's descriptor count back at `fds_idle` (it has processed every
+    /// close); None when it was not within `churn::FD_SETTLE_MAX_MS` (RSS read anyway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fd_settle_ms: Option<u64>,
     /// Opening (connect + one request each) took this long.
     pub open_ms: u64,
 }

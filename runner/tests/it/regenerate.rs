@@ -3,7 +3,7 @@
 //! must come out byte-identical when regenerated. A change to any of those outputs has to show up
 //! here and be committed together with the regenerated files.
 
-mod fixtures;
+use crate::support::live::{Scratch, bin};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,7 +21,7 @@ fn repo() -> PathBuf {
 }
 
 fn matrix(cwd: &Path, args: &[&str]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_matrix"))
+    let out = Command::new(bin("matrix"))
         .current_dir(cwd)
         .args(args)
         .output()
@@ -95,14 +95,14 @@ fn results_json_is_rebuilt_from_the_cell_files() {
 
 /// A scratch copy of the repo's results/, README.md and docs/, so `matrix report` and
 /// `matrix compare --readme` can rewrite them.
-fn scratch(name: &str) -> PathBuf {
-    let d = fixtures::scratch(&format!("regenerate-{name}"));
+fn scratch(name: &str) -> Scratch {
+    let d = Scratch::new(&format!("regenerate-{name}"));
     let status = Command::new("cp")
         .arg("-r")
         .arg(repo().join("results"))
         .arg(repo().join("README.md"))
         .arg(repo().join("docs"))
-        .arg(&d)
+        .arg(&d.0)
         .status()
         .unwrap();
     assert!(status.success());
@@ -131,7 +131,7 @@ fn between<'t>(text: &'t str, a: &str, b: &str) -> Option<&'t str> {
 fn report_rewrites_results_md_and_plots_unchanged() {
     let d = scratch("report");
     for run in committed_runs() {
-        let stdout = matrix(d.as_path(), &["report", &run]);
+        let stdout = matrix(&d, &["report", &run]);
         let text = String::from_utf8(stdout).unwrap();
         let mut files = 0;
         for line in text.lines() {
@@ -139,11 +139,7 @@ fn report_rewrites_results_md_and_plots_unchanged() {
                 continue;
             };
             let rel = Path::new(path);
-            assert_same(
-                path,
-                &read(&d.as_path().join(rel)),
-                &read(&repo().join(rel)),
-            );
+            assert_same(path, &read(&d.join(rel)), &read(&repo().join(rel)));
             files += 1;
         }
         assert!(files >= 5, "{run}: only {files} files written:\n{text}");
@@ -164,7 +160,7 @@ fn readme_sections_regenerate_unchanged() {
     .and_then(|s| between(s, "Run `", "`"))
     .expect("README's reference section names its run");
     matrix(
-        d.as_path(),
+        &d,
         &[
             "report",
             &format!("results/{reference}"),
@@ -182,7 +178,7 @@ fn readme_sections_regenerate_unchanged() {
     let old = between(compare, "old run ", " ").expect("compare section names the old run");
     let new = between(compare, "new run ", " ").expect("compare section names the new run");
     matrix(
-        d.as_path(),
+        &d,
         &[
             "compare",
             &format!("results/{old}"),
@@ -194,11 +190,7 @@ fn readme_sections_regenerate_unchanged() {
         ],
     );
     for file in ["README.md", EXAMPLE] {
-        assert_same(
-            file,
-            &read(&d.as_path().join(file)),
-            &read(&repo().join(file)),
-        );
+        assert_same(file, &read(&d.join(file)), &read(&repo().join(file)));
     }
 }
 
@@ -229,11 +221,12 @@ fn compare_output_unchanged_in_every_format() {
     }
 }
 
-/// The site builds from the committed results/: an index that embeds every run, and each
-/// run's page byte-identical to the one committed beside its results.json.
+/// The site builds from the committed results/: an index that lists every run, one compare
+/// script per pair of runs beside it (none embedded in the index), and each run's page
+/// byte-identical to the one committed beside its results.json.
 #[test]
 fn site_builds_from_results_and_its_run_pages_are_the_committed_ones() {
-    let d = fixtures::scratch("regenerate-site");
+    let d = Scratch::new("regenerate-site");
     let out = d.join("site");
     let stdout = matrix(
         &repo(),
@@ -243,6 +236,21 @@ fn site_builds_from_results_and_its_run_pages_are_the_committed_ones() {
     let runs = committed_runs();
     assert!(text.contains(&format!("({} runs", runs.len())), "{text}");
     let index = String::from_utf8(read(&out.join("index.html"))).unwrap();
+    assert!(
+        !index.contains("\"comparison\""),
+        "a compare pair in the index"
+    );
+    let pair_scripts = std::fs::read_dir(out.join("compare"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "js")
+        })
+        .count();
+    assert_eq!(pair_scripts, runs.len() * (runs.len() - 1) / 2);
     for run in &runs {
         let id = run.trim_start_matches("results/");
         assert!(
@@ -260,11 +268,11 @@ fn site_builds_from_results_and_its_run_pages_are_the_committed_ones() {
 /// A directory without result sets is bad input: exit 2 with a reason, nothing written.
 #[test]
 fn site_refuses_a_directory_without_result_sets() {
-    let d = fixtures::scratch("regenerate-site-empty");
+    let d = Scratch::new("regenerate-site-empty");
     let empty = d.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     for input in [empty.clone(), d.join("no-such-dir")] {
-        let out = Command::new(env!("CARGO_BIN_EXE_matrix"))
+        let out = Command::new(bin("matrix"))
             .args(["site", input.to_str().unwrap(), "--out"])
             .arg(d.join("out"))
             .output()

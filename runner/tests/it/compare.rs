@@ -2,12 +2,13 @@
 //! noise is not, incomparable runs are refused (or forced, and then labelled), one-sided
 //! cells are listed, suspect cells are marked, and the Markdown table is stable.
 
-mod fixtures;
+use crate::support::fixtures;
 
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Output;
 
+use crate::support::live::Scratch;
 use fixtures::*;
 use runner::compare::model::Comparison;
 use runner::compare::{Options, compare, export};
@@ -39,7 +40,7 @@ fn base(s: &str, c: u32) -> Perf {
 
 #[test]
 fn ten_percent_slower_with_low_noise_is_called_and_others_are_not() {
-    let d = scratch("ten-pct");
+    let d = Scratch::new("ten-pct");
     let old = write_run(&d, "old", &MACHINE, &matrix(5, base));
     let new = write_run(
         &d,
@@ -87,7 +88,7 @@ fn ten_percent_slower_with_low_noise_is_called_and_others_are_not() {
 
 #[test]
 fn identical_distributions_are_no_change() {
-    let d = scratch("identical");
+    let d = Scratch::new("identical");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     // Same values in another order: same mean, same spread.
     let new = write_run(&d, "new", &MACHINE, &matrix(3, |s, c| base(s, c).seed(1)));
@@ -99,7 +100,7 @@ fn identical_distributions_are_no_change() {
 
 #[test]
 fn different_hardware_is_refused_unless_forced() {
-    let d = scratch("hardware");
+    let d = Scratch::new("hardware");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     let other = Machine {
         cpu_model: "Intel Xeon Gold 5120",
@@ -131,7 +132,7 @@ fn different_hardware_is_refused_unless_forced() {
 
 #[test]
 fn a_cell_run_differently_gets_no_verdict() {
-    let d = scratch("cell-pinning");
+    let d = Scratch::new("cell-pinning");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     let mut cells = matrix(3, |s, c| base(s, c).worse(1.2));
     cells[0].0.limits.server_cpus = vec![1];
@@ -160,7 +161,7 @@ fn a_cell_run_differently_gets_no_verdict() {
 
 #[test]
 fn cells_on_one_side_only_are_listed() {
-    let d = scratch("one-sided");
+    let d = Scratch::new("one-sided");
     let mut old_cells = matrix(3, base);
     old_cells.push((
         spec("ping-monoio", "ping", closed(256), "pinned", 3),
@@ -197,7 +198,7 @@ fn cells_on_one_side_only_are_listed() {
 
 #[test]
 fn suspect_cells_are_marked_not_hidden() {
-    let d = scratch("suspect");
+    let d = Scratch::new("suspect");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     let new = write_run(
         &d,
@@ -235,7 +236,7 @@ fn suspect_cells_are_marked_not_hidden() {
 
 #[test]
 fn a_failed_cell_is_marked_and_has_no_verdicts() {
-    let d = scratch("failed-cell");
+    let d = Scratch::new("failed-cell");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     let new = write_run(&d, "new", &MACHINE, &matrix(3, base));
     let mut n = load(&new).unwrap();
@@ -266,7 +267,7 @@ fn a_failed_cell_is_marked_and_has_no_verdicts() {
 
 #[test]
 fn results_json_alone_falls_back_to_summaries() {
-    let d = scratch("summary-only");
+    let d = Scratch::new("summary-only");
     let old = write_run(&d, "old", &MACHINE, &matrix(5, base));
     let new = write_run(
         &d,
@@ -297,7 +298,7 @@ fn results_json_alone_falls_back_to_summaries() {
 /// One service, one cell, a 10 % drop: the Markdown table, character for character.
 #[test]
 fn markdown_snapshot() {
-    let d = scratch("snapshot");
+    let d = Scratch::new("snapshot");
     let one = |f: f64, seed| {
         vec![(
             spec("ping-tokio-hyper", "ping", closed(64), "pinned", 5),
@@ -334,7 +335,7 @@ fn compare_cli(flags: &[&str], old: &Path, new: &Path) -> Output {
 
 #[test]
 fn cli_exit_codes_formats_and_readme() {
-    let d = scratch("cli");
+    let d = Scratch::new("cli");
     let old = write_run(&d, "old", &MACHINE, &matrix(5, base));
     let new = write_run(
         &d,
@@ -426,7 +427,7 @@ fn edit_results(run: &Path, edit: impl FnOnce(&mut runner::results::schema::Resu
 #[test]
 fn the_gate_fails_a_candidate_it_cannot_judge() {
     use runner::results::schema::CellStatus;
-    let d = scratch("gate");
+    let d = Scratch::new("gate");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
 
@@ -486,7 +487,7 @@ fn the_gate_fails_a_candidate_it_cannot_judge() {
 /// pass it ("14 without CI", exit 0).
 #[test]
 fn the_gate_fails_a_candidate_with_one_repetition_per_cell() {
-    let d = scratch("gate-n1");
+    let d = Scratch::new("gate-n1");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     let one = write_run(&d, "one", &MACHINE, &matrix(1, |s, c| base(s, c).seed(1)));
     let out = compare_cli(&["--fail-on-regression", "5"], &old, &one);
@@ -507,7 +508,7 @@ fn the_gate_fails_a_candidate_with_one_repetition_per_cell() {
 /// idle RSS were compared) and pass the gate.
 #[test]
 fn churn_memory_takes_part_in_compare_and_the_gate() {
-    let d = scratch("churn-leak");
+    let d = Scratch::new("churn-leak");
     let old = write_churn_run(&d, "old", 64 * 1024, 0);
     let same = write_churn_run(&d, "same", 64 * 1024, 1);
     let leak = write_churn_run(&d, "leak", 20 << 20, 1);

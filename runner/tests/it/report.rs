@@ -2,10 +2,11 @@
 //! its title and legend, uses the same colour per service everywhere; results.md links the
 //! plots; `--readme` rewrites only the marked section, from results.json.
 
-mod fixtures;
+use crate::support::fixtures;
 
 use std::ffi::OsStr;
 
+use crate::support::live::Scratch;
 use fixtures::*;
 use runner::report::charts::Kind;
 use runner::results::set::load;
@@ -54,7 +55,7 @@ fn texts(doc: &roxmltree::Document) -> Vec<String> {
 
 #[test]
 fn every_chart_is_valid_svg_with_title_legend_and_fixed_colours() {
-    let d = scratch("report-charts");
+    let d = Scratch::new("report-charts");
     let run = write_run(&d, "run", &MACHINE, &full_matrix());
     let set = load(&run).unwrap();
     let charts = runner::cmd::report::write(&set, None).unwrap();
@@ -134,7 +135,7 @@ fn every_chart_is_valid_svg_with_title_legend_and_fixed_colours() {
 
 #[test]
 fn latency_level_can_be_chosen() {
-    let d = scratch("report-level");
+    let d = Scratch::new("report-level");
     let run = write_run(&d, "run", &MACHINE, &full_matrix());
     let charts = runner::cmd::report::write(&load(&run).unwrap(), Some("c16")).unwrap();
     assert!(
@@ -146,7 +147,7 @@ fn latency_level_can_be_chosen() {
 
 #[test]
 fn readme_reference_section_comes_from_results_json() {
-    let d = scratch("report-readme");
+    let d = Scratch::new("report-readme");
     let run = write_run(&d, "run", &MACHINE, &full_matrix());
     let readme = d.join("README.md");
     let before = "# pingmatrix\n\n## Reference results\n\n<!-- pingmatrix:reference:begin -->\nhand-typed numbers\n<!-- pingmatrix:reference:end -->\n\n## Next\n";
@@ -208,7 +209,7 @@ fn readme_reference_section_comes_from_results_json() {
 /// `--latency-level c9999` used to be ignored silently (the default level was drawn).
 #[test]
 fn an_unknown_latency_level_is_an_error_before_anything_is_written() {
-    let d = scratch("report-level");
+    let d = Scratch::new("report-level");
     let run = write_run(&d, "run", &MACHINE, &full_matrix());
     let out = run_matrix([
         OsStr::new("report"),
@@ -232,7 +233,7 @@ fn an_unknown_latency_level_is_an_error_before_anything_is_written() {
 #[test]
 fn the_readme_headline_refuses_an_interrupted_run() {
     use runner::results::schema::{ResultsFile, RunStatus};
-    let d = scratch("report-interrupted");
+    let d = Scratch::new("report-interrupted");
     let run = write_run(&d, "run", &MACHINE, &full_matrix());
     let path = run.join("results.json");
     let mut res: ResultsFile = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -261,7 +262,7 @@ fn the_readme_headline_refuses_an_interrupted_run() {
 fn a_folded_file_of_garbage_lines_is_refused_with_its_line() {
     use runner::results::schema::{CellFlamegraph, CellResult};
     use runner::results::store::Store;
-    let d = scratch("report-garbage-folded");
+    let d = Scratch::new("report-garbage-folded");
     let profiled = |id: &str, folded: &str| {
         let run = write_run(&d, id, &MACHINE, &full_matrix());
         let store = Store::open(&run).unwrap();

@@ -8,17 +8,20 @@
 //! between `a` and `b` (run.json records every host and its binary hashes; each cell's
 //! percentiles equal those of the generators' merged histograms); an unreachable host and
 //! a refused key (each cell fails naming host and cause, the other cells still run), and a
-//! server host without cgroups under a CPU-quota profile (unsupported, naming it); Ctrl-C
+//! server host without cgroups under a CPU-quota profile (unsupported, naming it); a
+//! work_dir another user owns, and one others can write (refused with the reason, nothing
+//! shipped there); a cached binary swapped on the host (re-shipped, never run); Ctrl-C
 //! mid-cell, then `--resume`; and SIGKILL of the runner mid-cell (after both, no pingmatrix
 //! process is left in any namespace within 10 s).
 //! Everything is torn down on drop, also when an assertion fails. Without root, `ip netns`
 //! or sshd it is skipped with a loud message.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, out_text, read};
 use loadgen::hdr_v2_decode as decode;
@@ -353,6 +356,7 @@ fn cell(run: &Path, key: &str) -> CellResult {
 
 #[test]
 fn server_and_two_generators_in_namespaces_over_ssh() {
+    let _machine = crate::support::busy();
     if let Some(why) = missing() {
         eprintln!("\n!!! SKIPPED server_and_two_generators_in_namespaces_over_ssh: {why} !!!\n");
         return;
@@ -369,6 +373,14 @@ fn server_and_two_generators_in_namespaces_over_ssh() {
     for (what, step) in [
         ("merged run", merged_run as fn(&Net)),
         ("bad hosts", bad_hosts),
+        (
+            "work_dir owned by another user, or group/other-writable: refused",
+            unsafe_work_dirs_refused,
+        ),
+        (
+            "swapped cached binary: never run",
+            swapped_cached_binary_never_runs,
+        ),
         ("Ctrl-C and --resume", interrupt_then_resume),
         ("host outage and --resume", outage_then_resume),
         ("SIGKILL", sigkill_leaves_nothing),
@@ -485,6 +497,15 @@ fn merged_run(net: &Net) {
     assert_quiet(net, Duration::from_secs(5));
 }
 
+/// A `[[profiles]]` entry: the server on CPU 0 of `server_host`, the load from CPU 1 of
+/// `generator`; `extra` adds lines.
+fn profile(name: &str, server_host: &str, generator: &str, extra: &str) -> String {
+    format!(
+        "\n[[profiles]]\nname = \"{name}\"\nserver_cpus = \"0\"\nloadgen_cpus = \"1\"\n{extra}\
+         server_host = \"{server_host}\"\nloadgen_hosts = [\"{generator}\"]\n"
+    )
+}
+
 /// An unreachable host and a refused key: their cells fail naming host and cause; the
 /// cells on good hosts still run.
 fn bad_hosts(net: &Net) {
@@ -504,31 +525,13 @@ user = "root"
 identity_file = "{other}"
 ssh_options = ["UserKnownHostsFile={known}"]
 
-[[profiles]]
-name = "unreachable"
-server_cpus = "0"
-loadgen_cpus = "1"
-server_host = "ghost"
-loadgen_hosts = ["gen1"]
-
-[[profiles]]
-name = "quota"
-server_cpus = "0"
-loadgen_cpus = "1"
-cpu_quota = 0.5
-server_host = "srv"
-loadgen_hosts = ["gen1"]
-
-[[profiles]]
-name = "refused"
-server_cpus = "0"
-loadgen_cpus = "1"
-server_host = "srv"
-loadgen_hosts = ["badkey"]
-"#,
+{unreachable}{quota}{refused}"#,
         key = net.path("userkey").display(),
         other = net.path("otherkey").display(),
         known = net.path("known_hosts").display(),
+        unreachable = profile("unreachable", "ghost", "gen1", ""),
+        quota = profile("quota", "srv", "gen1", "cpu_quota = 0.5\n"),
+        refused = profile("refused", "srv", "badkey", ""),
     );
     let config = net.matrix(200, &extra);
     let o = net
@@ -570,6 +573,157 @@ loadgen_hosts = ["badkey"]
     let run: RunRecord = read(&run_dir.join("run.json"));
     let ghost = run.hosts.iter().find(|h| h.name == "ghost").unwrap();
     assert!(ghost.unavailable.is_some());
+    assert_quiet(net, Duration::from_secs(5));
+}
+
+/// Hosts named after their profiles, each the server host's address with its own work_dir,
+/// the load from the runner's namespace (no generator host to ready keeps it short):
+/// `(profile, work_dir)`.
+fn work_dir_hosts(net: &Net, dirs: &[(&str, PathBuf)]) -> String {
+    dirs.iter()
+        .map(|(p, dir)| {
+            format!(
+                r#"
+[[hosts]]
+name = "{p}"
+host = "{NET}.1"
+user = "root"
+identity_file = "{key}"
+work_dir = "{dir}"
+ssh_options = ["UserKnownHostsFile={known}", "StrictHostKeyChecking=yes"]
+{profile}"#,
+                key = net.path("userkey").display(),
+                known = net.path("known_hosts").display(),
+                dir = dir.display(),
+                profile = profile(p, p, "local", ""),
+            )
+        })
+        .collect()
+}
+
+/// Work dirs another user owns (made first, as anyone can under /tmp) or others can write:
+/// each host's cell fails with the reason, the run exits 1, nothing is written there. One
+/// run for all three keeps the test short.
+fn unsafe_work_dirs_refused(net: &Net) {
+    let nobody = std::fs::read_to_string("/etc/passwd")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.split(':').nth(2) == Some("65534"))
+        .and_then(|l| l.split(':').next().map(str::to_string))
+        .unwrap_or_else(|| "UNKNOWN".into());
+    let cases = [
+        (
+            "theirs",
+            0o700,
+            format!("is owned by uid 65534 ({nobody}), not by the SSH user (uid 0)"),
+        ),
+        (
+            "groupw",
+            0o770,
+            "is writable by group or others (mode 770)".to_string(),
+        ),
+        (
+            "otherw",
+            0o1777,
+            "is writable by group or others (mode 1777)".to_string(),
+        ),
+    ];
+    let dirs: Vec<(&str, PathBuf)> = cases.iter().map(|(p, ..)| (*p, net.path(p))).collect();
+    for ((p, mode, _), (_, dir)) in cases.iter().zip(&dirs) {
+        std::fs::create_dir(dir).unwrap();
+        if *p == "theirs" {
+            std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+        }
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(*mode)).unwrap();
+    }
+    let out = net.path("out-workdirs");
+    let config = net.matrix(200, &work_dir_hosts(net, &dirs));
+    let o = net
+        .matrix_run(
+            &config,
+            &out,
+            &[
+                "--only",
+                "scenario=ping",
+                "--only",
+                "profile=theirs,groupw,otherw",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let run_dir = only_run_dir(&out);
+    for ((p, _, want), (_, dir)) in cases.iter().zip(&dirs) {
+        let c = cell(&run_dir, &format!("ping-epoll__ping__c4__{p}"));
+        assert_eq!(c.status, CellStatus::Failed, "{p}");
+        let why = c.failure.as_ref().unwrap().reason.clone();
+        let want = format!(
+            "host {p} unavailable: work_dir {} {want}; nothing is shipped to or run from it",
+            dir.display()
+        );
+        assert!(why.contains(&want), "{p}: {why}\nwanted: {want}");
+        let left: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+        assert!(
+            left.is_empty(),
+            "{p}: shipped into a refused work_dir: {left:?}"
+        );
+    }
+    assert_quiet(net, Duration::from_secs(5));
+}
+
+/// The server host's cached `matrix` and service swapped for a script after a run: the
+/// next run finds the hashes changed, ships both again and never runs the scripts; the
+/// work_dir and what is in it are the SSH user's alone (0700), so no one else could swap
+/// a file between its check and its start.
+fn swapped_cached_binary_never_runs(net: &Net) {
+    let work = net.path("remote-srv");
+    let marker = net.path("swapped-ran");
+    let run: RunRecord = read(&only_run_dir(&net.path("out-good")).join("run.json"));
+    let srv = run.hosts.iter().find(|h| h.name == "srv").unwrap();
+    for name in ["matrix", "ping-epoll"] {
+        let p = Path::new(&srv.binaries[name].remote_path);
+        std::fs::write(
+            p,
+            format!("#!/bin/sh\necho {name} >> {}\nexit 1\n", marker.display()),
+        )
+        .unwrap();
+    }
+    let out = net.path("out-swapped");
+    let config = net.matrix(200, &profile("srvonly", "srv", "local", ""));
+    let o = net
+        .matrix_run(
+            &config,
+            &out,
+            &["--only", "scenario=ping", "--only", "profile=srvonly"],
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(
+        !marker.exists(),
+        "a swapped binary ran: {:?}",
+        std::fs::read_to_string(&marker)
+    );
+    let run_dir = only_run_dir(&out);
+    let c = cell(&run_dir, "ping-epoll__ping__c4__srvonly");
+    assert_eq!(c.status, CellStatus::Ok, "{:?}", c.failure);
+    let run: RunRecord = read(&run_dir.join("run.json"));
+    let srv = run.hosts.iter().find(|h| h.name == "srv").unwrap();
+    for name in ["matrix", "ping-epoll"] {
+        let b = &srv.binaries[name];
+        assert_eq!(b.via, "copied", "{name}: {b:?}");
+        assert_eq!(
+            std::fs::read(&b.remote_path).unwrap(),
+            std::fs::read(bin(name)).unwrap()
+        );
+        let mode = std::fs::metadata(&b.remote_path)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{name}");
+    }
+    let mode = std::fs::metadata(&work).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "the work_dir");
     assert_quiet(net, Duration::from_secs(5));
 }
 

@@ -4,13 +4,14 @@
 //! clear error (from the library, and recorded on a `matrix run` cell for an exec that
 //! fails), never a panic or a hang.
 
+use crate::support;
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, matrix_at, only_run_dir, read, tiny_matrix, write_config};
 use runner::limits::cpus::{allowed_cpus, on_cpus};
@@ -19,13 +20,13 @@ use runner::process::mono_ns;
 use runner::results::schema::{CellResult, CellStatus, Stage};
 use runner::service::{spawn, startup, warm};
 
-/// The tests count this process's children: one at a time.
+/// The tests count this process's children of their own binaries: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 fn responder() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_pingmatrix-responder"))
+    live::bin("pingmatrix-responder")
 }
 
 /// Server on the first allowed CPU (cgroup where usable, affinity always), probe on the last.
@@ -43,9 +44,19 @@ fn server_confinement() -> (Confinement, Vec<u32>) {
     (conf, vec![*cpus.last().unwrap()])
 }
 
-/// This process's live children (pid, comm) — a killed and reaped one is not among them.
-fn children() -> Vec<(u32, String)> {
+/// This process's live children (pid, comm) started from one of `binaries` — a killed and
+/// reaped one is not among them. Only these: the other tests of this binary start `matrix`
+/// children of their own at any moment.
+fn children(binaries: &[&Path]) -> Vec<(u32, String)> {
     let me = std::process::id();
+    let ours = |pid: &std::path::Path| {
+        let cmd = std::fs::read(pid.join("cmdline")).unwrap_or_default();
+        cmd.split(|b| *b == 0).any(|arg| {
+            binaries
+                .iter()
+                .any(|b| arg == b.as_os_str().as_encoded_bytes())
+        })
+    };
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -55,13 +66,14 @@ fn children() -> Vec<(u32, String)> {
             let (head, rest) = stat.rsplit_once(')')?;
             let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
             let comm = head.split_once('(')?.1.to_string();
-            (ppid == me).then_some((pid, comm))
+            (ppid == me && ours(&e.path())).then_some((pid, comm))
         })
         .collect()
 }
 
 #[test]
 fn responder_first_200_lies_inside_the_wall_time_around_its_launch() {
+    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (conf, probe) = server_confinement();
     let addr = spawn::free_addr(LOCAL).unwrap();
@@ -99,16 +111,17 @@ fn responder_first_200_lies_inside_the_wall_time_around_its_launch() {
     let pid = proc.pid;
     drop(proc);
     assert!(
-        !children().iter().any(|(p, _)| *p == pid),
+        !children(&[&responder()]).iter().any(|(p, _)| *p == pid),
         "the responder outlived its Proc"
     );
 }
 
 #[test]
 fn warm_up_start_answers_and_leaves_no_process() {
+    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (conf, probe) = server_confinement();
-    let before = children();
+    let before = children(&[&responder()]);
     let t0 = Instant::now();
     let us = warm::warm_up(
         &responder(),
@@ -125,7 +138,11 @@ fn warm_up_start_answers_and_leaves_no_process() {
         us > 0 && u128::from(us) <= t0.elapsed().as_micros(),
         "{us} µs"
     );
-    assert_eq!(children(), before, "the warm-up start outlived the call");
+    assert_eq!(
+        children(&[&responder()]),
+        before,
+        "the warm-up start outlived the call"
+    );
 }
 
 /// A file that exists but cannot be exec'd (no execute permission).
@@ -137,12 +154,14 @@ fn not_executable(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
+    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let d = Scratch::new("startup-clock-exec");
     let (conf, probe) = server_confinement();
-    let before = children();
-    let t0 = Instant::now();
+    let exits = d.0.join("exits");
     let noexec = not_executable(&d.0);
+    let before = children(&[&noexec, &exits]);
+    let t0 = Instant::now();
     let e = spawn::spawn(
         &noexec,
         spawn::free_addr(LOCAL).unwrap(),
@@ -173,7 +192,6 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
         f.reason
     );
     // Started, but exits before answering: the exit status and its stderr.
-    let exits = d.0.join("exits");
     std::fs::write(&exits, "#!/bin/sh\necho gone >&2\nexit 4\n").unwrap();
     std::fs::set_permissions(&exits, std::fs::Permissions::from_mode(0o755)).unwrap();
     let f = warm::warm_up(&exits, LOCAL, 1, &[], &conf, &probe, Duration::from_secs(5))
@@ -185,11 +203,12 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
         t0.elapsed() < Duration::from_secs(5),
         "no waiting out the timeout"
     );
-    assert_eq!(children(), before);
+    assert_eq!(children(&[&noexec, &exits]), before);
 }
 
 #[test]
 fn a_service_that_cannot_be_execd_fails_its_cell_with_the_reason() {
+    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let d = Scratch::new("startup-clock-cell");
     // Executable, so the matrix file's check passes, but its interpreter is missing: the

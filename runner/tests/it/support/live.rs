@@ -3,19 +3,25 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+use std::ops::Deref;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use runner::limits::cpus::allowed_cpus;
 
-/// `<target>/debug`, where `cargo build --workspace --bins` put the binaries
-/// (this test runs from `<target>/debug/deps/<test>-<hash>`).
+/// `<target>/debug`, where Cargo put `matrix` for this test crate and
+/// `cargo build --workspace --bins` the other binaries.
 pub fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_BIN_EXE_matrix"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
+/// A workspace binary by name: the tests' one way to find `matrix`, loadgen, the services
+/// and the responder.
 pub fn bin(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
     assert!(
@@ -26,15 +32,17 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
-/// A fresh scratch directory, removed on drop.
+/// A fresh scratch directory, unique in this process (tests run in parallel threads),
+/// removed on drop.
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(tag: &str) -> Scratch {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
         let d = std::env::temp_dir().join(format!(
             "pingmatrix-e2e-{tag}-{}-{}",
             std::process::id(),
-            Instant::now().elapsed().as_nanos()
+            NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
@@ -42,10 +50,26 @@ impl Scratch {
     }
 }
 
+impl Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// `<dir>/<name>`: an executable shell script running `body`.
+pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
 }
 
 pub fn read<T: serde::de::DeserializeOwned>(p: &Path) -> T {

@@ -2,10 +2,11 @@
 //! two commits with the same loadgen compare, a changed loadgen is refused naming what
 //! changed, and runs older than the identity (the committed ones) compare with a warning.
 
-mod fixtures;
+use crate::support::fixtures;
 
 use std::path::Path;
 
+use crate::support::live::Scratch;
 use fixtures::*;
 use runner::compare::{Options, compare};
 use runner::results::set::load;
@@ -29,7 +30,7 @@ fn set_commit(run: &Path, commit: &str) {
 
 #[test]
 fn two_commits_with_the_same_loadgen_compare_without_force() {
-    let d = scratch("method-same");
+    let d = Scratch::new("method-same");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     let new = write_run(&d, "new", &MACHINE, &matrix(3, base));
     set_commit(&old, &"1".repeat(40));
@@ -45,7 +46,7 @@ fn two_commits_with_the_same_loadgen_compare_without_force() {
 
 #[test]
 fn a_changed_measuring_code_is_refused_with_the_reason() {
-    let d = scratch("method-changed");
+    let d = Scratch::new("method-changed");
     let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
     let changed = Machine {
         loadgen_identity: Some("loadgen 0.1.0 src=ffee00ffee00ffee deps=11bb11bb11bb11bb"),
@@ -67,7 +68,7 @@ fn a_changed_measuring_code_is_refused_with_the_reason() {
 
 #[test]
 fn a_run_older_than_the_identity_compares_with_a_warning() {
-    let d = scratch("method-legacy");
+    let d = Scratch::new("method-legacy");
     let stamped = |commit: &'static str| Machine {
         loadgen_version: commit,
         loadgen_identity: None,

@@ -4,7 +4,8 @@
 //! reason while the run goes on; and bad variant or command input is refused (exit 2)
 //! before anything runs.
 
-mod live;
+use crate::support;
+use crate::support::live;
 
 use std::path::{Path, PathBuf};
 
@@ -45,6 +46,7 @@ fn cell_json(run: &Path, key: &str) -> serde_json::Value {
 
 #[test]
 fn an_external_server_runs_through_the_whole_pipeline_and_bad_commands_fail_their_cells() {
+    let _machine = support::quiet();
     let d = Scratch::new("byo");
     let script = d.0.join("responder.py");
     std::fs::write(&script, RESPONDER).unwrap();
@@ -184,6 +186,7 @@ fn a_pin_that_does_not_resolve_is_refused_with_the_pins_location() {
 /// cargo's error; the service itself still runs and the run goes on (exit 1).
 #[test]
 fn a_variant_that_does_not_build_fails_its_cells_and_the_run_goes_on() {
+    let _machine = support::busy();
     let base = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "");
     // a41b232: the workspace before ping-epoll existed.
     let variant = "[[services.variants]]\nname = \"old\"\nrev = \"a41b232\"\n";

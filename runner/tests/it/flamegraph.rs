@@ -3,10 +3,11 @@
 //! (`cargo build --workspace --bins` first). Tests that need perf skip loudly where it is
 //! missing or refused; the "perf not available" path runs everywhere.
 
+use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, out_text, read, tiny_matrix};
 use runner::profile::{Perf, Profile};
@@ -137,6 +138,7 @@ fn check_profiled_run(run_dir: &Path) {
 
 #[test]
 fn flamegraph_run_profiles_every_cell_and_diffs_two_runs() {
+    let _machine = support::quiet();
     if !perf_or_skip("flamegraph_run_profiles_every_cell_and_diffs_two_runs") {
         return;
     }
@@ -202,6 +204,7 @@ fn flamegraph_run_profiles_every_cell_and_diffs_two_runs() {
 
 #[test]
 fn without_perf_the_run_goes_on_and_says_why() {
+    let _machine = support::busy();
     let d = Scratch::new("noperf");
     let m = write_matrix(&d.0);
     let missing = d.0.join("no-such-perf");
@@ -248,6 +251,7 @@ fn without_perf_the_run_goes_on_and_says_why() {
 /// `"flamegraph": null`, and results.md did not mention the cell.
 #[test]
 fn resume_runs_a_missing_profiled_repetition_and_results_md_names_a_cell_without_one() {
+    let _machine = support::quiet();
     let d = Scratch::new("fg-resume");
     let m = write_matrix(&d.0);
     let missing = d.0.join("no-such-perf");

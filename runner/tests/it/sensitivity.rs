@@ -3,10 +3,11 @@
 //! against the baseline with a service made slower by `--burn-ns`, adaptive repetitions and
 //! the drift series; a calibration arm that cannot start; bad `--target-ci` values.
 
+use crate::support;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-mod live;
+use crate::support::live;
 
 use live::{Scratch, bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config};
 use runner::results::adaptive::StopReason;
@@ -20,6 +21,7 @@ fn matrix_toml(services: &[(&str, PathBuf, &str)], defaults: &str, tail: &str) -
 
 #[test]
 fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start() {
+    let _machine = support::quiet();
     let d = Scratch::new("calibrate");
     let hyper = bin("ping-tokio-hyper");
     let exits = d.0.join("exits");
@@ -120,6 +122,7 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
 
 #[test]
 fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
+    let _machine = support::quiet();
     let d = Scratch::new("verdicts");
     let hyper = bin("ping-tokio-hyper");
     // b spends 1 ms more CPU per request than a: over ten times a's CPU/request, so that

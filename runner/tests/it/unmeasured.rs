@@ -3,20 +3,13 @@
 //! is still busy with the warm-up's requests). Both used to be "ok" cells with 0 req/s and
 //! 0 µs latency, and the run exited 0.
 
-use std::path::Path;
+use crate::support;
+use crate::support::live;
 
-mod live;
-
-use live::{Scratch, bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config};
+use live::{
+    Scratch, bin, matrix_at, only_run_dir, out_text, read, script, tiny_matrix, write_config,
+};
 use runner::results::schema::{CellResult, CellStatus};
-
-fn script(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join(name);
-    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p
-}
 
 /// Runs `text` (ping scenario only) and returns the cell, results.md and the exit code.
 fn run_ping(d: &Scratch, text: &str) -> (CellResult, String, Option<i32>) {
@@ -34,6 +27,7 @@ fn run_ping(d: &Scratch, text: &str) -> (CellResult, String, Option<i32>) {
 
 #[test]
 fn a_generator_that_never_connected_fails_the_cell_and_the_run() {
+    let _machine = support::busy();
     let d = Scratch::new("noconn");
     // The spec's URL pointed at a port nobody listens on: every connect is refused.
     let wrap = script(
@@ -59,6 +53,7 @@ fn a_generator_that_never_connected_fails_the_cell_and_the_run() {
 
 #[test]
 fn a_window_in_which_no_request_completed_fails_the_cell_and_the_run() {
+    let _machine = support::busy();
     let d = Scratch::new("noreq");
     // Each request takes 1 s of CPU: the warm-up's requests outlast the 250 ms window.
     let text = tiny_matrix(

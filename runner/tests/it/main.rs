@@ -1,0 +1,20 @@
+//! runner's integration tests, one binary (one link of the crate and its dependencies): the
+//! matrix file, end-to-end runs of the real binaries, compare/report/regenerate on synthetic
+//! and committed result sets, multi-host and Kubernetes paths, all on one support kit.
+
+mod byo;
+mod churn;
+mod compare;
+mod config;
+mod e2e;
+mod flamegraph;
+mod floors;
+mod hosts;
+mod k8s;
+mod method;
+mod regenerate;
+mod report;
+mod sensitivity;
+mod startup_clock;
+mod support;
+mod unmeasured;
