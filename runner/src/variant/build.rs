@@ -1,7 +1,12 @@
-//! Building a variant's tree: `cargo build --release --locked --bin <binary>` with one build
-//! directory shared by all variants (crates that resolve alike are compiled once), the
-//! binary copied into the variant's cache directory with its record (`variant.json`), so
-//! the next run with the same content finds it.
+//! Building a variant's tree: `cargo build --release --locked --bin <binary>` in a build
+//! directory of the variant's own, the binary copied into the variant's cache directory with
+//! its record (`variant.json`), so the next run with the same content finds it.
+//!
+//! Not one build directory shared by all variants: cargo hashes a path crate by its path
+//! within the workspace, so every variant tree's service crate is the same unit there, and
+//! its build script (which reads the tree's Cargo.lock for the runtime version the start-up
+//! line reports) was not re-run for the next tree — a tokio 1.50.0 variant announced itself
+//! as the tokio 1.51.0 built before it.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -18,10 +23,15 @@ fn cargo_args(v: &VariantDef) -> [&str; 5] {
     ["build", "--release", "--locked", "--bin", &v.binary_name]
 }
 
+/// The variant's build directory, inside its cache directory `dir`.
+fn target_dir(dir: &Path) -> std::path::PathBuf {
+    dir.join("build")
+}
+
 /// The build command as run.json records it: the build directory relative to the
 /// repository when it is inside it (no machine's paths in committed results).
-pub fn command_text(v: &VariantDef, root: &Path) -> String {
-    let target = root.join("build");
+pub fn command_text(v: &VariantDef, dir: &Path) -> String {
+    let target = target_dir(dir);
     let shown = pathdiff::diff_paths(&target, &v.repo)
         .filter(|p| !p.starts_with(".."))
         .unwrap_or(target);
@@ -54,7 +64,7 @@ pub fn build(
     dir: &Path,
     src: &Path,
 ) -> VariantRecord {
-    let target = root.join("build");
+    let target = target_dir(dir);
     let args = cargo_args(v);
     let mut crates: Vec<&str> = super::RUNTIME_CRATES.to_vec();
     crates.extend(v.pins.keys().map(String::as_str));
@@ -73,7 +83,7 @@ pub fn build(
         resolved: resolved(src, &v.binary_name, &crates),
         cargo_lock_sha256: format!("{:x}", Sha256::digest(&lock)),
         cache_key: key.to_string(),
-        build_command: command_text(v, root),
+        build_command: command_text(v, dir),
         cached: false,
         binary: None,
         binary_sha256: None,

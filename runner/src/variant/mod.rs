@@ -52,7 +52,11 @@ pub fn cache_key(v: &VariantDef, rustc: &str) -> String {
     for (k, (ver, _)) in &v.pins {
         h.update(format!("pin {k}={ver}\n"));
     }
-    h.update(format!("rustc={rustc}\nprofile=release\n"));
+    // layout: binaries built in the shared build directory may carry another variant's
+    // runtime version in their start-up line (build.rs), so they are not reused.
+    h.update(format!(
+        "rustc={rustc}\nprofile=release\nlayout=own-build-dir\n"
+    ));
     format!("{:x}", h.finalize())[..16].to_string()
 }
 
@@ -100,7 +104,7 @@ pub fn prepare(
         let mut rec = rec;
         // Recomputed, not taken from the cache: it names the build directory relative to
         // the repository.
-        rec.build_command = build::command_text(&v, &root);
+        rec.build_command = build::command_text(&v, &dir);
         match (&rec.binary, &rec.error) {
             (Some(b), None) => {
                 s.binary = PathBuf::from(b);
