@@ -1,5 +1,5 @@
 //! End-to-end `matrix run --flamegraph` and `matrix report --diff-flamegraph`: the real
-//! `matrix`, `loadgen` and `ping-tokio-hyper` binaries on a tiny matrix with ~250 ms windows
+//! `matrix`, `loadgen` and `ping-tokio-hyper` binaries on a tiny matrix with 1 s windows
 //! (`cargo build --workspace --bins` first). Tests that need perf skip loudly where it is
 //! missing or refused; the "perf not available" path runs everywhere.
 
@@ -17,7 +17,11 @@ const REPS: u32 = 2;
 
 /// One service, two cells (closed and open loop), server and generator on different CPUs.
 fn write_matrix(dir: &Path) -> PathBuf {
-    let text = tiny_matrix(&[("hyper", bin("ping-tokio-hyper"), "")], REPS, "", "");
+    // 1 s windows, not the kit's 250 ms: perf is enabled only once it has acknowledged, and
+    // on a loaded 2-core machine that took over 200 ms, leaving the recording 26 ms and
+    // no samples.
+    let text = tiny_matrix(&[("hyper", bin("ping-tokio-hyper"), "")], REPS, "", "")
+        .replace("duration_ms = 250", "duration_ms = 1000");
     let p = dir.join("m.toml");
     std::fs::write(&p, text).unwrap();
     p
@@ -34,7 +38,7 @@ fn parse_svg(text: &str) -> roxmltree::Document<'_> {
 
 /// `matrix run --flamegraph` into a fresh `out`; returns the run directory.
 fn run_flamegraph(m: &Path, out: &Path, perf_env: Option<&str>) -> PathBuf {
-    // 250 ms windows: sample faster than the default 499 Hz so that the open-loop cell (a
+    // Short windows: sample faster than the default 499 Hz so that the open-loop cell (a
     // mostly idle server) gets samples too.
     let mut c = live::matrix_at(
         m,
