@@ -763,22 +763,29 @@ fn interrupt_then_resume(net: &Net) {
     assert_quiet(net, Duration::from_secs(10));
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let run_dir = only_run_dir(&out);
+    let c = resume_split_cell(net, &run_dir);
+    assert_eq!(c.reps[0].generators.len(), 2);
+    let run: RunRecord = read(&run_dir.join("run.json"));
+    assert_eq!(run.hosts.len(), 3);
+    assert_quiet(net, Duration::from_secs(5));
+}
+
+/// `matrix run --resume` of `run_dir` from the client namespace: it succeeds and the split
+/// cell is ok; that cell.
+fn resume_split_cell(net: &Net, run_dir: &Path) -> CellResult {
     let matrix = bin("matrix");
     let o = net
         .exec(
             "c",
             &[matrix.to_str().unwrap(), "run", "--quiet", "--resume"],
         )
-        .arg(&run_dir)
+        .arg(run_dir)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", out_text(&o));
-    let c = cell(&run_dir, "ping-epoll__ping__c4__split");
+    let c = cell(run_dir, "ping-epoll__ping__c4__split");
     assert_eq!(c.status, CellStatus::Ok, "{:?}", c.failure);
-    assert_eq!(c.reps[0].generators.len(), 2);
-    let run: RunRecord = read(&run_dir.join("run.json"));
-    assert_eq!(run.hosts.len(), 3);
-    assert_quiet(net, Duration::from_secs(5));
+    c
 }
 
 /// Every sshd of the server host killed mid-cell: the cell fails naming the lost host, the
@@ -803,18 +810,7 @@ fn outage_then_resume(net: &Net) {
     assert!(f.host_lost && f.reason.starts_with("host srv"), "{f:?}");
     net.start_sshd("s").unwrap();
     net.wait_for_sshd(1).unwrap();
-    let matrix = bin("matrix");
-    let o = net
-        .exec(
-            "c",
-            &[matrix.to_str().unwrap(), "run", "--quiet", "--resume"],
-        )
-        .arg(&run_dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", out_text(&o));
-    let c = cell(&run_dir, "ping-epoll__ping__c4__split");
-    assert_eq!(c.status, CellStatus::Ok, "{:?}", c.failure);
+    resume_split_cell(net, &run_dir);
     assert_quiet(net, Duration::from_secs(5));
 }
 
