@@ -123,6 +123,11 @@ pub struct RunArgs {
         requires = "flamegraph"
     )]
     pub flamegraph_hz: u32,
+    /// With --flamegraph: leave inlined functions inside their callers (`perf script
+    /// --no-inline`). Far faster to draw — binutils' addr2line resolves every address
+    /// otherwise, seconds to minutes per cell with large debug info — but flatter stacks.
+    #[arg(long, requires = "flamegraph")]
+    pub flamegraph_no_inline: bool,
     /// Instructions per request: after each repetition of a closed-loop cell at one
     /// connection, run the service under Valgrind (cachegrind) for 2,000 and 6,000 requests
     /// and record the slope (user space only). io_uring services read "unmeasured".

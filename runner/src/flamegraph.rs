@@ -37,17 +37,15 @@ pub struct Profiler {
 }
 
 impl Profiler {
-    /// Probes perf once (`$PINGMATRIX_PERF` or `perf`); samples at `frequency_hz`.
-    pub fn probe(frequency_hz: u32) -> Profiler {
+    /// Probes perf once (`$PINGMATRIX_PERF` or `perf`); samples at `frequency_hz`, inlined
+    /// frames resolved if `inline`.
+    pub fn probe(frequency_hz: u32, inline: bool) -> Profiler {
         let program = std::env::var_os(PERF_ENV).unwrap_or_else(|| "perf".into());
-        Profiler::with(Perf::probe_with(program), frequency_hz)
-    }
-
-    pub fn with(perf: Result<Perf, NotAvailable>, frequency_hz: u32) -> Profiler {
         Profiler {
-            perf,
+            perf: Perf::probe_with(program),
             options: Options {
                 frequency_hz,
+                inline,
                 ..Options::default()
             },
         }
@@ -63,6 +61,7 @@ impl Profiler {
                 perf_event_paranoid: p.paranoid,
                 call_graph: self.options.call_graph,
                 frequency_hz: self.options.frequency_hz,
+                inline_frames: self.options.inline,
             },
             Err(na) => FlamegraphProbe::NotAvailable {
                 reason: na.reason.clone(),

@@ -236,7 +236,7 @@ fn start_flamegraphs(
     if !args.flamegraph && run.flamegraph.is_none() {
         return Ok(None);
     }
-    let p = Profiler::probe(args.flamegraph_hz);
+    let p = Profiler::probe(args.flamegraph_hz, !args.flamegraph_no_inline);
     run.flamegraph = Some(p.record());
     store.write_run(run)?;
     Ok(Some(p))

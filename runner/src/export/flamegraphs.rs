@@ -57,15 +57,22 @@ pub fn section<'a>(
             event,
             call_graph: cg,
             frequency_hz,
+            inline_frames,
             ..
         }) => {
+            let inline = if *inline_frames {
+                ""
+            } else {
+                " Inlined functions are not frames of their own (`--flamegraph-no-inline`): \
+                 their time is their caller's."
+            };
             let _ = writeln!(
                 o,
                 "{perf_version}, event `{event}` at {frequency_hz} Hz, {}. Each flame graph \
                  comes from one extra repetition of its cell, sampled during the measured \
                  window (after the warm-up) with perf on the generator's CPUs; that \
                  repetition is in no number above. Its req/s and server CPU per request \
-                 beside the unprofiled medians show what perf cost.\n",
+                 beside the unprofiled medians show what perf cost.{inline}\n",
                 call_graph(cg)
             );
         }

@@ -495,6 +495,7 @@ impl Recording {
         let mut child = Command::new(&self.perf.program)
             .args(["script", "-i"])
             .arg(data)
+            .args((!self.options.inline).then_some("--no-inline"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

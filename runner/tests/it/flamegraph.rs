@@ -39,11 +39,19 @@ fn parse_svg(text: &str) -> roxmltree::Document<'_> {
 /// `matrix run --flamegraph` into a fresh `out`; returns the run directory.
 fn run_flamegraph(m: &Path, out: &Path, perf_env: Option<&str>) -> PathBuf {
     // Short windows: sample faster than the default 499 Hz so that the open-loop cell (a
-    // mostly idle server) gets samples too.
+    // mostly idle server) gets samples too. Inlined frames left in their callers: resolving
+    // them in these debug builds took perf script 20+ s a cell (binutils' addr2line).
     let mut c = live::matrix_at(
         m,
         out,
-        &["run", "--flamegraph", "--flamegraph-hz", "1999", "--quiet"],
+        &[
+            "run",
+            "--flamegraph",
+            "--flamegraph-hz",
+            "1999",
+            "--flamegraph-no-inline",
+            "--quiet",
+        ],
     );
     if let Some(p) = perf_env {
         c.env(runner::flamegraph::PERF_ENV, p);
@@ -164,6 +172,22 @@ fn flamegraph_run_profiles_every_cell_and_diffs_two_runs() {
     assert!(
         md.contains("## Flame graphs") && md.contains("](plots/"),
         "{md}"
+    );
+    assert!(
+        md.contains("Inlined functions are not frames of their own (`--flamegraph-no-inline`)"),
+        "{md}"
+    );
+    let run: RunRecord = read(&b.join("run.json"));
+    assert!(
+        matches!(
+            run.flamegraph,
+            Some(FlamegraphProbe::Available {
+                inline_frames: false,
+                ..
+            })
+        ),
+        "{:?}",
+        run.flamegraph
     );
 
     let diff = |old: &Path, new: &Path| {

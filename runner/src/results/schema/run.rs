@@ -140,6 +140,10 @@ pub enum FlamegraphProbe {
         perf_event_paranoid: Option<i32>,
         call_graph: crate::profile::CallGraph,
         frequency_hz: u32,
+        /// Whether inlined functions are frames of their own (`--flamegraph-no-inline`
+        /// turns it off). Runs before the option had them: absent reads as true.
+        #[serde(default = "inlined", skip_serializing_if = "is_inlined")]
+        inline_frames: bool,
     },
     NotAvailable {
         reason: String,
@@ -293,4 +297,12 @@ pub struct Provenance {
     pub nixpkgs_rev: Option<String>,
     /// Human summary, e.g. "not run through the flake".
     pub note: String,
+}
+
+fn inlined() -> bool {
+    true
+}
+
+fn is_inlined(inline_frames: &bool) -> bool {
+    *inline_frames
 }
