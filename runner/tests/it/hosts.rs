@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::live;
 
-use live::{Scratch, bin, out_text, read};
+use live::{Scratch, bin, only_run_dir, out_text, read};
 use loadgen::hdr_v2_decode as decode;
 use loadgen::hosts::same_percentiles;
 use runner::results::schema::{CellResult, CellStatus, RunRecord};
@@ -337,17 +337,6 @@ impl Drop for Net {
             let _ = sh(&["ip", "netns", "del", ns]);
         }
     }
-}
-
-fn only_run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
 }
 
 fn cell(run: &Path, key: &str) -> CellResult {

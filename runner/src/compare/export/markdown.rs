@@ -4,9 +4,7 @@
 use std::fmt::Write as _;
 
 use super::super::model::Comparison;
-use super::{
-    change, machine_line, mde, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
-};
+use super::{columns, machine_line, rule, side_line, summary, suspect_mark, verdict};
 use crate::results::difference::Verdict;
 
 pub fn render(c: &Comparison) -> String {
@@ -51,15 +49,10 @@ pub fn render(c: &Comparison) -> String {
                 Verdict::Better | Verdict::Worse => format!("**{v}**"),
                 _ => v.to_string(),
             };
+            let [metric, old, new, ratio, change, mde] = columns(m);
             let _ = writeln!(
                 o,
-                "| {name} | {} | {} | {} | {} | {} | {} | {v} |",
-                m.metric.label(),
-                side_value(m, true),
-                side_value(m, false),
-                ratio(m),
-                change(m),
-                mde(m),
+                "| {name} | {metric} | {old} | {new} | {ratio} | {change} | {mde} | {v} |"
             );
         }
     }

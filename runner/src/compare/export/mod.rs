@@ -44,6 +44,19 @@ pub fn mde(m: &MetricComparison) -> String {
     }
 }
 
+/// A metric row's cells, the same in every table syntax: metric, old, new, new/old,
+/// change [95 % CI], MDE.
+pub fn columns(m: &MetricComparison) -> [String; 6] {
+    [
+        m.metric.label().to_string(),
+        side_value(m, true),
+        side_value(m, false),
+        ratio(m),
+        change(m),
+        mde(m),
+    ]
+}
+
 pub fn verdict(m: &MetricComparison) -> &'static str {
     m.verdict.word(m.metric)
 }

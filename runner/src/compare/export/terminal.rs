@@ -4,9 +4,7 @@
 use std::fmt::Write as _;
 
 use super::super::model::Comparison;
-use super::{
-    change, machine_line, mde, ratio, rule, side_line, side_value, summary, suspect_mark, verdict,
-};
+use super::{columns, machine_line, rule, side_line, summary, suspect_mark, verdict};
 use crate::results::difference::Verdict;
 
 const RED: &str = "\x1b[31m";
@@ -83,15 +81,10 @@ pub fn render(c: &Comparison, colour: bool) -> String {
                 Verdict::NotComparable => paint(YELLOW, v),
                 _ => v.to_string(),
             };
+            let [metric, old, new, ratio, change, mde] = columns(m);
             let _ = writeln!(
                 o,
-                "  {:<12} {:>10} {:>10} {:>8}  {:<32} {:>8}  {v}",
-                m.metric.label(),
-                side_value(m, true),
-                side_value(m, false),
-                ratio(m),
-                change(m),
-                mde(m),
+                "  {metric:<12} {old:>10} {new:>10} {ratio:>8}  {change:<32} {mde:>8}  {v}"
             );
         }
     }

@@ -20,19 +20,7 @@ pub(super) fn levels(
 ) -> Vec<Spanned<Level>> {
     let cycles = cycles(errs, load, field);
     let field = field("connections");
-    let Some(conns) = &load.connections else {
-        errs.at(
-            load.model.span(),
-            field,
-            "churn model needs connections = [..]",
-        );
-        return Vec::new();
-    };
-    if conns.get_ref().is_empty() || conns.get_ref().iter().any(|c| *c.get_ref() == 0) {
-        errs.at(conns.span(), &field, "needs at least one level, each >= 1");
-    }
-    conns
-        .get_ref()
+    super::load::connection_list(errs, load, "churn", &field)
         .iter()
         .map(|c| {
             let connections = *c.get_ref();
