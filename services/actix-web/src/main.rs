@@ -46,28 +46,22 @@ fn run(args: Args) -> anyhow::Result<()> {
             .first()
             .ok_or_else(|| anyhow::anyhow!("no bound address"))?;
         StartupLine {
-            service: SERVICE.into(),
-            runtime: "actix-rt".into(),
-            runtime_version: env!("PING_ACTIX_RT_VERSION").into(),
-            http: format!(
-                "actix-web {} (App) on actix-http {}, tokio {}",
-                env!("PING_ACTIX_WEB_VERSION"),
-                env!("PING_ACTIX_HTTP_VERSION"),
-                env!("PING_TOKIO_VERSION")
-            ),
-            // One single-threaded runtime per worker, connections handed out by an accept
-            // thread, never moved: no work stealing.
-            model: Model::ThreadPerCore,
-            workers,
-            io_driver: "epoll".into(),
-            pid: std::process::id(),
-            listen,
-            server_header: SERVICE.into(),
-            pinned: false,
-            allowed_cpus: ping_common::cpus::allowed_cpus(),
             deviations: deviations(),
-            burn_ns: ping_common::burn::per_request_ns(),
-            io_uring_fds: None,
+            ..StartupLine::new(
+                SERVICE,
+                ("actix-rt", env!("PING_ACTIX_RT_VERSION")),
+                format!(
+                    "actix-web {} (App) on actix-http {}, tokio {}",
+                    env!("PING_ACTIX_WEB_VERSION"),
+                    env!("PING_ACTIX_HTTP_VERSION"),
+                    env!("PING_TOKIO_VERSION")
+                ),
+                // One single-threaded runtime per worker, connections handed out by an accept
+                // thread, never moved: no work stealing.
+                Model::ThreadPerCore,
+                workers,
+                listen,
+            )
         }
         .print()?;
         server.run().await?;

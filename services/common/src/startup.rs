@@ -109,6 +109,36 @@ pub struct StartupLine {
 }
 
 impl StartupLine {
+    /// The line of `service` (also its `Server` header) on `runtime` at `runtime_version`:
+    /// this process, unpinned, the CPUs it may run on now, epoll, no deviations, the
+    /// `--burn-ns` in force. A service sets the fields where it differs.
+    pub fn new(
+        service: &str,
+        (runtime, runtime_version): (&str, &str),
+        http: String,
+        model: Model,
+        workers: usize,
+        listen: SocketAddr,
+    ) -> StartupLine {
+        StartupLine {
+            service: service.into(),
+            runtime: runtime.into(),
+            runtime_version: runtime_version.into(),
+            http,
+            model,
+            workers,
+            io_driver: "epoll".into(),
+            pid: std::process::id(),
+            listen,
+            server_header: service.into(),
+            pinned: false,
+            allowed_cpus: crate::cpus::allowed_cpus(),
+            deviations: Vec::new(),
+            burn_ns: crate::burn::per_request_ns(),
+            io_uring_fds: None,
+        }
+    }
+
     /// Prints the line (and only it) on stdout and flushes.
     pub fn print(&self) -> io::Result<()> {
         let mut out = io::stdout().lock();

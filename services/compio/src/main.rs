@@ -53,24 +53,21 @@ fn run(args: Args) -> anyhow::Result<()> {
         ),
     };
     StartupLine {
-        service: SERVICE.into(),
-        runtime: "compio".into(),
-        runtime_version: env!("PING_COMPIO_VERSION").into(),
-        http: format!(
-            "httparse {} (hand-written loop)",
-            env!("PING_HTTPARSE_VERSION")
-        ),
-        model: Model::ThreadPerCore,
-        workers,
         io_driver,
-        pid: std::process::id(),
-        listen,
-        server_header: SERVICE.into(),
         pinned: placement.pin,
         allowed_cpus: placement.allowed,
-        deviations: Vec::new(),
-        burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds,
+        ..StartupLine::new(
+            SERVICE,
+            ("compio", env!("PING_COMPIO_VERSION")),
+            format!(
+                "httparse {} (hand-written loop)",
+                env!("PING_HTTPARSE_VERSION")
+            ),
+            Model::ThreadPerCore,
+            workers,
+            listen,
+        )
     }
     .print()?;
 

@@ -34,25 +34,20 @@ fn run(args: Args) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
 
     StartupLine {
-        service: SERVICE.into(),
-        // No runtime: the event loop is ours, over libc's epoll bindings.
-        runtime: "libc".into(),
-        runtime_version: env!("PING_LIBC_VERSION").into(),
-        http: format!(
-            "httparse {} (hand-written loop)",
-            env!("PING_HTTPARSE_VERSION")
-        ),
-        model: Model::ThreadPerCore,
-        workers,
-        io_driver: "epoll".into(),
-        pid: std::process::id(),
-        listen,
-        server_header: SERVICE.into(),
         pinned: placement.pin,
         allowed_cpus: placement.allowed,
-        deviations: Vec::new(),
-        burn_ns: ping_common::burn::per_request_ns(),
-        io_uring_fds: None,
+        ..StartupLine::new(
+            SERVICE,
+            // No runtime: the event loop is ours, over libc's epoll bindings.
+            ("libc", env!("PING_LIBC_VERSION")),
+            format!(
+                "httparse {} (hand-written loop)",
+                env!("PING_HTTPARSE_VERSION")
+            ),
+            Model::ThreadPerCore,
+            workers,
+            listen,
+        )
     }
     .print()?;
 

@@ -46,15 +46,6 @@ fn run(args: Args) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
     let io_uring_fds = per_core::io_uring_fds();
     StartupLine {
-        service: SERVICE.into(),
-        runtime: "glommio".into(),
-        runtime_version: env!("PING_GLOMMIO_VERSION").into(),
-        http: format!(
-            "httparse {} (hand-written loop)",
-            env!("PING_HTTPARSE_VERSION")
-        ),
-        model: Model::ThreadPerCore,
-        workers,
         // glommio has no other driver: an executor that cannot set up its rings fails to start
         // (above). The ring fds are counted anyway, as for monoio.
         io_driver: if io_uring_fds.is_none_or(|n| n >= workers) {
@@ -62,14 +53,20 @@ fn run(args: Args) -> anyhow::Result<()> {
         } else {
             format!("io_uring(io_uring_fds={io_uring_fds:?})")
         },
-        pid: std::process::id(),
-        listen,
-        server_header: SERVICE.into(),
         pinned: placement.pin,
         allowed_cpus: placement.allowed,
-        deviations: Vec::new(),
-        burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds,
+        ..StartupLine::new(
+            SERVICE,
+            ("glommio", env!("PING_GLOMMIO_VERSION")),
+            format!(
+                "httparse {} (hand-written loop)",
+                env!("PING_HTTPARSE_VERSION")
+            ),
+            Model::ThreadPerCore,
+            workers,
+            listen,
+        )
     }
     .print()?;
 

@@ -35,25 +35,21 @@ fn run(args: Args) -> anyhow::Result<()> {
         .start(listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     StartupLine {
-        service: SERVICE.into(),
-        runtime: "may".into(),
-        runtime_version: env!("PING_MAY_VERSION").into(),
-        http: format!(
-            "may_minihttp {} (HttpService)",
-            env!("PING_MINIHTTP_VERSION")
-        ),
-        model: Model::Coroutine,
-        workers,
-        io_driver: "epoll".into(),
-        pid: std::process::id(),
-        listen,
         server_header: SERVER_HEADER.into(),
         // may pins worker i to the i-th CPU of the affinity mask (core_affinity), cycling.
         pinned: may::config().get_worker_pin(),
-        allowed_cpus: ping_common::cpus::allowed_cpus(),
         deviations: deviations::declared(),
-        burn_ns: ping_common::burn::per_request_ns(),
-        io_uring_fds: None,
+        ..StartupLine::new(
+            SERVICE,
+            ("may", env!("PING_MAY_VERSION")),
+            format!(
+                "may_minihttp {} (HttpService)",
+                env!("PING_MINIHTTP_VERSION")
+            ),
+            Model::Coroutine,
+            workers,
+            listen,
+        )
     }
     .print()?;
     server

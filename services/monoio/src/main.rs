@@ -34,24 +34,21 @@ fn run(args: Args) -> anyhow::Result<()> {
     let drivers = &started.reports;
     let io_uring_fds = per_core::io_uring_fds();
     StartupLine {
-        service: SERVICE.into(),
-        runtime: "monoio".into(),
-        runtime_version: env!("PING_MONOIO_VERSION").into(),
-        http: format!(
-            "httparse {} (hand-written loop)",
-            env!("PING_HTTPARSE_VERSION")
-        ),
-        model: Model::ThreadPerCore,
-        workers,
         io_driver: io_driver(drivers, io_uring_fds),
-        pid: std::process::id(),
-        listen,
-        server_header: SERVICE.into(),
         pinned: placement.pin,
         allowed_cpus: placement.allowed,
-        deviations: Vec::new(),
-        burn_ns: ping_common::burn::per_request_ns(),
         io_uring_fds,
+        ..StartupLine::new(
+            SERVICE,
+            ("monoio", env!("PING_MONOIO_VERSION")),
+            format!(
+                "httparse {} (hand-written loop)",
+                env!("PING_HTTPARSE_VERSION")
+            ),
+            Model::ThreadPerCore,
+            workers,
+            listen,
+        )
     }
     .print()?;
 

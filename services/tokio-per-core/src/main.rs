@@ -8,7 +8,6 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use hyper::service::service_fn;
 use ping_common::cli::Args;
@@ -34,21 +33,17 @@ fn run(args: Args) -> anyhow::Result<()> {
     .map_err(anyhow::Error::msg)?;
 
     StartupLine {
-        service: SERVICE.into(),
-        runtime: "tokio".into(),
-        runtime_version: env!("PING_TOKIO_VERSION").into(),
-        http: format!("hyper {} (http1::Builder)", env!("PING_HYPER_VERSION")),
-        model: Model::ThreadPerCore,
-        workers,
-        io_driver: "epoll".into(),
-        pid: std::process::id(),
-        listen,
-        server_header: SERVICE.into(),
         pinned: placement.pin,
         allowed_cpus: placement.allowed,
         deviations: hyper_stack::deviations(),
-        burn_ns: ping_common::burn::per_request_ns(),
-        io_uring_fds: None,
+        ..StartupLine::new(
+            SERVICE,
+            ("tokio", env!("PING_TOKIO_VERSION")),
+            format!("hyper {} (http1::Builder)", env!("PING_HYPER_VERSION")),
+            Model::ThreadPerCore,
+            workers,
+            listen,
+        )
     }
     .print()?;
 
@@ -77,43 +72,18 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<()>) {
         }
     };
     rt.block_on(async move {
-        let listener = match reuseport_listener(listen) {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
-                return;
-            }
-        };
-        let _ = ready.send(Ok(()));
-        drop(ready);
-        let http = hyper_stack::builder();
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                // Out of fds or a connection reset while queued: back off instead of spinning.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
+        let listener =
+            match hyper_stack::accept::listener(listen, ping_common::listen::Share::PerCore) {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
+                    return;
                 }
             };
-            let _ = stream.set_nodelay(true);
-            let http = http.clone();
-            // A task on this thread's runtime: with current_thread it never leaves this core.
-            tokio::spawn(async move {
-                let _ = http
-                    .serve_connection(
-                        hyper_stack::CloseAwareIo::new(stream),
-                        service_fn(|req| hyper_stack::handler::handle(SERVICE, req)),
-                    )
-                    .await;
-            });
-        }
+        let _ = ready.send(Ok(()));
+        drop(ready);
+        // Tasks on this thread's current_thread runtime: they never leave this core.
+        let service = || service_fn(|req| hyper_stack::handler::handle(SERVICE, req));
+        match hyper_stack::serve(listener, service).await {}
     });
-}
-
-fn reuseport_listener(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
-    // The contract's listening socket (ping-common), one per worker with SO_REUSEPORT.
-    let l = ping_common::listen::bind_listener(addr, ping_common::listen::Share::PerCore)?;
-    l.set_nonblocking(true)?;
-    tokio::net::TcpListener::from_std(l)
 }
