@@ -169,8 +169,51 @@ impl PerRequestSummary {
             faults: s(ProcessCounts::faults_per_request),
             user_us: s(ProcessCounts::user_us_per_request),
             system_us: s(ProcessCounts::system_us_per_request),
+            top_syscalls: top_syscalls(counts, 3),
+            top_syscalls_unmeasured: counts
+                .iter()
+                .find_map(|c| c.syscalls_by_name_unmeasured.clone()),
         }
     }
+}
+
+/// The `k` syscall names with the most per request (by their median over the repetitions
+/// that named them; a name a repetition did not see counts 0 there).
+fn top_syscalls(counts: &[&ProcessCounts], k: usize) -> Vec<(String, Stat)> {
+    let named: Vec<&&ProcessCounts> = counts
+        .iter()
+        .filter(|c| !c.syscalls_by_name.is_empty())
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for c in &named {
+        for (n, _) in &c.syscalls_by_name {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    let mut stats: Vec<(String, Stat)> = names
+        .into_iter()
+        .filter_map(|n| {
+            let v: Vec<f64> = named
+                .iter()
+                .map(|c| {
+                    c.syscalls_by_name
+                        .iter()
+                        .find(|x| x.0 == n)
+                        .map_or(0.0, |x| x.1)
+                })
+                .collect();
+            summarize(&v).map(|s| (n.to_owned(), s))
+        })
+        .collect();
+    stats.sort_by(|a, b| {
+        b.1.median
+            .total_cmp(&a.1.median)
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    stats.truncate(k);
+    stats
 }
 
 /// The counted cost of a cell's measured repetitions; `None` when none was counted (runs
@@ -195,6 +238,12 @@ pub fn counted(reps: &[&RepResult]) -> Option<CountedSummary> {
         instructions_unmeasured: ins.iter().find_map(|i| i.unmeasured.clone()),
         instructions_tool: ins.first().map(|i| i.tool.clone()),
         tool: counted[0].tool.clone(),
+        syscall_requests: counted
+            .iter()
+            .find_map(|c| match c.server.syscall_points[..] {
+                [(a, _), (b, _)] => Some((a, b)),
+                _ => None,
+            }),
     })
 }
 
