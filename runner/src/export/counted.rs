@@ -142,3 +142,35 @@ pub fn section(o: &mut String, res: &ResultsFile) {
         let _ = writeln!(o);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_syscalls_read_as_names_with_per_request_counts_or_why_not() {
+        let stat = |v: f64| Stat {
+            n: 3,
+            median: v,
+            ..Default::default()
+        };
+        let p = PerRequestSummary {
+            top_syscalls: vec![
+                ("epoll_wait".into(), stat(1.0)),
+                ("read".into(), stat(1.0)),
+                ("write".into(), stat(0.996)),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(top_syscalls(&p), "epoll_wait 1.00 · read 1.00 · write 1.00");
+        let p = PerRequestSummary {
+            top_syscalls_unmeasured: Some("no syscall name table for aarch64".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            top_syscalls(&p),
+            "unmeasured: no syscall name table for aarch64"
+        );
+        assert_eq!(top_syscalls(&PerRequestSummary::default()), "–");
+    }
+}

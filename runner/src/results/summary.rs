@@ -264,6 +264,35 @@ mod tests {
     }
 
     #[test]
+    fn top_syscalls_are_the_three_largest_medians_a_missing_name_counting_zero() {
+        let named = |v: &[(&str, f64)]| ProcessCounts {
+            syscalls_by_name: v.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+            ..Default::default()
+        };
+        let reps = [
+            named(&[
+                ("read", 1.0),
+                ("write", 1.0),
+                ("epoll_wait", 0.03),
+                ("futex", 0.5),
+            ]),
+            named(&[("read", 1.0), ("write", 1.0), ("epoll_wait", 0.04)]),
+            named(&[
+                ("read", 1.0),
+                ("write", 0.99),
+                ("epoll_wait", 0.02),
+                ("futex", 0.5),
+            ]),
+            ProcessCounts::default(),
+        ];
+        let top = top_syscalls(&reps.iter().collect::<Vec<_>>(), 3);
+        let names: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), s.median)).collect();
+        assert_eq!(names, [("read", 1.0), ("write", 1.0), ("futex", 0.5)]);
+        assert_eq!(top[2].1.n, 3, "repetitions without names are left out");
+        assert!(top_syscalls(&[&ProcessCounts::default()], 3).is_empty());
+    }
+
+    #[test]
     fn summarize_fills_every_field() {
         let s = summarize(&[100.0, 110.0, 90.0]).unwrap();
         assert_eq!(s.n, 3);
