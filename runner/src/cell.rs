@@ -242,11 +242,17 @@ fn measure(
     }
     let died = session.proc.try_wait();
     // Syscalls in their own window after the timed one: perf's tracepoint slows every
-    // syscall, so it must not run while req/s, latency and CPU are measured.
+    // syscall, so it must not run while req/s, latency and CPU are measured. Counted over
+    // exact request counts sized from the req/s just measured.
     let sys = match (&sampled.value, died) {
-        (Ok(_), None) => {
-            count::syscall_window(&ctx.matrix.loadgen, &spec, &spec_file, &confs.loadgen, pid)
-        }
+        (Ok(run), None) => count::exact::window(
+            &ctx.matrix.loadgen,
+            &spec,
+            &spec_file,
+            &confs.loadgen,
+            pid,
+            run.report.requests_per_s,
+        ),
         _ => count::SyscallWindow::unmeasured("the measured load did not complete"),
     };
     let stopped = session.stop();

@@ -34,10 +34,30 @@ pub fn run_observed(
     confinement: &Confinement,
     started: &mut dyn FnMut(u32),
 ) -> Result<LoadRun, String> {
+    run_under(&[], loadgen, spec, spec_file, confinement, started)
+}
+
+/// [`run_observed`] with the generator started by `prefix` (`perf stat … --`), which must
+/// pass its stdout and exit status through; empty: the generator itself.
+pub fn run_under(
+    prefix: &[std::ffi::OsString],
+    loadgen: &Path,
+    spec: &LoadSpec,
+    spec_file: &Path,
+    confinement: &Confinement,
+    started: &mut dyn FnMut(u32),
+) -> Result<LoadRun, String> {
     let json = serde_json::to_vec_pretty(spec).map_err(|e| e.to_string())?;
     std::fs::write(spec_file, json)
         .map_err(|e| format!("cannot write {}: {e}", spec_file.display()))?;
-    let mut cmd = Command::new(loadgen);
+    let mut cmd = match prefix.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(loadgen);
+            c
+        }
+        None => Command::new(loadgen),
+    };
     cmd.arg("--spec").arg(spec_file).arg("--json").arg("-");
     let mut proc = Proc::spawn(cmd, confinement)
         .map_err(|e| format!("cannot start {}: {e}", loadgen.display()))?;

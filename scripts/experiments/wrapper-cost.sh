@@ -2,13 +2,21 @@
 # Wrapper cost: each ping service against its runtime's plain hello-world
 # (services/<svc>/examples/hello.rs), with wrk -t1 -c64 on /ping, server pinned to one CPU and
 # wrk to another, release builds, A/B pairs interleaved (order alternates per pair).
-# Prints every run, then per runtime the req/s medians and the service/hello ratio.
+# Prints every run, then per runtime the req/s medians and the service/hello ratio. Then,
+# because wrk saturates before most services do (both arms generator-bound), the same pair's
+# counted cost, which does not depend on who saturates: syscalls per request (perf stat -p
+# around loadgen -c CONNECTIONS -n N and -n 3N on one start, the difference over 2N, so
+# connecting and closing cancel) and user-space instructions per request (cachegrind, c1,
+# 2,000 and 6,000 requests, the slope; io_uring runtimes read "unmeasured": Valgrind cannot
+# run them), and the service/hello ratio of each.
 #
 #   scripts/experiments/wrapper-cost.sh                        # 5 pairs x 10 s
 #   PAIRS=3 DURATION_S=2 scripts/experiments/wrapper-cost.sh   # quick smoke
 #
 # Env: PAIRS (5), DURATION_S (10), WARMUP_S (1), CONNECTIONS (64), SERVER_CPU (0), WRK_CPU (1),
-#      RUNTIMES (every service in services/services.toml), CARGO_TARGET_DIR (target).
+#      RUNTIMES (every service in services/services.toml), CARGO_TARGET_DIR (target),
+#      COUNT (1; 0: req/s only), COUNT_REQUESTS (N, 20000), BUILD (1; 0: use the binaries as
+#      they are).
 # A runtime here is a service crate's directory name: its binary is ping-<name>, its baseline
 # the example hello-<name>.
 set -euo pipefail
@@ -25,11 +33,68 @@ RUNTIMES=${RUNTIMES:-$(service_dirs)}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 REL="$TARGET_DIR/release"
 
+COUNT=${COUNT:-1}
+COUNT_REQUESTS=${COUNT_REQUESTS:-20000}
 need wrk taskset
+if [[ $COUNT == 1 ]]; then need perf valgrind; fi
 
 pkgs=()
 for rt in $RUNTIMES; do pkgs+=(-p "ping-$rt"); done
-cargo build --release --locked "${pkgs[@]}" --bins --examples >&2
+if [[ ${BUILD:-1} == 1 ]]; then
+  cargo build --release --locked "${pkgs[@]}" --bins --examples >&2
+  if [[ $COUNT == 1 ]]; then cargo build --release --locked -p loadgen >&2; fi
+fi
+WORK=$(scratch_dir)
+
+# server_argv <variant> <runtime> <port> → the server's command line
+server_argv() {
+  if [[ $1 == hello ]]; then echo "$REL/examples/hello-$2 127.0.0.1:$3 1"
+  else echo "$REL/ping-$2 --listen 127.0.0.1:$3 --workers 1"; fi
+}
+
+# syscalls_per_request <variant> <runtime> → (S(3N) − S(N)) / 2N on one start
+syscalls_per_request() {
+  local port pid n counts=()
+  port=$(free_port)
+  # shellcheck disable=SC2046
+  taskset -c "$SERVER_CPU" $(server_argv "$1" "$2" "$port") >"$WORK/srv.out" 2>"$WORK/srv.err" &
+  pid=$!
+  wait_port "$port" "$pid" "$WORK/srv.err"
+  for n in "$COUNT_REQUESTS" $((3 * COUNT_REQUESTS)); do
+    perf stat -x, -e raw_syscalls:sys_enter -p "$pid" -o "$WORK/perf" &
+    local perf_pid=$!
+    sleep 0.5 # attached and counting before the first request
+    taskset -c "$WRK_CPU" timeout 120 "$LOADGEN" -c "$CONNECTIONS" -n "$n" --warmup 0s \
+      "http://127.0.0.1:$port/ping" >/dev/null 2>"$WORK/loadgen.err"
+    sleep 0.3 # the server closes the connections
+    kill -INT "$perf_pid"; wait "$perf_pid" || true
+    counts+=("$(awk -F, '$3 == "raw_syscalls:sys_enter" {print $1}' "$WORK/perf")")
+  done
+  stop_pid "$pid"
+  awk -v a="${counts[0]}" -v b="${counts[1]}" -v n="$COUNT_REQUESTS" 'BEGIN {printf "%.4f", (b - a) / (2 * n)}'
+}
+
+# instructions_per_request <variant> <runtime> → cachegrind slope over 2,000 and 6,000 c1
+# requests, or "unmeasured"
+instructions_per_request() {
+  if [[ $2 =~ ^(monoio|glommio|compio)$ ]]; then echo unmeasured; return; fi
+  local n port pid ins=()
+  for n in 2000 6000; do
+    port=$(free_port)
+    # shellcheck disable=SC2046
+    taskset -c "$SERVER_CPU" valgrind --tool=cachegrind --cache-sim=no \
+      --cachegrind-out-file="$WORK/cg.out" $(server_argv "$1" "$2" "$port") \
+      >"$WORK/srv.out" 2>"$WORK/srv.err" &
+    pid=$!
+    wait_port "$port" "$pid" "$WORK/srv.err"
+    taskset -c "$WRK_CPU" timeout 300 "$LOADGEN" -c 1 -n "$n" --warmup 0s \
+      "http://127.0.0.1:$port/ping" >/dev/null 2>"$WORK/loadgen.err"
+    kill -TERM "$pid"; wait "$pid" || true
+    ins+=("$(awk '/^summary:/ {print $2}' "$WORK/cg.out")")
+    rm -f "$WORK/cg.out"
+  done
+  awk -v a="${ins[0]}" -v b="${ins[1]}" 'BEGIN {printf "%.0f", (b - a) / 4000}'
+}
 
 # run_one <variant:hello|service> <runtime> → prints req/s
 run_one() {
@@ -85,3 +150,17 @@ done
 echo
 printf '%-14s %12s %12s %8s %9s\n' runtime hello_rps service_rps ratio cost
 printf '%s\n' "${summary[@]}"
+
+[[ $COUNT == 1 ]] || exit 0
+LOADGEN=$(release_bin loadgen)
+echo
+echo "# counted: syscalls/request over $COUNT_REQUESTS and $((3 * COUNT_REQUESTS)) requests at c$CONNECTIONS (the difference), instructions/request under cachegrind at c1 (2,000 and 6,000, the slope)"
+printf '%-14s %10s %10s %8s %12s %12s %8s\n' runtime hello_sys service_sys ratio hello_ins service_ins ratio
+for rt in $RUNTIMES; do
+  hs=$(syscalls_per_request hello "$rt"); ss=$(syscalls_per_request service "$rt")
+  hi=$(instructions_per_request hello "$rt"); si=$(instructions_per_request service "$rt")
+  ir="–"
+  [[ $hi == unmeasured ]] || ir=$(awk -v a="$si" -v b="$hi" 'BEGIN {printf "%.3f", a / b}')
+  printf '%-14s %10s %10s %8s %12s %12s %8s\n' "$rt" "$hs" "$ss" \
+    "$(awk -v a="$ss" -v b="$hs" 'BEGIN {printf "%.3f", a / b}')" "$hi" "$si" "$ir"
+done

@@ -6,18 +6,55 @@
 
 use std::collections::BTreeMap;
 
-use crate::results::schema::{CellSpec, RunRecord};
+use crate::results::schema::{CellSpec, CellSummary, RunRecord};
 
 use crate::results::set::ResultSet;
 
 use super::method;
 
-/// Run-level warnings: what could not be checked (a run older than loadgen's identity).
+/// Run-level warnings: what could not be checked (a run older than loadgen's identity), and
+/// syscalls counted two ways.
 pub fn run_warnings(old: &ResultSet, new: &ResultSet) -> Vec<String> {
-    match (&old.run, &new.run) {
+    let mut w = match (&old.run, &new.run) {
         (Some(o), Some(n)) => method::warnings(&o.environment, &n.environment),
         _ => Vec::new(),
-    }
+    };
+    w.extend(syscall_method_warning(
+        &old.results.cells,
+        &new.results.cells,
+    ));
+    w
+}
+
+/// How a run counted syscalls: `Some(true)` over exact request counts, `Some(false)` in the
+/// older 700 ms window, `None` not at all.
+fn exact_syscalls(cells: &[CellSummary]) -> Option<bool> {
+    let counted: Vec<_> = cells
+        .iter()
+        .filter_map(|c| c.counted.as_ref())
+        .filter(|k| k.server.syscalls.is_some())
+        .collect();
+    (!counted.is_empty()).then(|| counted.iter().any(|k| k.syscall_requests.is_some()))
+}
+
+/// A warning when one run counted syscalls over exact request counts and the other in the
+/// older window, which read 0.4–1.2 % low against an exact count (docs/counted-cost.md).
+fn syscall_method_warning(old: &[CellSummary], new: &[CellSummary]) -> Option<String> {
+    let (o, n) = (exact_syscalls(old)?, exact_syscalls(new)?);
+    let how = |exact: bool| {
+        if exact {
+            "over exact request counts"
+        } else {
+            "in a 700 ms window cut from perf's intervals"
+        }
+    };
+    (o != n).then(|| {
+        format!(
+            "syscalls per request were counted differently: the old run {}, the new run {}; the older window read 0.4–1.2 % low against an exact count, so a syscalls/request difference that small may be the method's",
+            how(o),
+            how(n)
+        )
+    })
 }
 
 /// Run-level reasons the two sides are not comparable (empty = comparable).
@@ -118,4 +155,49 @@ pub fn cell_differences(old: Option<&CellSpec>, new: Option<&CellSpec>) -> Vec<S
     }
     differ(&mut r, "service workers", &lo.workers, &ln.workers);
     r
+}
+
+#[cfg(test)]
+mod syscall_method_tests {
+    use super::*;
+    use crate::results::schema::{CountedSummary, PerRequestSummary, Stat};
+
+    fn side(exact: Option<bool>) -> Vec<CellSummary> {
+        let counted = exact.map(|e| CountedSummary {
+            server: PerRequestSummary {
+                syscalls: Some(Stat {
+                    n: 3,
+                    median: 3.0,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            syscall_requests: e.then_some((5_000, 15_000)),
+            ..Default::default()
+        });
+        vec![CellSummary {
+            counted,
+            ..Default::default()
+        }]
+    }
+
+    #[test]
+    fn syscalls_counted_two_ways_are_a_warning_and_one_way_is_not() {
+        let w = syscall_method_warning(&side(Some(false)), &side(Some(true))).unwrap();
+        assert!(w.contains("the old run in a 700 ms window"), "{w}");
+        assert!(w.contains("the new run over exact request counts"), "{w}");
+        assert_eq!(
+            syscall_method_warning(&side(Some(true)), &side(Some(true))),
+            None
+        );
+        assert_eq!(
+            syscall_method_warning(&side(Some(false)), &side(Some(false))),
+            None
+        );
+        assert_eq!(
+            syscall_method_warning(&side(None), &side(Some(true))),
+            None,
+            "not counted"
+        );
+    }
 }

@@ -1,11 +1,14 @@
-//! Counted cost: the kernel's counts for a process over a repetition's measured window —
-//! syscalls (`perf`), context switches, page faults and user/system CPU (`/proc`) — read
-//! while the load runs and cut to the generator's window afterwards, for the service and for
-//! the generator alike. Counts are exact where times are noisy: they rank services on a busy
-//! machine. Instructions per request under Valgrind (`--count-instructions`): [`valgrind`].
+//! Counted cost: the kernel's counts for a process over a repetition — context switches,
+//! page faults and user/system CPU (`/proc`), read while the timed load runs and cut to the
+//! generator's window afterwards; syscalls (`perf`) over exact request counts in their own
+//! window after it ([`exact`]) — for the service and for the generator alike. Counts are
+//! exact where times are noisy: they rank services on a busy machine. Instructions per
+//! request under Valgrind (`--count-instructions`): [`valgrind`].
 
+pub mod exact;
 pub mod perf;
 pub mod proc;
+pub mod syscall_names;
 pub mod timeline;
 pub mod valgrind;
 
@@ -109,16 +112,23 @@ impl Timeline {
             user_us: d(|r| r.user_us),
             system_us: d(|r| r.system_us),
             syscall_window_responses: responses,
+            ..Default::default()
         }
     }
 }
 
-/// The syscall window's result: both processes' syscalls and the responses in it, or why
-/// there is none.
+/// The syscall window's result: both processes' syscalls and the responses they were
+/// counted over, or why there are none. From [`exact::window`], the counts are the
+/// differences of two loads, listed in the points.
 pub struct SyscallWindow {
     pub server: Result<f64, String>,
     pub loadgen: Result<f64, String>,
     pub responses: u64,
+    /// (responses, syscalls) of each exact load; empty for a window cut from intervals.
+    pub server_points: Vec<(u64, f64)>,
+    pub loadgen_points: Vec<(u64, f64)>,
+    /// The server's syscalls per request by name, largest first, or why not.
+    pub server_names: Result<Vec<(String, f64)>, String>,
 }
 
 impl SyscallWindow {
@@ -127,13 +137,22 @@ impl SyscallWindow {
         let why = why.into();
         SyscallWindow {
             server: Err(why.clone()),
-            loadgen: Err(why),
+            loadgen: Err(why.clone()),
             responses: 0,
+            server_points: vec![],
+            loadgen_points: vec![],
+            server_names: Err(why),
         }
     }
 }
 
-fn with_syscalls(mut c: ProcessCounts, n: &Result<f64, String>, responses: u64) -> ProcessCounts {
+fn with_syscalls(
+    mut c: ProcessCounts,
+    n: &Result<f64, String>,
+    responses: u64,
+    points: &[(u64, f64)],
+) -> ProcessCounts {
+    c.syscall_points = points.to_vec();
     match n {
         Ok(_) if responses == 0 => {
             c.syscalls = None;
@@ -167,69 +186,34 @@ pub fn rep_counts(
         |l| l.window(start_unix_us, window_s, responses),
     );
     RepCounts {
-        server: with_syscalls(
-            server.window(start_unix_us, window_s, responses),
-            &sys.server,
-            sys.responses,
+        server: with_names(
+            with_syscalls(
+                server.window(start_unix_us, window_s, responses),
+                &sys.server,
+                sys.responses,
+                &sys.server_points,
+            ),
+            &sys.server_names,
         ),
-        loadgen: with_syscalls(loadgen, &sys.loadgen, sys.responses),
+        loadgen: with_syscalls(loadgen, &sys.loadgen, sys.responses, &sys.loadgen_points),
         tool: tool(),
     }
 }
 
-/// The syscall window: the same load again for a short window, `perf stat` counting the
-/// server's and the generator's syscalls in it.
-pub fn syscall_window(
-    loadgen_bin: &std::path::Path,
-    spec: &loadgen::LoadSpec,
-    spec_file: &std::path::Path,
-    conf: &crate::limits::Confinement,
-    server_pid: u32,
-) -> SyscallWindow {
-    let mut spec = spec.clone();
-    spec.warmup_ms = spec.warmup_ms.min(SYSCALL_WARMUP_MS);
-    spec.duration_ms = Some(SYSCALL_WINDOW_MS);
-    let server = Counter::start(server_pid);
-    if let Err(u) = &server.syscalls {
-        let why = u.0.clone();
-        drop(server.finish());
-        return SyscallWindow::unmeasured(why);
+fn with_names(mut c: ProcessCounts, names: &Result<Vec<(String, f64)>, String>) -> ProcessCounts {
+    match names {
+        Ok(v) => c.syscalls_by_name = v.clone(),
+        Err(why) => c.syscalls_by_name_unmeasured = Some(why.clone()),
     }
-    let mut gen_counter = None;
-    let run = crate::load::run_observed(loadgen_bin, &spec, spec_file, conf, &mut |pid| {
-        gen_counter = Some(Counter::start(pid));
-    });
-    let (server, gen_tl) = (server.finish(), gen_counter.map(Counter::finish));
-    let r = match run {
-        Ok(r) => r.report,
-        Err(e) => return SyscallWindow::unmeasured(format!("syscall window: {e}")),
-    };
-    let start = r.started_unix_ms * 1000;
-    let responses = (r.requests_per_s * r.window_s).round() as u64;
-    let pick = |t: &Timeline| -> Result<f64, String> {
-        let c = t.window(start, r.window_s, responses);
-        c.syscalls
-            .ok_or_else(|| c.syscalls_unmeasured.unwrap_or_default())
-    };
-    SyscallWindow {
-        server: pick(&server),
-        loadgen: gen_tl
-            .as_ref()
-            .map_or_else(|| Err("the generator was not counted".into()), pick),
-        responses,
-    }
+    c
 }
-
-/// The syscall window's warm-up and length: counts per request settle fast.
-pub const SYSCALL_WARMUP_MS: u64 = 200;
-pub const SYSCALL_WINDOW_MS: u64 = 700;
 
 /// How counts are taken here: perf's version and event, and /proc.
 fn tool() -> String {
     static TOOL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TOOL.get_or_init(|| match perf_version() {
         Some(v) => format!(
-            "{v} stat -e {} + /proc/<pid>/{{stat,task/*/status}}",
+            "{v} stat -e {} over two exact request counts (N, 3N; their difference) + perf trace -s (names) + /proc/<pid>/{{stat,task/*/status}}",
             perf::EVENT
         ),
         None => "/proc/<pid>/{stat,task/*/status} (no perf)".to_owned(),
@@ -318,6 +302,118 @@ mod tests {
                 c.syscalls.is_none() && c.syscalls_unmeasured.is_some(),
                 "{c:?}"
             );
+        }
+    }
+
+    const BURST_ENV: &str = "PINGMATRIX_COUNT_BURSTS";
+
+    /// Run as a child: for every byte on stdin, `n × 10,000` getppid calls (n the byte),
+    /// then one byte back on stdout; blocked in read, idle, in between.
+    #[test]
+    fn burst_child() {
+        use std::io::{Read, Write};
+        if std::env::var_os(BURST_ENV).is_none() {
+            return;
+        }
+        let (mut i, mut o) = (std::io::stdin().lock(), std::io::stdout().lock());
+        let mut b = [0u8; 1];
+        while i.read_exact(&mut b).is_ok() {
+            for _ in 0..b[0] as u64 * 10_000 {
+                // SAFETY: getppid has no preconditions.
+                unsafe { libc::syscall(libc::SYS_getppid) };
+            }
+            if o.write_all(&b).and_then(|_| o.flush()).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// The exact count on a real process: perf attached to an idle child that makes 10,000
+    /// and then 30,000 syscalls on request; each burst cut at perf's points in the idle gaps
+    /// around it, the difference of the two exactly 20,000 (the read and write that start and
+    /// end each burst cancel), and `perf record` names them.
+    #[test]
+    fn exact_count_of_two_bursts_between_idle_gaps() {
+        use std::io::{Read, Write};
+        let exe = std::env::current_exe().unwrap();
+        let mut child = Command::new(exe)
+            .args(["--exact", "count::tests::burst_child", "--test-threads=1"])
+            .env(BURST_ENV, "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let (mut to, mut from) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+        // Let the test harness start and block in read: idle from here.
+        std::thread::sleep(Duration::from_millis(500));
+        let dir = std::env::temp_dir().join(format!("count-bursts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let record = perf::Record::start(child.id(), &dir.join("perf.data"));
+        let server = match perf::Syscalls::start(child.id()) {
+            Ok(s) => s,
+            Err(u) => {
+                eprintln!("skipped: perf cannot count here: {}", u.0);
+                let _ = child.kill();
+                let _ = child.wait();
+                return;
+            }
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        let mut loads = Vec::new();
+        for n in [1u8, 3] {
+            let mono = crate::process::mono_ns() / 1000;
+            let before = crate::sample::now_unix_us();
+            to.write_all(&[n]).unwrap();
+            let mut b = [0u8; 1];
+            from.read_exact(&mut b).unwrap();
+            let after = crate::sample::now_unix_us();
+            std::thread::sleep(Duration::from_millis(300));
+            loads.push((n, before, after, mono));
+        }
+        let points = server.finish();
+        let calls = record
+            .map_err(|u| u.0)
+            .and_then(|r| r.finish().map_err(|u| u.0));
+        drop(to);
+        child.wait().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let counted: Vec<(u64, f64)> = loads
+            .iter()
+            .map(|(n, before, after, _)| {
+                let s = exact::over_load(&points, *before, *after).unwrap();
+                (*n as u64 * 10_000, s)
+            })
+            .collect();
+        for (n, s) in &counted {
+            assert!(*s >= *n as f64 && *s <= *n as f64 + 10.0, "{counted:?}");
+        }
+        let (d, r) = exact::difference(&counted).unwrap();
+        assert_eq!((d, r), (20_000.0, 20_000), "{counted:?}");
+        // The names come from a second perf (record + script): where it failed, the suite
+        // reads "unmeasured" with this reason, and so does this test.
+        let calls = match calls {
+            Ok(c) => c,
+            Err(why) => {
+                eprintln!("names not checked: {why}");
+                return;
+            }
+        };
+        if cfg!(target_arch = "x86_64") {
+            let starts: Vec<u64> = loads.iter().map(|l| l.3).collect();
+            let by = exact::split_by_load(&calls, &starts).unwrap();
+            match exact::names_per_request(&[
+                (counted[0].0, counted[0].1, by[0].clone()),
+                (counted[1].0, counted[1].1, by[1].clone()),
+            ]) {
+                Ok(named) => {
+                    assert_eq!(named.len(), 1, "{by:?}");
+                    assert_eq!(named[0].0, "getppid", "{by:?}");
+                    assert!((named[0].1 - 1.0).abs() < 0.001, "{by:?}");
+                }
+                // perf could not drain its buffer on a loaded machine: said, never wrong.
+                Err(e) => assert!(e.contains("lost events"), "{e}"),
+            }
         }
     }
 }

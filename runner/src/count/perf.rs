@@ -1,7 +1,13 @@
 //! Counting a process's syscalls with `perf stat -e raw_syscalls:sys_enter -p <pid> -I 100`:
-//! every thread, and threads started later by inheritance. perf prints one cumulative-able
-//! line per interval on stderr (unbuffered); a reader thread stamps each line with the unix
-//! time it arrived, so the count can be cut to the generator's window like the /proc reads.
+//! every thread, and threads started later by inheritance. perf prints one line per
+//! interval on stderr, stamped with its own clock (seconds since it started); a reader thread
+//! notes when each line arrived, and each point is placed at perf's time plus the smallest
+//! arrival − perf-time offset seen — a line that arrives late (perf descheduled on a busy
+//! machine) does not move its point, which a stamp on arrival would.
+//!
+//! Also here: [`total`], the count of a `perf stat -x, -o <file> -- <command>` run (a whole
+//! process's life), and [`Record`], `perf record` of the same tracepoint: every syscall's
+//! number and time, named by [`syscall_name`] (x86_64's table, generated).
 //!
 //! Refused (no perf, `perf_event_paranoid`, no tracefs) → [`Unmeasured`] with perf's own
 //! words, and the run goes on.
@@ -31,25 +37,41 @@ pub struct Syscalls {
     reader: Option<JoinHandle<Reading>>,
 }
 
-/// What perf printed: (arrival unix µs, cumulative count) points, and the rest of its words.
+/// What perf printed: (arrival unix µs, perf's own time in µs, cumulative count) points,
+/// and the rest of its words.
 #[derive(Debug, Default)]
 struct Reading {
-    points: Vec<(u64, f64)>,
+    points: Vec<(u64, u64, f64)>,
     other: Vec<String>,
 }
 
-/// The count of one `-x,` interval line for [`EVENT`]: `time,count,unit,event,...`.
-fn parse_line(line: &str) -> Option<f64> {
+/// Perf's time (µs since it started) and count of one `-x,` interval line for [`EVENT`]:
+/// `time,count,unit,event,...`.
+fn parse_line(line: &str) -> Option<(u64, f64)> {
     let f: Vec<&str> = line.trim().split(',').collect();
     if f.len() < 4 || f[3] != EVENT {
         return None;
     }
+    let t_us = (f[0].trim().parse::<f64>().ok()? * 1e6).round() as u64;
     // "<not counted>": the counter never ran in the interval (every thread asleep), so no
     // syscall was entered.
     if f[1] == "<not counted>" {
-        return Some(0.0);
+        return Some((t_us, 0.0));
     }
-    f[1].parse::<f64>().ok()
+    Some((t_us, f[1].parse::<f64>().ok()?))
+}
+
+/// (unix µs, cumulative count) points from (arrival, perf time, cumulative) ones: perf's
+/// time shifted by the smallest arrival − perf-time offset, the arrival of the line that
+/// came with the least delay.
+pub fn place(points: &[(u64, u64, f64)]) -> Vec<(u64, f64)> {
+    let Some(offset) = points.iter().map(|p| p.0 as i128 - p.1 as i128).min() else {
+        return vec![];
+    };
+    points
+        .iter()
+        .map(|p| ((p.1 as i128 + offset).max(0) as u64, p.2))
+        .collect()
 }
 
 fn read_lines(stderr: impl std::io::Read) -> Reading {
@@ -57,9 +79,9 @@ fn read_lines(stderr: impl std::io::Read) -> Reading {
     let mut total = 0.0;
     for line in BufReader::new(stderr).lines().map_while(Result::ok) {
         match parse_line(&line) {
-            Some(n) => {
+            Some((t, n)) => {
                 total += n;
-                r.points.push((now_unix_us(), total));
+                r.points.push((now_unix_us(), t, total));
             }
             None if !line.trim().is_empty() && r.other.len() < 5 => r.other.push(line),
             None => {}
@@ -102,8 +124,8 @@ impl Syscalls {
             let mut first = String::new();
             let mut head = Reading::default();
             while lines.read_line(&mut first).is_ok_and(|n| n > 0) {
-                if let Some(n) = parse_line(&first) {
-                    head.points.push((now_unix_us(), n));
+                if let Some((t, n)) = parse_line(&first) {
+                    head.points.push((now_unix_us(), t, n));
                     break;
                 }
                 if head.other.len() < 5 && !first.trim().is_empty() {
@@ -113,9 +135,9 @@ impl Syscalls {
             }
             let _ = tx.send(!head.points.is_empty());
             let mut rest = read_lines(lines.into_inner());
-            let base = head.points.last().map_or(0.0, |p| p.1);
+            let base = head.points.last().map_or(0.0, |p| p.2);
             for p in &mut rest.points {
-                p.1 += base;
+                p.2 += base;
             }
             head.points.append(&mut rest.points);
             head.other.append(&mut rest.other);
@@ -162,13 +184,14 @@ impl Syscalls {
         }
     }
 
-    /// Stops perf; the (unix µs, cumulative syscalls) timeline it printed.
+    /// Stops perf; the (unix µs, cumulative syscalls) timeline it printed, placed by
+    /// perf's own clock ([`place`]).
     pub fn finish(mut self) -> Vec<(u64, f64)> {
         self.stop();
         self.reader
             .take()
             .and_then(|h| h.join().ok())
-            .map(|r| r.points)
+            .map(|r| place(&r.points))
             .unwrap_or_default()
     }
 }
@@ -182,19 +205,191 @@ impl Drop for Syscalls {
     }
 }
 
+/// The count of [`EVENT`] in the output of `perf stat -x, -o <file> -- <command>`
+/// (`count,unit,event,...`, no time column); `None` if perf printed none.
+pub fn total(text: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.trim().split(',').collect();
+        (f.len() >= 3 && f[2] == EVENT)
+            .then(|| f[0].parse::<f64>().ok())
+            .flatten()
+    })
+}
+
+/// The argv prefix that runs a command under `perf stat`, its count written to `out`.
+pub fn stat_prefix(out: &std::path::Path) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = ["perf", "stat", "-x", ",", "-e", EVENT, "-o"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    v.push(out.as_os_str().to_owned());
+    v.push("--".into());
+    v
+}
+
+/// The name of syscall `nr` on the machine's architecture, or why there is none.
+pub fn syscall_name(nr: u64) -> Result<String, String> {
+    if cfg!(target_arch = "x86_64") {
+        Ok(super::syscall_names::X86_64
+            .get(nr as usize)
+            .filter(|n| !n.is_empty())
+            .map_or_else(|| format!("syscall_{nr}"), |n| (*n).to_owned()))
+    } else {
+        Err(format!(
+            "no syscall name table for {}",
+            std::env::consts::ARCH
+        ))
+    }
+}
+
+/// (CLOCK_MONOTONIC µs, syscall number) of each `perf script -F time,trace` line of a
+/// `raw_syscalls:sys_enter` recording (`  1060.083793: NR 232 (3, 0, ...)`).
+pub fn script_lines(text: &str) -> Vec<(u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (t, rest) = l.trim().split_once(':')?;
+            let nr = rest.trim().strip_prefix("NR ")?.split_whitespace().next()?;
+            let t_us = (t.trim().parse::<f64>().ok()? * 1e6).round() as u64;
+            Some((t_us, nr.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A running `perf record -k mono -e raw_syscalls:sys_enter -p <pid>`: every syscall of the
+/// process with its number and CLOCK_MONOTONIC time, read back with `perf script` on
+/// [`Record::finish`]. (Not `perf trace`: it attaches a BPF program to the same tracepoint,
+/// and a tracepoint's BPF program decides for every perf event on it — with it running,
+/// `perf stat`'s count fell by up to 75 % here, and its own by 10 %.)
+pub struct Record {
+    child: Child,
+    out: PathBuf,
+}
+
+impl Record {
+    /// Starts recording `pid` into `out`. perf record says nothing when it is ready: the
+    /// caller waits, and checks the recording's count against `perf stat`'s.
+    pub fn start(pid: u32, out: &std::path::Path) -> Result<Record, Unmeasured> {
+        let child = Command::new("perf")
+            .args([
+                "record",
+                "-q",
+                "-k",
+                "mono",
+                "-e",
+                EVENT,
+                "-p",
+                &pid.to_string(),
+            ])
+            .arg("-o")
+            .arg(out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Unmeasured(format!("cannot run perf record: {e}")))?;
+        Ok(Record {
+            child,
+            out: out.to_owned(),
+        })
+    }
+
+    /// Stops perf record (SIGINT: it writes its file) and reads the syscalls back.
+    pub fn finish(mut self) -> Result<Vec<(u64, u64)>, Unmeasured> {
+        let r = self.stop_and_read();
+        let _ = std::fs::remove_file(&self.out);
+        r
+    }
+
+    fn stop_and_read(&mut self) -> Result<Vec<(u64, u64)>, Unmeasured> {
+        let early = self.child.try_wait().ok().flatten();
+        if early.is_none() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(st) = self.child.try_wait().ok().flatten() {
+                break st;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Err(Unmeasured("perf record did not stop within 10 s".into()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut words = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut words);
+        }
+        if early.is_some() || !self.out.exists() {
+            return Err(Unmeasured(format!(
+                "perf record exited ({status}): {}",
+                words.trim().lines().take(2).collect::<Vec<_>>().join(" / ")
+            )));
+        }
+        let out = Command::new("perf")
+            .args(["script", "-F", "time,trace", "-i"])
+            .arg(&self.out)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| Unmeasured(format!("cannot run perf script: {e}")))?;
+        let calls = script_lines(&String::from_utf8_lossy(&out.stdout));
+        if !out.status.success() {
+            return Err(Unmeasured(format!(
+                "perf script failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(calls)
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_file(&self.out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn reads_a_whole_run_total_script_lines_and_names() {
+        let stat = "# started on Thu Dec  3 07:46:22 2026\n\n4279,,raw_syscalls:sys_enter,75481427,100.00,,\n";
+        assert_eq!(total(stat), Some(4279.0));
+        assert_eq!(total("# started\n"), None);
+        let script = " 1060.083793: NR 288 (3, 0, 0, 80800, 0, 0)\n 1060.083810: NR 54 (5, 6, 1, 7f6d4cec425c, 4, 0)\nwarning: x\n";
+        assert_eq!(
+            script_lines(script),
+            vec![(1_060_083_793, 288), (1_060_083_810, 54)]
+        );
+        if cfg!(target_arch = "x86_64") {
+            let n = |nr| syscall_name(nr).unwrap();
+            assert_eq!(
+                [n(0), n(1), n(7), n(232), n(288), n(110)],
+                ["read", "write", "poll", "epoll_wait", "accept4", "getppid"]
+            );
+            assert_eq!(n(426), "io_uring_enter");
+            assert_eq!(n(455), "futex_wait");
+            assert_eq!(n(9999), "syscall_9999");
+        }
+    }
+
+    #[test]
     fn parses_interval_lines_of_the_event_only() {
         assert_eq!(
             parse_line("     0.100234,2030,,raw_syscalls:sys_enter,100210,100.00,,"),
-            Some(2030.0)
+            Some((100_234, 2030.0))
         );
         assert_eq!(
             parse_line("0.1,<not counted>,,raw_syscalls:sys_enter,0,100.00,,"),
-            Some(0.0),
+            Some((100_000, 0.0)),
             "asleep the whole interval"
         );
         assert_eq!(
@@ -203,6 +398,22 @@ mod tests {
         );
         assert_eq!(parse_line("0.1,5,,context-switches,1,100,,"), None);
         assert_eq!(parse_line("Error:"), None);
+    }
+
+    #[test]
+    fn points_are_placed_by_perfs_clock_not_by_late_arrivals() {
+        // Perf started at unix 1_000_000 µs; lines arrive 1 ms after their interval, except
+        // the second, 300 ms late (perf descheduled): it keeps its place.
+        let p = [
+            (1_101_000, 100_000, 5.0),
+            (1_500_000, 200_000, 9.0),
+            (1_301_000, 300_000, 9.0),
+        ];
+        assert_eq!(
+            place(&p),
+            vec![(1_101_000, 5.0), (1_201_000, 9.0), (1_301_000, 9.0)]
+        );
+        assert!(place(&[]).is_empty());
     }
 
     #[test]

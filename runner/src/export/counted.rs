@@ -1,8 +1,9 @@
 //! results.md's "Counted cost per request": for every cell that was counted, each service's
 //! syscalls, context switches (wake-ups), page faults, user and system CPU µs per response,
 //! its user-space instructions per request where Valgrind counted them, and the generator's
-//! syscalls per response beside it. Written only when the run counted (runs recorded before
-//! counted cost render as they did).
+//! syscalls per response beside it; from the exact count on, the server's top three syscalls
+//! by name too. Written only when the run counted (runs recorded before counted cost, or
+//! before the exact count, render as they did).
 
 use std::fmt::Write as _;
 
@@ -44,10 +45,30 @@ fn instructions(c: &CountedSummary) -> String {
     }
 }
 
-fn row(c: &CellSummary, k: &CountedSummary) -> String {
+/// `read 1.00 · write 1.00 · epoll_wait 0.99`, or why the names are missing.
+fn top_syscalls(p: &PerRequestSummary) -> String {
+    if p.top_syscalls.is_empty() {
+        return match (&p.top_syscalls_unmeasured, &p.syscalls_unmeasured) {
+            (Some(why), _) | (None, Some(why)) => format!("unmeasured: {why}"),
+            (None, None) => "–".into(),
+        };
+    }
+    p.top_syscalls
+        .iter()
+        .map(|(n, s)| format!("{n} {:.2}", s.median))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+fn row(c: &CellSummary, k: &CountedSummary, named: bool) -> String {
     let s = &k.server;
+    let top = if named {
+        format!(" {} |", top_syscalls(s))
+    } else {
+        String::new()
+    };
     format!(
-        "| {} | {} | {} ({}) | {} | {} | {} | {} | {} |",
+        "| {} | {} |{top} {} ({}) | {} | {} | {} | {} | {} |",
         c.service,
         syscalls(s),
         median_cv(&s.ctx_switches),
@@ -66,14 +87,31 @@ pub fn section(o: &mut String, res: &ResultsFile) {
         return;
     };
     let _ = writeln!(o, "## Counted cost per request\n");
-    let _ = writeln!(
-        o,
-        "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window; syscalls in a short syscall window of the same load right after it (perf's tracepoint slows every syscall, so it stays out of the timed window); median over repetitions, ± the per-repetition CV. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs; io_uring services are unmeasured there. Counted with {}. Counting's cost: {}. Per-syscall breakdown (top three by name): not recorded by this runner yet. What each count means: docs/counted-cost.md.\n",
-        crate::count::valgrind::REQUESTS.0,
-        crate::count::valgrind::REQUESTS.1,
-        first.tool,
-        COUNTING_COST,
-    );
+    let exact = cells
+        .iter()
+        .find_map(|c| c.counted.as_ref().and_then(|k| k.syscall_requests));
+    match exact {
+        None => {
+            let _ = writeln!(
+                o,
+                "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window; syscalls in a short syscall window of the same load right after it (perf's tracepoint slows every syscall, so it stays out of the timed window); median over repetitions, ± the per-repetition CV. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs; io_uring services are unmeasured there. Counted with {}. Counting's cost: {}. Per-syscall breakdown (top three by name): not recorded by this runner yet. What each count means: docs/counted-cost.md.\n",
+                crate::count::valgrind::REQUESTS.0,
+                crate::count::valgrind::REQUESTS.1,
+                first.tool,
+                COUNTING_COST,
+            );
+        }
+        Some((n1, n2)) => {
+            let _ = writeln!(
+                o,
+                "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window, median over repetitions, ± the per-repetition CV. Syscalls are counted exactly, in a window of their own after the timed one (perf's tracepoint slows every syscall, so it stays out of the timed window): with the server idle before and after, the generator makes two loads of N and 3N requests at the cell's own shape (N from the measured req/s, about 1 s for both; {n1} and {n2} in the first cell), perf's totals are read in the idle gaps around each, and per request is the difference of the two counts over the difference of their responses, so connecting, accepting and closing the cell's connections, the generator's start-up and perf's attach cancel. The generator's syscalls are counted the same way (`perf stat -- loadgen`, its whole life). Top syscalls: the three the server made most per request, by name (`perf trace -s` over the same two loads, checked to sum to perf stat's count). Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs; io_uring services are unmeasured there. Counted with {}. Counting's cost: {}. What each count means: docs/counted-cost.md.\n",
+                crate::count::valgrind::REQUESTS.0,
+                crate::count::valgrind::REQUESTS.1,
+                first.tool,
+                COUNTING_COST,
+            );
+        }
+    }
     let mut keys: Vec<(&str, &str, &str)> = Vec::new();
     for c in &cells {
         let k = (c.scenario.as_str(), c.level.as_str(), c.profile.as_str());
@@ -83,19 +121,56 @@ pub fn section(o: &mut String, res: &ResultsFile) {
     }
     for (scenario, level, profile) in keys {
         let _ = writeln!(o, "### {scenario} {level} · profile {profile}\n");
+        let (head, rule) = if exact.is_some() {
+            (" top syscalls per request |", "---|")
+        } else {
+            ("", "")
+        };
         let _ = writeln!(
             o,
-            "| service | syscalls | context switches (wake-ups) | faults | user µs | system µs | instructions | generator syscalls |"
+            "| service | syscalls |{head} context switches (wake-ups) | faults | user µs | system µs | instructions | generator syscalls |"
         );
-        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(o, "|---|---|{rule}---|---|---|---|---|---|");
         for c in cells.iter().filter(|c| {
             (c.scenario.as_str(), c.level.as_str(), c.profile.as_str())
                 == (scenario, level, profile)
         }) {
             if let Some(k) = &c.counted {
-                let _ = writeln!(o, "{}", row(c, k));
+                let _ = writeln!(o, "{}", row(c, k, exact.is_some()));
             }
         }
         let _ = writeln!(o);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_syscalls_read_as_names_with_per_request_counts_or_why_not() {
+        let stat = |v: f64| Stat {
+            n: 3,
+            median: v,
+            ..Default::default()
+        };
+        let p = PerRequestSummary {
+            top_syscalls: vec![
+                ("epoll_wait".into(), stat(1.0)),
+                ("read".into(), stat(1.0)),
+                ("write".into(), stat(0.996)),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(top_syscalls(&p), "epoll_wait 1.00 · read 1.00 · write 1.00");
+        let p = PerRequestSummary {
+            top_syscalls_unmeasured: Some("no syscall name table for aarch64".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            top_syscalls(&p),
+            "unmeasured: no syscall name table for aarch64"
+        );
+        assert_eq!(top_syscalls(&PerRequestSummary::default()), "–");
     }
 }

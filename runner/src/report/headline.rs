@@ -95,8 +95,90 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
     if let Some(b) = judged {
         sensitivity(&mut o, set, &cells, b);
     }
+    counted(&mut o, &cells);
     plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
     Ok(o)
+}
+
+/// Where the run counted: a small second table, each service's syscalls per request at every
+/// counted level and its instructions per request where Valgrind counted them (medians over
+/// repetitions; counts rank services where the timing columns cannot). Nothing otherwise.
+fn counted(o: &mut String, cells: &[&CellSummary]) {
+    let counted: Vec<&CellSummary> = cells
+        .iter()
+        .copied()
+        .filter(|c| c.counted.is_some())
+        .collect();
+    if counted.is_empty() {
+        return;
+    }
+    let levels = first_seen(counted.iter().map(|c| &c.level));
+    let instructions = counted
+        .iter()
+        .any(|c| c.counted.as_ref().is_some_and(|k| k.instructions.is_some()));
+    let _ = write!(
+        o,
+        "Counted cost per request (median over repetitions, ± per-repetition CV; docs/counted-cost.md):\n\n| service |"
+    );
+    for l in &levels {
+        let _ = write!(o, " syscalls at {l} |");
+    }
+    if instructions {
+        let _ = write!(o, " user-space instructions (c1) |");
+    }
+    let _ = write!(o, "\n|---|");
+    for _ in 0..levels.len() + usize::from(instructions) {
+        let _ = write!(o, "---:|");
+    }
+    let _ = writeln!(o);
+    let stat = |s: Option<&Stat>, why: Option<&String>| match (s, why) {
+        (Some(s), _) => match s.cv {
+            Some(cv) if s.n > 1 => format!(
+                "{} ±{:.1} %",
+                crate::results::units::count(s.median),
+                cv * 100.0
+            ),
+            _ => crate::results::units::count(s.median),
+        },
+        (None, Some(_)) => "unmeasured".into(),
+        (None, None) => "–".into(),
+    };
+    for s in first_seen(counted.iter().map(|c| &c.service)) {
+        let mine = |l: &str| {
+            counted
+                .iter()
+                .find(|c| c.service == s && c.level == l)
+                .and_then(|c| c.counted.as_ref())
+        };
+        let _ = write!(o, "| {s} |");
+        for l in &levels {
+            let k = mine(l);
+            let cell = k.map_or_else(
+                || "–".into(),
+                |k| {
+                    stat(
+                        k.server.syscalls.as_ref(),
+                        k.server.syscalls_unmeasured.as_ref(),
+                    )
+                },
+            );
+            let _ = write!(o, " {cell} |");
+        }
+        if instructions {
+            let k = counted
+                .iter()
+                .filter(|c| c.service == s)
+                .filter_map(|c| c.counted.as_ref())
+                .find(|k| k.instructions.is_some() || k.instructions_unmeasured.is_some());
+            let cell = k.map_or_else(
+                || "–".into(),
+                |k| stat(k.instructions.as_ref(), k.instructions_unmeasured.as_ref()),
+            );
+            let _ = write!(o, " {cell} |");
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(o);
 }
 
 /// The service's req/s at its peak level against the baseline's at that level.
@@ -350,4 +432,67 @@ fn plot_links(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::schema::{CountedSummary, PerRequestSummary};
+
+    fn cell(service: &str, level: &str, syscalls: Option<f64>, ins: Option<f64>) -> CellSummary {
+        let stat = |v: f64| Stat {
+            n: 3,
+            median: v,
+            mean: v,
+            cv: Some(0.001),
+            ..Default::default()
+        };
+        CellSummary {
+            service: service.into(),
+            level: level.into(),
+            counted: Some(CountedSummary {
+                reps: 3,
+                server: PerRequestSummary {
+                    syscalls: syscalls.map(stat),
+                    syscalls_unmeasured: syscalls.is_none().then(|| "perf refused".into()),
+                    ..Default::default()
+                },
+                instructions: ins.map(stat),
+                instructions_unmeasured: (ins.is_none() && level == "c1")
+                    .then(|| "io_uring".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_counted_table_lists_every_counted_level_and_nothing_for_an_uncounted_run() {
+        let cells = [
+            cell("a", "c1", Some(3.0), Some(2378.0)),
+            cell("a", "c64", Some(2.036), None),
+            cell("b", "c1", None, None),
+        ];
+        let refs: Vec<&CellSummary> = cells.iter().collect();
+        let mut o = String::new();
+        counted(&mut o, &refs);
+        assert!(
+            o.contains(
+                "| service | syscalls at c1 | syscalls at c64 | user-space instructions (c1) |"
+            ),
+            "{o}"
+        );
+        assert!(
+            o.contains("| a | 3.000 ±0.1 % | 2.036 ±0.1 % | 2,378 ±0.1 % |"),
+            "{o}"
+        );
+        assert!(o.contains("| b | unmeasured | – | unmeasured |"), "{o}");
+        let plain = [CellSummary::default()];
+        let mut o = String::new();
+        counted(&mut o, &plain.iter().collect::<Vec<_>>());
+        assert!(
+            o.is_empty(),
+            "a run without counts keeps its README section as it was"
+        );
+    }
 }

@@ -169,8 +169,51 @@ impl PerRequestSummary {
             faults: s(ProcessCounts::faults_per_request),
             user_us: s(ProcessCounts::user_us_per_request),
             system_us: s(ProcessCounts::system_us_per_request),
+            top_syscalls: top_syscalls(counts, 3),
+            top_syscalls_unmeasured: counts
+                .iter()
+                .find_map(|c| c.syscalls_by_name_unmeasured.clone()),
         }
     }
+}
+
+/// The `k` syscall names with the most per request (by their median over the repetitions
+/// that named them; a name a repetition did not see counts 0 there).
+fn top_syscalls(counts: &[&ProcessCounts], k: usize) -> Vec<(String, Stat)> {
+    let named: Vec<&&ProcessCounts> = counts
+        .iter()
+        .filter(|c| !c.syscalls_by_name.is_empty())
+        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for c in &named {
+        for (n, _) in &c.syscalls_by_name {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    let mut stats: Vec<(String, Stat)> = names
+        .into_iter()
+        .filter_map(|n| {
+            let v: Vec<f64> = named
+                .iter()
+                .map(|c| {
+                    c.syscalls_by_name
+                        .iter()
+                        .find(|x| x.0 == n)
+                        .map_or(0.0, |x| x.1)
+                })
+                .collect();
+            summarize(&v).map(|s| (n.to_owned(), s))
+        })
+        .collect();
+    stats.sort_by(|a, b| {
+        b.1.median
+            .total_cmp(&a.1.median)
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    stats.truncate(k);
+    stats
 }
 
 /// The counted cost of a cell's measured repetitions; `None` when none was counted (runs
@@ -195,6 +238,12 @@ pub fn counted(reps: &[&RepResult]) -> Option<CountedSummary> {
         instructions_unmeasured: ins.iter().find_map(|i| i.unmeasured.clone()),
         instructions_tool: ins.first().map(|i| i.tool.clone()),
         tool: counted[0].tool.clone(),
+        syscall_requests: counted
+            .iter()
+            .find_map(|c| match c.server.syscall_points[..] {
+                [(a, _), (b, _)] => Some((a, b)),
+                _ => None,
+            }),
     })
 }
 
@@ -212,6 +261,35 @@ mod tests {
         assert_eq!(sum_measured([Some(2), None, Some(0)].into_iter()), Some(2));
         assert_eq!(sum_measured([None, None].into_iter()), None);
         assert_eq!(sum_measured(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn top_syscalls_are_the_three_largest_medians_a_missing_name_counting_zero() {
+        let named = |v: &[(&str, f64)]| ProcessCounts {
+            syscalls_by_name: v.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+            ..Default::default()
+        };
+        let reps = [
+            named(&[
+                ("read", 1.0),
+                ("write", 1.0),
+                ("epoll_wait", 0.03),
+                ("futex", 0.5),
+            ]),
+            named(&[("read", 1.0), ("write", 1.0), ("epoll_wait", 0.04)]),
+            named(&[
+                ("read", 1.0),
+                ("write", 0.99),
+                ("epoll_wait", 0.02),
+                ("futex", 0.5),
+            ]),
+            ProcessCounts::default(),
+        ];
+        let top = top_syscalls(&reps.iter().collect::<Vec<_>>(), 3);
+        let names: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), s.median)).collect();
+        assert_eq!(names, [("read", 1.0), ("write", 1.0), ("futex", 0.5)]);
+        assert_eq!(top[2].1.n, 3, "repetitions without names are left out");
+        assert!(top_syscalls(&[&ProcessCounts::default()], 3).is_empty());
     }
 
     #[test]

@@ -12,13 +12,26 @@ pub struct ProcessCounts {
     /// Responses in the window (the divisor of every per-request value).
     pub responses: u64,
     /// `raw_syscalls:sys_enter` events (perf stat, every thread, inherited by new ones) in
-    /// the syscall window — a separate, shorter window of the same load right after the
-    /// measured one, because perf's tracepoint slows every syscall on the machine (so it must
-    /// not run in the timed window); `None` with `syscalls_unmeasured` saying why.
+    /// the syscall window, after the measured one, because perf's tracepoint slows every
+    /// syscall on the machine (so it must not run in the timed window): with
+    /// `syscall_points`, the difference between two loads of exact request counts; without
+    /// (older runs), a 700 ms window cut from perf's 100 ms intervals. `None` with
+    /// `syscalls_unmeasured` saying why.
     pub syscalls: Option<f64>,
-    /// Responses in the syscall window (the divisor of syscalls per request).
+    /// Responses in the syscall window (the divisor of syscalls per request): with
+    /// `syscall_points`, the difference of the two loads' responses.
     #[serde(default)]
     pub syscall_window_responses: u64,
+    /// (responses, syscalls) of each exact load (N and 3N requests at the cell's shape,
+    /// counted between idle gaps); absent in runs before the exact count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub syscall_points: Vec<(u64, f64)>,
+    /// The server's syscalls per request by name (`perf trace -s`, the same two loads'
+    /// difference), largest first; absent where not counted by name (see the reason below).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub syscalls_by_name: Vec<(String, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls_by_name_unmeasured: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syscalls_unmeasured: Option<String>,
     /// Summed over the process's threads (/proc/<pid>/task/*/status); `None` when /proc
@@ -69,6 +82,12 @@ pub struct PerRequestSummary {
     pub faults: Option<Stat>,
     pub user_us: Option<Stat>,
     pub system_us: Option<Stat>,
+    /// The three syscalls made most per request, by name (median over repetitions), where
+    /// they were counted by name (runs from the exact count on, server only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_syscalls: Vec<(String, Stat)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_syscalls_unmeasured: Option<String>,
 }
 
 /// A cell's counted cost (results.json `counted`): per-request counts of the service and the
@@ -87,4 +106,8 @@ pub struct CountedSummary {
     pub instructions_tool: Option<String>,
     /// How the kernel counts were taken.
     pub tool: String,
+    /// The exact-count window's two request counts (N, 3N) in its first counted repetition;
+    /// absent in runs before it (their syscalls came from a 700 ms window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_requests: Option<(u64, u64)>,
 }

@@ -1,0 +1,473 @@
+//! The exact-count window: syscalls per request of the server and of the generator, counted
+//! over exact numbers of responses after the timed window (perf's tracepoint slows every
+//! syscall, so it never runs inside a timed one).
+//!
+//! `perf stat -I 100 -e raw_syscalls:sys_enter -p <server>` is attached to the idle server;
+//! the generator then makes two loads of N and 3N requests at the cell's own shape
+//! (connections, pipelining, open-loop rate; no warm-up), each followed by an idle gap. The
+//! server's count over a load is the difference of perf's cumulative totals at two points in
+//! the idle gaps around it — whole intervals, nothing interpolated. The generator runs under
+//! `perf stat -- loadgen`, its whole life counted. Per request is the slope
+//! (S(3N) − S(N)) / (R(3N) − R(N)) over the responses R of each load: the connects, accepts
+//! and closes of the cell's connections, the generator's start-up and report, and perf's
+//! attach cancel. Beside it `perf record` of the same tracepoint keeps every server syscall's
+//! number and time: split at the loads' starts and named, each load's sum must equal perf
+//! stat's count of it, or the names are unmeasured.
+//! N comes from the measured req/s, so the two loads together last about [`TARGET_S`].
+
+use std::path::Path;
+use std::time::Duration;
+
+use loadgen::report::Counts;
+use loadgen::{LoadModel, LoadSpec};
+
+use super::SyscallWindow;
+use super::perf;
+use crate::limits::Confinement;
+use crate::sample::now_unix_us;
+
+/// How long the two loads (N + 3N requests) should take together at the measured rate.
+pub const TARGET_S: f64 = 1.0;
+/// Bounds of N: enough requests that a per-connection cost is small beside them, few
+/// enough that a fast service's window stays short.
+pub const MIN_REQUESTS: u64 = 200;
+pub const MAX_REQUESTS: u64 = 1_000_000;
+/// Idle time after each load before the next step: perf prints at least two intervals in it.
+const GAP: Duration = Duration::from_millis(300);
+/// A load is closed by perf's first point arriving this long after the generator exited:
+/// that point's 100 ms interval began after the exit, when the server had closed the
+/// connections (a few ms) and was idle again.
+const SETTLE_US: u64 = 120_000;
+/// Time given to `perf record` to attach before the first load (it says nothing when it is
+/// ready; the sum check catches a late attach).
+const RECORD_ATTACH: Duration = Duration::from_millis(300);
+
+/// N and 3N for a load measured at `req_per_s` (an open loop's own rate), rounded up to
+/// whole rounds of the cell's connections × pipeline depth so every connection gets the
+/// same share.
+pub fn requests_for(spec: &LoadSpec, req_per_s: f64) -> (u64, u64) {
+    let (rate, unit) = match spec.model {
+        LoadModel::Open { rate_per_s, .. } => (rate_per_s, 1),
+        LoadModel::Closed { .. } => (
+            req_per_s,
+            spec.connections() as u64 * spec.pipeline() as u64,
+        ),
+    };
+    let n = if rate.is_finite() && rate > 0.0 {
+        (rate * TARGET_S / 4.0) as u64
+    } else {
+        0
+    };
+    let n = n.clamp(MIN_REQUESTS, MAX_REQUESTS).div_ceil(unit.max(1)) * unit.max(1);
+    (n, 3 * n)
+}
+
+/// The spec of one exact load: the cell's shape, `n` requests, no warm-up, no time bound.
+pub fn exact_spec(spec: &LoadSpec, n: u64) -> LoadSpec {
+    let mut s = spec.clone();
+    s.requests = Some(n);
+    s.duration_ms = None;
+    s.warmup_ms = 0;
+    s
+}
+
+/// Responses the generator received (any status), or why the load is not an exact count:
+/// every request sent must have been answered.
+pub fn answered(c: &Counts) -> Result<u64, String> {
+    let got = c.ok + c.non_2xx + c.errors.status_mismatch + c.errors.body_mismatch;
+    if got != c.sent || got == 0 {
+        return Err(format!(
+            "{got} of {} requests answered in the exact-count window",
+            c.sent
+        ));
+    }
+    Ok(got)
+}
+
+/// The server's syscalls over one load: perf's cumulative count at its first point arriving
+/// [`SETTLE_US`] after the load ended, minus the count at its last point before the load
+/// began.
+pub fn over_load(points: &[(u64, f64)], before_us: u64, after_us: u64) -> Result<f64, String> {
+    let a = points
+        .iter()
+        .rev()
+        .find(|p| p.0 <= before_us)
+        .ok_or("perf printed no count before the load")?;
+    let b = points
+        .iter()
+        .find(|p| p.0 >= after_us + SETTLE_US)
+        .ok_or("perf printed no count after the load settled")?;
+    Ok(b.1 - a.1)
+}
+
+/// (S2 − S1, R2 − R1) of two (responses, syscalls) loads: the count the extra responses
+/// cost, fixed costs cancelled; refused unless the second load is the larger.
+pub fn difference(points: &[(u64, f64)]) -> Result<(f64, u64), String> {
+    let [(r1, s1), (r2, s2)] = points else {
+        return Err(format!("{} loads counted, not 2", points.len()));
+    };
+    if r2 <= r1 || s2 < s1 {
+        return Err(format!(
+            "the larger load did not count more ({r1} responses: {s1} syscalls, {r2}: {s2})"
+        ));
+    }
+    Ok((s2 - s1, r2 - r1))
+}
+
+/// Syscalls by name, with their counts.
+pub type Names = Vec<(String, u64)>;
+
+/// Per-request syscalls by name from the two loads' recorded names (checked: each sums
+/// to perf stat's count of its load within 0.2 %), largest first; names the larger load did
+/// not add to are left out.
+pub fn names_per_request(loads: &[(u64, f64, Names)]) -> Result<Vec<(String, f64)>, String> {
+    let [(r1, s1, n1), (r2, s2, n2)] = loads else {
+        return Err("not two loads named".into());
+    };
+    for (s, n) in [(s1, n1), (s2, n2)] {
+        let sum: u64 = n.iter().map(|x| x.1).sum();
+        if (sum as f64 - s).abs() > (s * 0.002).max(2.0) {
+            return Err(format!(
+                "perf record saw {sum} syscalls where perf stat counted {s} (attached late or lost events)"
+            ));
+        }
+    }
+    if r2 <= r1 {
+        return Err("the larger load had no more responses".into());
+    }
+    let first = |name: &str| n1.iter().find(|x| x.0 == name).map_or(0, |x| x.1);
+    let mut v: Vec<(String, f64)> = n2
+        .iter()
+        .map(|(name, c2)| {
+            let d = *c2 as f64 - first(name) as f64;
+            (name.clone(), d / (r2 - r1) as f64)
+        })
+        .filter(|x| x.1 > 0.0)
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(v)
+}
+
+/// One load's outcome.
+struct Load {
+    before_us: u64,
+    after_us: u64,
+    /// CLOCK_MONOTONIC µs just before the generator started (perf record's clock).
+    before_mono_us: u64,
+    responses: Result<u64, String>,
+    loadgen: Result<f64, String>,
+}
+
+/// Syscalls by name of each load: the recorded calls from its start to the next load's
+/// start (the server idle in between), largest first.
+pub fn split_by_load(calls: &[(u64, u64)], starts_mono_us: &[u64]) -> Result<Vec<Names>, String> {
+    let mut out = Vec::new();
+    for (k, &start) in starts_mono_us.iter().enumerate() {
+        let end = starts_mono_us.get(k + 1).copied().unwrap_or(u64::MAX);
+        let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+        for (_, nr) in calls.iter().filter(|c| c.0 >= start && c.0 < end) {
+            *by.entry(perf::syscall_name(*nr)?).or_default() += 1;
+        }
+        let mut v: Vec<(String, u64)> = by.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// Runs the exact-count window against the server `server_pid`, whose timed window measured
+/// `req_per_s`.
+pub fn window(
+    loadgen_bin: &Path,
+    spec: &LoadSpec,
+    spec_file: &Path,
+    conf: &Confinement,
+    server_pid: u32,
+    req_per_s: f64,
+) -> SyscallWindow {
+    let (n1, n2) = requests_for(spec, req_per_s);
+    let record_out = spec_file.with_extension("perf.data");
+    let record = perf::Record::start(server_pid, &record_out);
+    let server = match perf::Syscalls::start(server_pid) {
+        Ok(s) => s,
+        Err(u) => return SyscallWindow::unmeasured(u.0),
+    };
+    std::thread::sleep(GAP.max(RECORD_ATTACH));
+    let mut loads = Vec::new();
+    for n in [n1, n2] {
+        let load = one_load(loadgen_bin, &exact_spec(spec, n), spec_file, conf);
+        let failed = load.responses.is_err();
+        loads.push(load);
+        if failed || crate::interrupt::requested() {
+            break;
+        }
+    }
+    let points = server.finish();
+    let starts: Vec<u64> = loads.iter().map(|l| l.before_mono_us).collect();
+    let names = record
+        .and_then(perf::Record::finish)
+        .map_err(|u| u.0)
+        .and_then(|calls| split_by_load(&calls, &starts));
+    tally(&points, &loads, names)
+}
+
+fn one_load(loadgen_bin: &Path, spec: &LoadSpec, spec_file: &Path, conf: &Confinement) -> Load {
+    let stat_out = spec_file.with_extension("perf.txt");
+    let prefix = perf::stat_prefix(&stat_out);
+    let before_mono_us = crate::process::mono_ns() / 1000;
+    let before_us = now_unix_us();
+    let run = crate::load::run_under(&prefix, loadgen_bin, spec, spec_file, conf, &mut |_| {});
+    let after_us = now_unix_us();
+    std::thread::sleep(GAP);
+    let stat = std::fs::read_to_string(&stat_out);
+    let _ = std::fs::remove_file(&stat_out);
+    let loadgen = match stat {
+        Ok(text) => perf::total(&text).ok_or_else(|| {
+            format!(
+                "perf stat -- loadgen printed no count: {}",
+                text.trim().lines().last().unwrap_or("")
+            )
+        }),
+        Err(e) => Err(format!("perf stat -- loadgen wrote no count: {e}")),
+    };
+    Load {
+        before_us,
+        after_us,
+        before_mono_us,
+        responses: run
+            .map_err(|e| format!("exact-count window: {e}"))
+            .and_then(|r| answered(&r.report.counts)),
+        loadgen,
+    }
+}
+
+/// The window's result from perf's server timeline and the loads.
+fn tally(
+    points: &[(u64, f64)],
+    loads: &[Load],
+    names: Result<Vec<Names>, String>,
+) -> SyscallWindow {
+    let mut server = Vec::new();
+    let mut gen_pts = Vec::new();
+    let mut gen_err = None;
+    for l in loads {
+        let r = match &l.responses {
+            Ok(r) => *r,
+            Err(e) => return SyscallWindow::unmeasured(e.clone()),
+        };
+        let s = match over_load(points, l.before_us, l.after_us) {
+            Ok(s) => s,
+            Err(e) => return SyscallWindow::unmeasured(e),
+        };
+        server.push((r, s));
+        match &l.loadgen {
+            Ok(g) => gen_pts.push((r, *g)),
+            Err(e) => gen_err = gen_err.or(Some(e.clone())),
+        }
+    }
+    let (server_n, responses) = match difference(&server) {
+        Ok(d) => d,
+        Err(e) => return SyscallWindow::unmeasured(e),
+    };
+    // The generator's difference is over the same responses.
+    let loadgen = match gen_err {
+        Some(e) => Err(e),
+        None => difference(&gen_pts).map(|d| d.0),
+    };
+    let names = names.and_then(|by_load| {
+        let named: Vec<(u64, f64, Names)> = server
+            .iter()
+            .zip(by_load)
+            .map(|(&(r, s), n)| (r, s, n))
+            .collect();
+        names_per_request(&named)
+    });
+    SyscallWindow {
+        server: Ok(server_n),
+        loadgen,
+        responses,
+        server_points: server,
+        loadgen_points: gen_pts,
+        server_names: names,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(model: LoadModel) -> LoadSpec {
+        LoadSpec {
+            url: "http://127.0.0.1:1/ping".into(),
+            model,
+            threads: 1,
+            keepalive: true,
+            duration_ms: Some(2000),
+            requests: None,
+            warmup_ms: 500,
+            timeout_ms: 1000,
+            expect_status: 200,
+            expect_body_bytes: None,
+            headers: vec![],
+            io: Default::default(),
+        }
+    }
+
+    #[test]
+    fn n_follows_the_rate_in_whole_rounds_of_connections() {
+        let c1 = spec(LoadModel::Closed {
+            connections: 1,
+            pipeline: 0,
+        });
+        assert_eq!(requests_for(&c1, 20_000.0), (5_000, 15_000));
+        let c64 = spec(LoadModel::Closed {
+            connections: 64,
+            pipeline: 4,
+        });
+        let (n, n3) = requests_for(&c64, 100_000.0);
+        assert_eq!((n % 256, n3), (0, 3 * n));
+        assert!((25_000..25_256).contains(&n), "{n}");
+        assert_eq!(requests_for(&c1, 10.0).0, MIN_REQUESTS, "slow: the floor");
+        assert_eq!(requests_for(&c1, f64::NAN).0, MIN_REQUESTS);
+        assert_eq!(requests_for(&c1, 1e12).0, MAX_REQUESTS);
+        let open = spec(LoadModel::Open {
+            rate_per_s: 20_000.0,
+            connections: 64,
+            coalesce_us: 20,
+        });
+        assert_eq!(requests_for(&open, 3.0).0, 5_000, "open loop: its own rate");
+        let s = exact_spec(&c64, 300);
+        assert_eq!(
+            (s.requests, s.duration_ms, s.warmup_ms),
+            (Some(300), None, 0)
+        );
+        assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn a_load_is_cut_at_whole_points_in_the_idle_gaps() {
+        // perf's cumulative count, stamped on arrival every 100 ms (µs).
+        let p = [
+            (1_000_000, 0.0),
+            (1_100_000, 0.0),
+            (1_200_000, 500.0),
+            (1_300_000, 3_000.0),
+            (1_400_000, 3_010.0),
+            (1_500_000, 3_010.0),
+        ];
+        // Load from 1.15 s to 1.28 s: the last point before is 1.1 s, the first 120 ms
+        // after the end is 1.4 s (its interval began at 1.3 s, after the exit).
+        assert_eq!(over_load(&p, 1_150_000, 1_280_000), Ok(3_010.0));
+        assert!(over_load(&p, 900_000, 1_280_000).is_err(), "nothing before");
+        assert!(
+            over_load(&p, 1_150_000, 1_450_000).is_err(),
+            "nothing after"
+        );
+    }
+
+    #[test]
+    fn the_slope_cancels_fixed_costs() {
+        // 3 syscalls a request plus 40 for connect/close: 3.0 exactly.
+        let pts = [(5_000, 15_040.0), (15_000, 45_040.0)];
+        let (s, r) = difference(&pts).unwrap();
+        assert_eq!(s / r as f64, 3.0);
+        assert!(difference(&pts[..1]).is_err());
+        assert!(difference(&[(5_000, 10.0), (5_000, 20.0)]).is_err());
+        assert!(difference(&[(5_000, 30.0), (15_000, 20.0)]).is_err());
+    }
+
+    #[test]
+    fn names_are_checked_against_the_count_and_differenced() {
+        let n = |v: &[(&str, u64)]| v.iter().map(|(a, b)| (a.to_string(), *b)).collect();
+        let loads = vec![
+            (
+                1_000,
+                3_006.0,
+                n(&[
+                    ("read", 1_001),
+                    ("write", 1_000),
+                    ("epoll_wait", 1_001),
+                    ("accept4", 2),
+                    ("close", 2),
+                ]),
+            ),
+            (
+                3_000,
+                9_006.0,
+                n(&[
+                    ("read", 3_001),
+                    ("write", 3_000),
+                    ("epoll_wait", 3_001),
+                    ("accept4", 2),
+                    ("close", 2),
+                ]),
+            ),
+        ];
+        let v = names_per_request(&loads).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                ("epoll_wait".to_owned(), 1.0),
+                ("read".to_owned(), 1.0),
+                ("write".to_owned(), 1.0)
+            ],
+            "per-connection costs cancel, ties by name"
+        );
+        let mut late = loads.clone();
+        late[1].1 = 9_506.0;
+        assert!(
+            names_per_request(&late)
+                .unwrap_err()
+                .contains("attached late")
+        );
+    }
+
+    #[test]
+    fn recorded_calls_are_split_at_the_loads_starts() {
+        let calls = [
+            (5, 0),
+            (10, 0),
+            (11, 1),
+            (12, 1),
+            (20, 0),
+            (21, 1),
+            (22, 1),
+            (30, 3),
+        ];
+        let by = split_by_load(&calls, &[10, 20]);
+        if cfg!(target_arch = "x86_64") {
+            let by = by.unwrap();
+            assert_eq!(by[0], vec![("write".to_owned(), 2), ("read".to_owned(), 1)]);
+            assert_eq!(
+                by[1],
+                vec![
+                    ("write".to_owned(), 2),
+                    ("close".to_owned(), 1),
+                    ("read".to_owned(), 1)
+                ],
+                "the last load runs to the end; before the first is left out"
+            );
+        } else {
+            assert!(by.unwrap_err().contains("no syscall name table"));
+        }
+    }
+
+    #[test]
+    fn a_load_with_unanswered_requests_is_not_exact() {
+        let mut c = Counts {
+            sent: 10,
+            ok: 8,
+            non_2xx: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            answered(&c),
+            Ok(10),
+            "any status is a response the server made"
+        );
+        c.non_2xx = 1;
+        c.timeouts = 1;
+        assert!(answered(&c).unwrap_err().contains("9 of 10"));
+        assert!(answered(&Counts::default()).is_err(), "nothing sent");
+    }
+}
