@@ -245,6 +245,9 @@ fn measure(
     // syscall, so it must not run while req/s, latency and CPU are measured. Counted over
     // exact request counts sized from the req/s just measured.
     let sys = match (&sampled.value, died) {
+        (Ok(_), None) if !ctx.matrix.count_syscalls => {
+            count::SyscallWindow::unmeasured("not counted (defaults.count_syscalls = false)")
+        }
         (Ok(run), None) => count::exact::window(
             &ctx.matrix.loadgen,
             &spec,

@@ -32,6 +32,8 @@ pub struct Matrix {
     /// Adaptive repetitions: the CI half-width target (percent) and the cap.
     pub target_ci_pct: Option<f64>,
     pub max_repetitions: u32,
+    /// Whether each repetition counts syscalls in a window of its own (`defaults.count_syscalls`).
+    pub count_syscalls: bool,
     pub calibration: Option<CalibrationDef>,
     pub quick: Option<QuickDef>,
     pub services: Vec<ServiceDef>,

@@ -54,6 +54,10 @@ pub struct Defaults {
     /// With `target_ci_pct` or `--target-ci`: the most repetitions a cell gets (its time
     /// cap); default 10.
     pub max_repetitions: Option<Spanned<u32>>,
+    /// Count syscalls per request after each repetition, in a window of their own (perf's
+    /// tracepoint; about 2 s a repetition); default true. The /proc counts are taken either
+    /// way.
+    pub count_syscalls: Spanned<bool>,
 }
 
 /// A value the file did not give: it has no place in the file (span 0..0, reported as 1:1).
@@ -78,6 +82,7 @@ impl Default for Defaults {
             baseline: None,
             target_ci_pct: None,
             max_repetitions: None,
+            count_syscalls: unwritten(true),
         }
     }
 }

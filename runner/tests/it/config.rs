@@ -87,6 +87,12 @@ const fn only(mut r: Rejected, errors: usize) -> Rejected {
 }
 
 const REJECTED: &[Rejected] = &[
+    row(
+        "count_syscalls that is not a boolean",
+        &[("repetitions = 1", "repetitions = 1\ncount_syscalls = \"yes\"")],
+        "",
+        &["m.toml:6:18:", "expected a boolean"],
+    ),
     // Load levels.
     row(
         "duplicate connection level, at the repeated value",

@@ -124,7 +124,9 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
         ],
         2,
         &limited,
-    );
+    )
+    // The one end-to-end run that counts syscalls exactly (the kit leaves it off).
+    .replace("count_syscalls = false", "count_syscalls = true");
     let m = live::write_config(&d.0, &text);
     let out = d.0.join("results");
     let o = live::matrix_at(&m, &out, &["run", "--only", "scenario=ping,open"])
@@ -237,6 +239,26 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
     );
     assert!(ok.summary.server_cpu_us_per_request.is_some());
     assert!(ok.summary.requests_per_s.as_ref().unwrap().n == 2);
+    // Syscalls per request counted exactly for the server and the generator, with the
+    // server's by name — or, where perf cannot count here, unmeasured with perf's reason.
+    for r in &ok.reps {
+        let c = r.counts.as_ref().expect("counts");
+        for (who, p) in [("server", &c.server), ("loadgen", &c.loadgen)] {
+            match p.syscalls_per_request() {
+                Some(n) => assert!((0.5..50.0).contains(&n), "{who}: {n} syscalls/request"),
+                None => assert!(p.syscalls_unmeasured.is_some(), "{who}: {p:?}"),
+            }
+        }
+        if c.server.syscalls.is_some() {
+            assert!(c.server.syscall_window_responses > 0, "{:?}", c.server);
+            assert!(
+                c.server.syscalls_by_name_unmeasured.is_some()
+                    || !c.server.syscalls_by_name.is_empty(),
+                "{:?}",
+                c.server
+            );
+        }
+    }
 
     let open = cell("hyper__open__r300__pinned");
     assert_eq!(open.status, CellStatus::Ok, "{:?}", open.failure);

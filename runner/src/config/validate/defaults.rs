@@ -24,6 +24,7 @@ pub(super) struct Settings {
     pub drift_points: u32,
     pub target_ci_pct: Option<f64>,
     pub max_repetitions: u32,
+    pub count_syscalls: bool,
 }
 
 pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Settings {
@@ -50,6 +51,7 @@ pub(super) fn check(errs: &mut Errs, d: &Defaults, binaries: &Binaries) -> Setti
         drift_points: drift_points(errs, &d.drift_points),
         target_ci_pct,
         max_repetitions,
+        count_syscalls: *d.count_syscalls.get_ref(),
     }
 }
 

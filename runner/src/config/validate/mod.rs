@@ -197,6 +197,7 @@ fn check(
         baseline,
         target_ci_pct: d.target_ci_pct,
         max_repetitions: d.max_repetitions,
+        count_syscalls: d.count_syscalls,
         calibration,
         quick,
         services,

@@ -97,6 +97,12 @@ pub fn tiny_matrix(
 ) -> String {
     let cpus = allowed_cpus();
     let (s, l) = (cpus[0], *cpus.last().unwrap());
+    // The exact syscall count adds ~3 s to every repetition: on only where a test asks.
+    let count = if defaults.contains("count_syscalls") {
+        ""
+    } else {
+        "count_syscalls = false"
+    };
     let mut t = format!(
         r#"[defaults]
 warmup_ms = 100
@@ -106,6 +112,7 @@ cooldown_ms = 0
 startup_timeout_ms = 1500
 stop_grace_ms = 1000
 loadgen = "{}"
+{count}
 {defaults}
 "#,
         bin("loadgen").display()
