@@ -89,7 +89,10 @@ const fn only(mut r: Rejected, errors: usize) -> Rejected {
 const REJECTED: &[Rejected] = &[
     row(
         "count_syscalls that is not a boolean",
-        &[("repetitions = 1", "repetitions = 1\ncount_syscalls = \"yes\"")],
+        &[(
+            "repetitions = 1",
+            "repetitions = 1\ncount_syscalls = \"yes\"",
+        )],
         "",
         &["m.toml:6:18:", "expected a boolean"],
     ),
