@@ -50,12 +50,16 @@ pub struct Plan {
     pub drift_points: u32,
     /// The service the others are judged against.
     pub baseline: String,
+    /// Whether each closed- or open-loop repetition is followed by the exact syscall count.
+    pub count_syscalls: bool,
 }
 
-/// Estimated wall time of one repetition of `c`, in ms.
-fn rep_ms(c: &CellSpec) -> u64 {
+/// Estimated wall time of one repetition of `c`, in ms, with the exact syscall count after
+/// it if `count_syscalls` (churn repetitions have none).
+fn rep_ms(c: &CellSpec, count_syscalls: bool) -> u64 {
     let load_ms = match &c.churn {
         Some(ch) => crate::churn::estimate_ms(ch),
+        None if count_syscalls => c.warmup_ms + c.duration_ms + crate::count::exact::ESTIMATE_MS,
         None => c.warmup_ms + c.duration_ms,
     };
     load_ms + c.cooldown_ms + START_OVERHEAD_MS
@@ -121,9 +125,13 @@ impl Plan {
     fn time_s(&self, reps: impl Fn(&CellSpec) -> u32) -> f64 {
         let ms: u64 = self
             .all_cells()
-            .map(|c| rep_ms(c) * u64::from(reps(c)))
+            .map(|c| rep_ms(c, self.count_syscalls) * u64::from(reps(c)))
             .sum::<u64>()
-            + self.reference.as_ref().map_or(0, rep_ms) * self.drift_reps();
+            + self
+                .reference
+                .as_ref()
+                .map_or(0, |c| rep_ms(c, self.count_syscalls))
+                * self.drift_reps();
         ms as f64 / 1000.0
     }
 }
@@ -327,6 +335,7 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
         reference,
         drift_points: m.drift_points,
         baseline: m.baseline.clone(),
+        count_syscalls: m.count_syscalls,
     })
 }
 
@@ -522,9 +531,16 @@ memory_max_mib = 400
         assert_eq!(p.reference.as_ref().unwrap().key, "b__json2__c4__small");
         let small = p.cells().find(|c| c.profile == "small").unwrap();
         assert_eq!(small.limits.memory_max_bytes, Some(400 * 1024 * 1024));
-        // 14 cells × 2 reps × (100+200+0+overhead) + the reference at 4 drift points.
-        let rep = (300 + START_OVERHEAD_MS) as f64 / 1000.0;
+        // 14 cells × 2 reps × (100+200+0+syscall window+overhead) + the reference at 4
+        // drift points; without the syscall count, the window is not in it.
+        let rep = (300 + crate::count::exact::ESTIMATE_MS + START_OVERHEAD_MS) as f64 / 1000.0;
         assert!((p.estimate_s() - rep * 32.0).abs() < 1e-9);
+        let uncounted = Plan {
+            count_syscalls: false,
+            ..p.clone()
+        };
+        let rep = (300 + START_OVERHEAD_MS) as f64 / 1000.0;
+        assert!((uncounted.estimate_s() - rep * 32.0).abs() < 1e-9);
         assert_eq!(p.drift_after(), vec![2, 4, 6, 7]);
         assert!(p.calibration.is_empty());
         assert_eq!(p.estimate_s(), p.worst_case_s());

@@ -83,6 +83,7 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
         reference: None,
         drift_points: 0,
         baseline: String::new(),
+        count_syscalls: false,
     };
     crate::finish::write_all(&store, &mut run, &plan, RunStatus::Completed, None)?;
     println!(

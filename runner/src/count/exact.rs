@@ -28,6 +28,9 @@ use crate::sample::now_unix_us;
 
 /// How long the two loads (N + 3N requests) should take together at the measured rate.
 pub const TARGET_S: f64 = 1.0;
+/// The whole window, for the plan's time estimate: the loads, the idle gaps, perf's attach
+/// and its detach (perf record lived 3.0–3.2 s a repetition on the reference VM).
+pub const ESTIMATE_MS: u64 = 3_000;
 /// Bounds of N: enough requests that a per-connection cost is small beside them, few
 /// enough that a fast service's window stays short.
 pub const MIN_REQUESTS: u64 = 200;
