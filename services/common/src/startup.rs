@@ -108,6 +108,11 @@ pub struct StartupLine {
     pub io_uring_fds: Option<usize>,
 }
 
+/// The `http` of the services that parse with httparse in a loop of their own.
+pub fn hand_written_http(httparse_version: &str) -> String {
+    format!("httparse {httparse_version} (hand-written loop)")
+}
+
 impl StartupLine {
     /// The line of `service` (also its `Server` header) on `runtime` at `runtime_version`:
     /// this process, unpinned, the CPUs it may run on now, epoll, no deviations, the

@@ -60,10 +60,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         ..StartupLine::new(
             SERVICE,
             ("compio", env!("PING_COMPIO_VERSION")),
-            format!(
-                "httparse {} (hand-written loop)",
-                env!("PING_HTTPARSE_VERSION")
-            ),
+            ping_common::startup::hand_written_http(env!("PING_HTTPARSE_VERSION")),
             Model::ThreadPerCore,
             workers,
             listen,

@@ -40,10 +40,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             SERVICE,
             // No runtime: the event loop is ours, over libc's epoll bindings.
             ("libc", env!("PING_LIBC_VERSION")),
-            format!(
-                "httparse {} (hand-written loop)",
-                env!("PING_HTTPARSE_VERSION")
-            ),
+            ping_common::startup::hand_written_http(env!("PING_HTTPARSE_VERSION")),
             Model::ThreadPerCore,
             workers,
             listen,

@@ -59,10 +59,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         ..StartupLine::new(
             SERVICE,
             ("glommio", env!("PING_GLOMMIO_VERSION")),
-            format!(
-                "httparse {} (hand-written loop)",
-                env!("PING_HTTPARSE_VERSION")
-            ),
+            ping_common::startup::hand_written_http(env!("PING_HTTPARSE_VERSION")),
             Model::ThreadPerCore,
             workers,
             listen,
