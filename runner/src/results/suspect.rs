@@ -11,6 +11,10 @@ pub const MAX_CV: f64 = 0.05;
 pub const LITTLE_TOLERANCE: f64 = 0.10;
 /// Open loop: achieved / offered below this = the schedule was not kept.
 pub const MIN_OPEN_RATIO: f64 = 0.95;
+/// Open loop: server CPU/request spread over repetitions above which the cell says why.
+pub const MAX_OPEN_CPU_CV: f64 = 0.10;
+/// Why open-loop CPU/request moves between repetitions (measured in docs/counted-cost.md).
+const WAKEUP_CHARGE: &str = "the server sleeps between requests and the kernel charges each wake-up's latency to it (enqueue to switch-in: the IPI, a halted vCPU resuming, a neighbour running until preempted; 0.6-28 µs a wake-up measured on a 2-vCPU KVM guest), so CPU/request here moves with the machine's wake-up latency, not only with the service (docs/counted-cost.md)";
 
 /// Every reason, per repetition first, then over the cell.
 pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
@@ -20,6 +24,7 @@ pub fn suspect_reasons(cell: &CellResult) -> Vec<String> {
         .flat_map(|rep| rep_reasons(cell, rep))
         .collect();
     r.extend(cell_reasons(cell));
+    r.extend(open_loop_cpu_spread(cell));
     r.extend(super::churn::suspect_reasons(cell));
     r
 }
@@ -140,6 +145,73 @@ fn load_model_reason(spec: &CellSpec, rep: &RepResult) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Open loop: server CPU/request whose spread over repetitions exceeds [`MAX_OPEN_CPU_CV`],
+/// with each repetition's CPU/request and wake-ups per request (voluntary context switches).
+/// At a fixed low rate the server sleeps between requests, and the scheduler charges a woken
+/// thread from the moment it was enqueued (a wake-up that preempts skips the clock update
+/// before the switch), so the wake-up's latency — the IPI, a halted vCPU resuming, a
+/// neighbour running until it is preempted — lands in its CPU time: CPU/request follows the
+/// wake-ups per request times what one costs on the machine at that moment, which on a VM
+/// moves between repetitions (docs/counted-cost.md).
+fn open_loop_cpu_spread(cell: &CellResult) -> Option<String> {
+    if !matches!(cell.cell.load, LoadModel::Open { .. }) {
+        return None;
+    }
+    let reps: Vec<&RepResult> = cell.reps.iter().filter(|x| x.rep > 0).collect();
+    let cpu: Vec<f64> = reps
+        .iter()
+        .filter_map(|x| x.server.cpu_us_per_request)
+        .collect();
+    let cv = stats::cv(&cpu).filter(|cv| *cv > MAX_OPEN_CPU_CV)?;
+    let wakeups: Vec<Option<f64>> = reps
+        .iter()
+        .filter(|x| x.server.cpu_us_per_request.is_some())
+        .map(|x| {
+            x.counts
+                .as_ref()
+                .and_then(|c| c.server.wakeups_per_request())
+        })
+        .collect();
+    let per_rep = cpu
+        .iter()
+        .map(|v| format!("{v:.1}"))
+        .collect::<Vec<_>>()
+        .join(" / ");
+    let why = if wakeups.iter().all(Option::is_some) {
+        let w: Vec<f64> = wakeups.into_iter().flatten().collect();
+        let shown = w
+            .iter()
+            .map(|v| format!("{v:.2}"))
+            .collect::<Vec<_>>()
+            .join(" / ");
+        // Where the wake-ups moved with the CPU time, what each extra one cost.
+        let slope = wakeup_slope(&w, &cpu).map_or(String::new(), |s| {
+            format!(", about {s:.0} µs of CPU per extra wake-up")
+        });
+        format!("at {shown} wake-ups/request{slope}: {WAKEUP_CHARGE}")
+    } else {
+        format!("(wake-ups per request not counted): {WAKEUP_CHARGE}")
+    };
+    Some(format!(
+        "server CPU/request CV {:.0} % > {:.0} % at a fixed offered rate: {per_rep} µs per repetition {why}",
+        cv * 100.0,
+        MAX_OPEN_CPU_CV * 100.0
+    ))
+}
+
+/// Least-squares slope of `y` on `x`, when `x` varies by more than 10 % of its mean (else the
+/// wake-ups did not move and their slope means nothing) and the slope is positive.
+fn wakeup_slope(x: &[f64], y: &[f64]) -> Option<f64> {
+    let (mx, my) = (stats::mean(x)?, stats::mean(y)?);
+    let sxx: f64 = x.iter().map(|v| (v - mx).powi(2)).sum();
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let spread =
+        x.iter().cloned().fold(f64::MIN, f64::max) - x.iter().cloned().fold(f64::MAX, f64::min);
+    (mx > 0.0 && spread > 0.1 * mx && sxx > 0.0)
+        .then(|| sxy / sxx)
+        .filter(|s| *s > 0.0)
 }
 
 /// Over the cell: spread, workers, verification, ports, missing repetitions.
@@ -541,5 +613,66 @@ pub(crate) mod tests {
             r.contains("offered 10000 req/s but achieved 9000 (90 %)"),
             "{r}"
         );
+    }
+
+    fn open_cell(cpu_wakeups: &[(f64, Option<f64>)]) -> CellResult {
+        let open = LoadModel::Open {
+            rate_per_s: 20_000.0,
+            connections: 64,
+            coalesce_us: loadgen::DEFAULT_COALESCE_US,
+        };
+        let mut c = cell_with(open, &vec![(20_000.0, 100.0); cpu_wakeups.len()]);
+        for (rep, (cpu, wakeups)) in c.reps.iter_mut().zip(cpu_wakeups) {
+            rep.server.cpu_us_per_request = Some(*cpu);
+            rep.counts = wakeups.map(|w| crate::results::schema::RepCounts {
+                server: crate::results::schema::ProcessCounts {
+                    responses: 40_000,
+                    voluntary_ctx_switches: Some(w * 40_000.0),
+                    involuntary_ctx_switches: Some(0.0),
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        c
+    }
+
+    #[test]
+    fn open_loop_cpu_spread_names_the_wakeups_per_request() {
+        // The bimodal r20000 cell: two repetitions slept twice as often.
+        let c = open_cell(&[(16.2, Some(0.48)), (16.7, Some(0.49)), (8.6, Some(0.21))]);
+        let r = suspect_reasons(&c).join("; ");
+        assert!(
+            r.contains("server CPU/request CV 33 % > 10 % at a fixed offered rate: 16.2 / 16.7 / 8.6 µs per repetition at 0.48 / 0.49 / 0.21 wake-ups/request, about 29 µs of CPU per extra wake-up: the server sleeps between requests and the kernel charges each wake-up's latency to it"),
+            "{r}"
+        );
+        // Wake-ups that did not move: no slope is claimed.
+        let c = open_cell(&[(16.2, Some(0.48)), (16.7, Some(0.48)), (8.6, Some(0.47))]);
+        let r = suspect_reasons(&c).join("; ");
+        assert!(
+            r.contains("at 0.48 / 0.48 / 0.47 wake-ups/request: the server sleeps"),
+            "{r}"
+        );
+        // Not counted: said so, and the reason stands.
+        let c = open_cell(&[(16.2, Some(0.48)), (16.7, None), (8.6, Some(0.21))]);
+        let r = suspect_reasons(&c).join("; ");
+        assert!(
+            r.contains("µs per repetition (wake-ups per request not counted): the server sleeps"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn open_loop_cpu_within_ten_percent_or_closed_loop_is_not_flagged() {
+        let c = open_cell(&[(10.0, Some(0.3)), (10.5, Some(0.3)), (9.8, Some(0.3))]);
+        assert!(suspect_reasons(&c).is_empty(), "{:?}", suspect_reasons(&c));
+        let mut c = cell_with(
+            CLOSED4,
+            &[(40_000.0, 100.0), (40_000.0, 100.0), (40_000.0, 100.0)],
+        );
+        for (rep, cpu) in c.reps.iter_mut().zip([16.2, 16.7, 8.6]) {
+            rep.server.cpu_us_per_request = Some(cpu);
+        }
+        assert!(suspect_reasons(&c).is_empty(), "{:?}", suspect_reasons(&c));
     }
 }
