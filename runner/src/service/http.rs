@@ -39,8 +39,13 @@ pub fn get_on(
 ) -> Result<Response, String> {
     let req =
         format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: pingmatrix-verify\r\n\r\n");
-    s.write_all(req.as_bytes())
-        .map_err(|e| format!("write: {e}"))?;
+    exchange(s, req.as_bytes(), start)
+}
+
+/// Sends `request` (one whole request) on an open connection and reads its response to the
+/// end of its body; `elapsed` counts from `start`.
+pub fn exchange(s: &mut TcpStream, request: &[u8], start: Instant) -> Result<Response, String> {
+    s.write_all(request).map_err(|e| format!("write: {e}"))?;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
