@@ -20,7 +20,7 @@ source "$(dirname "$0")/../lib/common.sh"
 need valgrind taskset python3
 N1="${N1:-3000}"
 N2="${N2:-9000}"
-RUN="${RUN-results/2026-12-03T08-45-37Z-9e0a1cd}"
+RUN="${RUN-results/2026-12-03T09-19-08Z-18b59fe}"
 SERVICES="${SERVICES:-$(awk -F'"' '/^name *=/ {printf "%s%s", sep, $2; sep=" "}' services/services.toml)}"
 LOADGEN=$(release_bin loadgen)
 WORK=$(scratch_dir)

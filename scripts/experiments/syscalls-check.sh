@@ -18,7 +18,7 @@ source "$(dirname "$0")/../lib/common.sh"
 need perf taskset python3
 STARTS="${STARTS:-3}"
 REQUESTS="${REQUESTS:-20000}"
-RUN="${RUN-results/2026-12-01T22-45-32Z-494f328}"
+RUN="${RUN-results/2026-12-03T09-19-08Z-18b59fe}"
 SERVICES="${SERVICES:-$(awk -F'"' '/^name *=/ {printf "%s%s", sep, $2; sep=" "}' services/services.toml)}"
 LOADGEN=$(release_bin loadgen)
 WORK=$(scratch_dir)
