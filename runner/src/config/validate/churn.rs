@@ -20,7 +20,7 @@ pub(super) fn levels(
 ) -> Vec<Spanned<Level>> {
     let cycles = cycles(errs, load, field);
     let field = field("connections");
-    super::load::connection_list(errs, load, "churn", &field)
+    super::connections::list(errs, load, "churn", &field)
         .iter()
         .map(|c| {
             let connections = *c.get_ref();

@@ -175,28 +175,6 @@ fn max_connections(
     }
 }
 
-/// `connections = [..]`, required by the `model` that names it: at least one level, each
-/// >= 1 (errors here); the levels as written, none when the list is missing.
-pub(super) fn connection_list<'a>(
-    errs: &mut Errs,
-    load: &'a Load,
-    model: &str,
-    field: &str,
-) -> &'a [Spanned<u32>] {
-    let Some(conns) = &load.connections else {
-        errs.at(
-            load.model.span(),
-            field,
-            format!("{model} model needs connections = [..]"),
-        );
-        return &[];
-    };
-    if conns.get_ref().is_empty() || conns.get_ref().iter().any(|c| *c.get_ref() == 0) {
-        errs.at(conns.span(), field, "needs at least one level, each >= 1");
-    }
-    conns.get_ref()
-}
-
 /// One level per connection count.
 fn closed(
     errs: &mut Errs,
@@ -206,7 +184,7 @@ fn closed(
     field: &impl Fn(&str) -> String,
 ) -> Vec<Spanned<Level>> {
     let field = field("connections");
-    connection_list(errs, load, "closed", &field)
+    super::connections::list(errs, load, "closed", &field)
         .iter()
         .map(|c| {
             let connections = *c.get_ref();

@@ -22,6 +22,7 @@ mod bounds;
 mod burn;
 mod cells;
 mod churn;
+mod connections;
 mod defaults;
 mod external;
 mod host;
