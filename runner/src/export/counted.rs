@@ -90,28 +90,25 @@ pub fn section(o: &mut String, res: &ResultsFile) {
     let exact = cells
         .iter()
         .find_map(|c| c.counted.as_ref().and_then(|k| k.syscall_requests));
-    match exact {
-        None => {
-            let _ = writeln!(
-                o,
-                "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window; syscalls in a short syscall window of the same load right after it (perf's tracepoint slows every syscall, so it stays out of the timed window); median over repetitions, ± the per-repetition CV. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs; io_uring services are unmeasured there. Counted with {}. Counting's cost: {}. Per-syscall breakdown (top three by name): not recorded by this runner yet. What each count means: docs/counted-cost.md.\n",
-                crate::count::valgrind::REQUESTS.0,
-                crate::count::valgrind::REQUESTS.1,
-                first.tool,
-                COUNTING_COST,
-            );
-        }
-        Some((n1, n2)) => {
-            let _ = writeln!(
-                o,
-                "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window, median over repetitions, ± the per-repetition CV. Syscalls are counted exactly, in a window of their own after the timed one (perf's tracepoint slows every syscall, so it stays out of the timed window): with the server idle before and after, the generator makes two loads of N and 3N requests at the cell's own shape (N from the measured req/s, about 1 s for both; {n1} and {n2} in the first cell), perf's totals are read in the idle gaps around each, and per request is the difference of the two counts over the difference of their responses, so connecting, accepting and closing the cell's connections, the generator's start-up and perf's attach cancel. The generator's syscalls are counted the same way (`perf stat -- loadgen`, its whole life). Top syscalls: the three the server made most per request, by name (`perf trace -s` over the same two loads, checked to sum to perf stat's count). Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs; io_uring services are unmeasured there. Counted with {}. Counting's cost: {}. What each count means: docs/counted-cost.md.\n",
-                crate::count::valgrind::REQUESTS.0,
-                crate::count::valgrind::REQUESTS.1,
-                first.tool,
-                COUNTING_COST,
-            );
-        }
-    }
+    // How the syscalls were counted: the older window (runs before the exact count), or two
+    // loads between idle gaps.
+    let syscalls = match exact {
+        None => "syscalls in a short syscall window of the same load right after it (perf's tracepoint slows every syscall, so it stays out of the timed window); median over repetitions, ± the per-repetition CV".to_owned(),
+        Some((n1, n2)) => format!("median over repetitions, ± the per-repetition CV. Syscalls are counted exactly, in a window of their own after the timed one (perf's tracepoint slows every syscall, so it stays out of the timed window): with the server idle before and after, the generator makes two loads of N and 3N requests at the cell's own shape (N from the measured req/s, about 1 s for both; {n1} and {n2} in the first cell), perf's totals are read in the idle gaps around each, and per request is the difference of the two counts over the difference of their responses, so connecting, accepting and closing the cell's connections, the generator's start-up and perf's attach cancel. The generator's syscalls are counted the same way (`perf stat -- loadgen`, its whole life). Top syscalls: the three the server made most per request, by name (`perf record` of the same tracepoint over the same two loads, checked to sum to perf stat's count)"),
+    };
+    let by_name = if exact.is_none() {
+        " Per-syscall breakdown (top three by name): not recorded by this runner yet."
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        o,
+        "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window; {syscalls}. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs; io_uring services are unmeasured there. Counted with {}. Counting's cost: {}.{by_name} What each count means: docs/counted-cost.md.\n",
+        crate::count::valgrind::REQUESTS.0,
+        crate::count::valgrind::REQUESTS.1,
+        first.tool,
+        COUNTING_COST,
+    );
     let mut keys: Vec<(&str, &str, &str)> = Vec::new();
     for c in &cells {
         let k = (c.scenario.as_str(), c.level.as_str(), c.profile.as_str());
