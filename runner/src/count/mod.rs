@@ -213,7 +213,8 @@ fn tool() -> String {
     static TOOL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TOOL.get_or_init(|| match perf_version() {
         Some(v) => format!(
-            "{v} stat -e {} over two exact request counts (N, 3N; their difference) + perf trace -s (names) + /proc/<pid>/{{stat,task/*/status}}",
+            "{v} stat -e {} over two exact request counts (N, 3N; their difference) + perf record -e {} (names) + /proc/<pid>/{{stat,task/*/status}}",
+            perf::EVENT,
             perf::EVENT
         ),
         None => "/proc/<pid>/{stat,task/*/status} (no perf)".to_owned(),

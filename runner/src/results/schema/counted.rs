@@ -26,8 +26,9 @@ pub struct ProcessCounts {
     /// counted between idle gaps); absent in runs before the exact count.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub syscall_points: Vec<(u64, f64)>,
-    /// The server's syscalls per request by name (`perf trace -s`, the same two loads'
-    /// difference), largest first; absent where not counted by name (see the reason below).
+    /// The server's syscalls per request by name (`perf record` of the syscall tracepoint, the
+    /// same two loads' difference), largest first; absent where not counted by name (see the
+    /// reason below).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub syscalls_by_name: Vec<(String, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
