@@ -21,26 +21,12 @@ need valgrind taskset python3
 N1="${N1:-3000}"
 N2="${N2:-9000}"
 RUN="${RUN-results/2026-12-03T09-19-08Z-18b59fe}"
-SERVICES="${SERVICES:-$(awk -F'"' '/^name *=/ {printf "%s%s", sep, $2; sep=" "}' services/services.toml)}"
+SERVICES="${SERVICES:-$(service_names)}"
 LOADGEN=$(release_bin loadgen)
 WORK=$(scratch_dir)
 
 # suite SERVICE: the run's c1 instructions/request median, "unmeasured", or "–".
-suite() {
-  [[ -n "$RUN" && -f "$RUN/results.json" ]] || { echo "–"; return; }
-  python3 - "$RUN/results.json" "$1" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-c = next((c for c in r["cells"] if c["service"] == sys.argv[2] and c["level"] == "c1"), None)
-k = (c or {}).get("counted") or {}
-if k.get("instructions"):
-    print(f"{k['instructions']['median']:.1f}")
-elif k.get("instructions_unmeasured"):
-    print("unmeasured")
-else:
-    print("–")
-PY
-}
+suite() { python3 "$(dirname "$0")/../lib/counted_c1.py" "$RUN" "$1" instructions; }
 
 # instructions SERVICE N: callgrind's total for a start that serves N requests and stops.
 instructions() {

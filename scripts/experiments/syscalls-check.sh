@@ -19,20 +19,11 @@ need perf taskset python3
 STARTS="${STARTS:-3}"
 REQUESTS="${REQUESTS:-20000}"
 RUN="${RUN-results/2026-12-03T09-19-08Z-18b59fe}"
-SERVICES="${SERVICES:-$(awk -F'"' '/^name *=/ {printf "%s%s", sep, $2; sep=" "}' services/services.toml)}"
+SERVICES="${SERVICES:-$(service_names)}"
 LOADGEN=$(release_bin loadgen)
 WORK=$(scratch_dir)
 
-suite() {
-  [[ -n "$RUN" && -f "$RUN/results.json" ]] || { echo "–"; return; }
-  python3 - "$RUN/results.json" "$1" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-c = next((c for c in r["cells"] if c["service"] == sys.argv[2] and c["level"] == "c1"), None)
-s = ((c or {}).get("counted") or {}).get("server", {}).get("syscalls")
-print(f"{s['median']:.4f}" if s else "–")
-PY
-}
+suite() { python3 "$(dirname "$0")/../lib/counted_c1.py" "$RUN" "$1" syscalls; }
 
 printf '%-20s %10s %8s %10s %8s  %s\n' service perf/req spread suite/req suite/perf "each start"
 for svc in $SERVICES; do

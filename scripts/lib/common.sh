@@ -96,6 +96,9 @@ release_bin() {
 # (the one list of services; a script never keeps its own).
 service_dirs() { awk -F'"' '/^dir *=/ {printf "%s%s", sep, $2; sep=" "} END {print ""}' services/services.toml; }
 
+# service_names: every service in services/services.toml, space-separated.
+service_names() { awk -F'"' '/^name *=/ {printf "%s%s", sep, $2; sep=" "} END {print ""}' services/services.toml; }
+
 # median: the median of the numbers on stdin, one per line.
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 # ratio A B: A / B to two decimals.
