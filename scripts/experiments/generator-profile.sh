@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Where a closed-loop generator's CPU goes, per request: loadgen on io_uring, loadgen on epoll
-# and wrk against one pinned server, each run twice in turn (A B C A B C): once under
-# `perf stat` (CPU, context switches, syscalls, softirqs, packets sent per request) and once
-# under `perf record -e cpu-clock -g` (its samples grouped by call chain: the receive softirq a
-# send triggers, TCP send, TCP receive, io_uring, epoll, scheduler, other kernel, user space).
+# and wrk (and, with --bound, the cheapest io_uring client scripts/lib/uring_bound.c) against
+# one pinned server, each run three times in turn (A B C A B C): under `perf stat -e
+# task-clock,context-switches` for its CPU (software counters only: a tracepoint slows every
+# syscall it counts, which charged wrk, at 4 syscalls per request, ~15 % more CPU on this VM
+# and loadgen on io_uring nothing); under `perf stat` with tracepoints for the counts (syscalls,
+# softirqs, packets sent per request); and under `perf record -e cpu-clock -g` (its samples
+# grouped by call chain: the receive softirq a send triggers, TCP send, TCP receive, scheduler,
+# io_uring, epoll, other kernel, user space).
 #
 #   scripts/experiments/generator-profile.sh [--duration 4s] [--pairs 2] [--connections 64]
 #                             [--server-cmd 'CMD with {port}'] [--loadgen PATH]
-#                             [--server-cpu 0] [--gen-cpu 1]
+#                             [--server-cpu 0] [--gen-cpu 1] [--bound]
 #
 # Server: ping-epoll --workers 1 (target/release) unless --server-cmd is given. Needs perf
 # with software events and tracepoints (no hardware counters needed). TCP send + TCP receive
@@ -17,7 +21,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 
-duration=4s pairs=2 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1
+duration=4s pairs=2 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 bound=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration) duration=$2; shift 2 ;;
@@ -27,7 +31,8 @@ while [[ $# -gt 0 ]]; do
     --loadgen) loadgen=$2; shift 2 ;;
     --server-cpu) server_cpu=$2; shift 2 ;;
     --gen-cpu) gen_cpu=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --bound) bound=yes; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,6 +49,11 @@ fi
 port=$(free_port)
 url="http://127.0.0.1:$port/ping"
 tmp=$(scratch_dir)
+tools="uring epoll wrk"
+if [[ -n "$bound" ]]; then
+  bound=$(uring_bound "$tmp")
+  tools="uring epoll bound wrk"
+fi
 
 # shellcheck disable=SC2086 # the command is a word list on purpose
 start_pinned "$server_cpu" "$tmp/server.out" ${server_cmd//\{port\}/$port}
@@ -53,40 +63,44 @@ wait_port "$port" "$SERVER_PID" "$tmp/server.out"
 gen() {
   case $1 in
     wrk) echo "taskset -c $gen_cpu wrk -t1 -c$conns -d$duration $url" ;;
+    bound) echo "taskset -c $gen_cpu $bound $port $conns $(seconds "$duration")" ;;
     *) echo "taskset -c $gen_cpu $loadgen $url -t 1 -c $conns -d $duration --io $1" ;;
   esac
 }
 # responses <file>: the responses the tool itself reported.
 responses() { awk '/requests in|responses in/ {print $1; exit}' "$1"; }
 
-events=task-clock,context-switches,raw_syscalls:sys_enter,irq:softirq_entry,net:net_dev_xmit
+counts=raw_syscalls:sys_enter,irq:softirq_entry,net:net_dev_xmit
 echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); generators on cpu $gen_cpu, -c$conns, $duration per run, $pairs pairs"
 for i in $(seq "$pairs"); do
-  for tool in uring epoll wrk; do
+  for tool in $tools; do
     # shellcheck disable=SC2046 # word list on purpose
-    perf stat -x, -e "$events" -o "$tmp/$tool.$i.stat" -- $(gen "$tool") >"$tmp/$tool.$i.out" 2>&1
+    perf stat -x, -e task-clock,context-switches -o "$tmp/$tool.$i.stat" -- $(gen "$tool") >"$tmp/$tool.$i.out" 2>&1
+    # shellcheck disable=SC2046
+    perf stat -x, -e "$counts" -o "$tmp/$tool.$i.count" -- $(gen "$tool") >"$tmp/$tool.$i.count.out" 2>&1
     # shellcheck disable=SC2046
     perf record -q -g -e cpu-clock -o "$tmp/$tool.$i.data" -- $(gen "$tool") >"$tmp/$tool.$i.rec.out" 2>&1
     perf script -i "$tmp/$tool.$i.data" -F ip,sym,dso 2>/dev/null >"$tmp/$tool.$i.script"
-    echo "  $tool run $i: $(responses "$tmp/$tool.$i.out") responses (stat), $(responses "$tmp/$tool.$i.rec.out") (record)"
+    echo "  $tool run $i: $(responses "$tmp/$tool.$i.out") responses (CPU), $(responses "$tmp/$tool.$i.count.out") (counts), $(responses "$tmp/$tool.$i.rec.out") (record)"
   done
 done
 
-python3 - "$tmp" "$pairs" <<'PY'
+python3 - "$tmp" "$pairs" "$tools" <<'PY'
 import re, statistics, sys
-tmp, pairs = sys.argv[1], int(sys.argv[2])
+tmp, pairs, tools = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 # A sample's group is decided by its call chain, root-most rule first: work done in the
 # softirq that a send triggers (on loopback the sender's CPU runs the peer's TCP receive and
-# wakes its reader) is "rx softirq", whoever sent; then sending, receiving, the I/O layer, the
-# scheduler, the rest of the kernel, and user space.
+# wakes its reader) is "rx softirq", whoever sent; then sending, receiving, the scheduler
+# (sleeping and being woken, from whichever wait), the I/O layer, the rest of the kernel, and
+# user space.
 rules = [
     ("rx softirq", r"^(net_rx_action|process_backlog|__netif_receive_skb)"),
     ("tcp send", r"^(tcp_sendmsg|__tcp_push_pending_frames|tcp_write_xmit|__dev_queue_xmit)$"),
     ("tcp recv", r"^(tcp_recvmsg|sock_recvmsg|tcp_rcv_space_adjust|__skb_datagram_iter)$"),
-    ("io_uring", r"^(io_|__io_|__do_sys_io_uring_enter)"),
-    ("epoll", r"^(ep_|do_epoll|__x64_sys_epoll)"),
     ("scheduler", r"^(__schedule|schedule|try_to_wake_up|finish_task_switch|do_idle|"
                   r"schedule_hrtimeout|hrtimer_)"),
+    ("io_uring", r"^(io_|__io_|__do_sys_io_uring_enter)"),
+    ("epoll", r"^(ep_|do_epoll|__x64_sys_epoll)"),
 ]
 names = [n for n, _ in rules] + ["other kernel", "user"]
 def classify(frames):
@@ -129,12 +143,14 @@ def responses(path):
         if "requests in" in line or "responses in" in line:
             return float(line.split()[0])
 rows = {}
-for tool in ["uring", "epoll", "wrk"]:
+for tool in tools:
     per = []
     for i in range(1, pairs + 1):
         n = responses(f"{tmp}/{tool}.{i}.out")
         s = stat(f"{tmp}/{tool}.{i}.stat")
         cpu_us = s["task-clock"] * 1000 / n  # task-clock is in ms
+        k = responses(f"{tmp}/{tool}.{i}.count.out")
+        s |= {e: v * n / k for e, v in stat(f"{tmp}/{tool}.{i}.count").items()}
         per.append({
             "cpu": cpu_us,
             "cs": s["context-switches"] / n,
@@ -145,8 +161,9 @@ for tool in ["uring", "epoll", "wrk"]:
         })
     rows[tool] = {k: statistics.median(p[k] for p in per) for k in per[0]}
 print()
-print(f"Per request, medians of {pairs} runs (uring, epoll = loadgen on that backend; "
-      "groups split perf stat's CPU by perf record's cpu-clock samples):")
+print(f"Per request, medians of {pairs} runs (uring, epoll = loadgen on that backend; bound = "
+      "the cheapest io_uring client; groups split perf stat's CPU by perf record's cpu-clock "
+      "samples):")
 print("| tool | CPU µs | syscalls | context switches | softirqs | packets sent | "
       + " | ".join(f"{n} µs" for n in names) + " |")
 print("|---" * (6 + len(names)) + "|")
@@ -155,7 +172,7 @@ for tool, r in rows.items():
           f"{r['xmit']:.2f} | " + " | ".join(f"{r[n]:.2f}" for n in names) + " |")
 w = rows["wrk"]["cpu"]
 floor = ["rx softirq", "tcp send", "tcp recv"]
-for tool in ["uring", "epoll"]:
+for tool in [t for t in tools if t != "wrk"]:
     r = rows[tool]
     f = sum(r[n] for n in floor)
     print(f"{tool}: {r['cpu'] / w:.2f}× wrk's CPU per request; of it TCP send + receive + rx "

@@ -6,7 +6,7 @@
 #   scripts/experiments/loadgen-vs-wrk.sh [--duration 10s] [--pairs 3] [--connections 64]
 #                             [--server-cmd 'CMD with {port}'] [--loadgen PATH]
 #                             [--server-cpu 0] [--gen-cpu 1] [--depths '1 16']
-#                             [--baseline PATH]
+#                             [--baseline PATH] [--bound]
 #
 # Server: ping-may-minihttp (target/release or PATH) unless --server-cmd is given; `{port}`
 # in the command is replaced by the port to listen on, and the URL is /ping on it.
@@ -15,11 +15,15 @@
 # counted syscalls per request (its report) are shown beside it. --baseline PATH adds a
 # fourth tool to every pair, `base`: another loadgen binary (say, a build of main) on io_uring,
 # so a change to the io_uring loop is measured against what it replaces in the same pairs.
+# --bound adds `bound`: scripts/lib/uring_bound.c, the cheapest closed-loop client io_uring
+# allows (no parsing, no clock, no histogram; needs cc and liburing-dev), the lowest CPU per
+# request any generator on io_uring can reach against this server on this machine (depth 1
+# only: it does not pipeline).
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 
-duration=10s pairs=3 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18481 depths="1 16" baseline=""
+duration=10s pairs=3 conns=64 server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18481 depths="1 16" baseline="" bound=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration) duration=$2; shift 2 ;;
@@ -32,7 +36,8 @@ while [[ $# -gt 0 ]]; do
     --port) port=$2; shift 2 ;;
     --depths) depths=$2; shift 2 ;;
     --baseline) baseline=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --bound) bound=yes; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,6 +64,7 @@ fi
 url="http://127.0.0.1:$port/ping"
 
 tmp=$(scratch_dir)
+[[ -n "$bound" ]] && bound=$(uring_bound "$tmp")
 
 # wrk pipelines only through Lua: send `depth` requests as one write (as TechEmpower does).
 cat >"$tmp/pipeline.lua" <<'LUA'
@@ -83,11 +89,15 @@ server_cpu_s() {
 
 # run <tool> <depth> → prints "req_per_s responses cpu_s syscalls_per_request"
 # (tools: wrk, epoll and uring = loadgen on that I/O backend, base = the --baseline binary on
-# io_uring; wrk's syscalls are not counted)
+# io_uring, bound = uring_bound; syscalls are counted for loadgen only)
 run() {
   local tool=$1 depth=$2 out="$tmp/out" tm="$tmp/time" count_line bin=$loadgen io=$1
   [[ $tool == base ]] && bin=$baseline io=uring
-  if [[ $tool == wrk ]]; then
+  if [[ $tool == bound ]]; then
+    /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
+      "$bound" "$port" "$conns" "$(seconds "$duration")" >"$out" 2>&1
+    count_line='responses in'
+  elif [[ $tool == wrk ]]; then
     local lua=()
     (( depth > 1 )) && lua=(-s "$tmp/pipeline.lua" "$url" -- "$depth")
     /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
@@ -114,9 +124,11 @@ results="$tmp/results"
 echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); generators on cpu $gen_cpu, -t1 -c$conns, $duration per run, $pairs pairs"
 tools="epoll uring wrk"
 [[ -n "$baseline" ]] && tools="epoll uring base wrk"
+[[ -n "$bound" ]] && tools="${tools% wrk} bound wrk"
 for depth in $depths; do
   for i in $(seq "$pairs"); do
     for tool in $tools; do
+      [[ $tool == bound && $depth != 1 ]] && continue
       s0=$(server_cpu_s) t0=$(date +%s.%N)
       read -r rps n cpu sys < <(run "$tool" "$depth")
       s1=$(server_cpu_s) t1=$(date +%s.%N)
@@ -132,21 +144,26 @@ for depth in $depths; do
 done
 
 echo
-echo "(tools: epoll, uring = loadgen on that I/O backend${baseline:+; base = $baseline on io_uring})"
+echo "(tools: epoll, uring = loadgen on that I/O backend${baseline:+; base = $baseline on io_uring}${bound:+; bound = the cheapest io_uring client, scripts/lib/uring_bound.c})"
 echo "| depth | tool | req/s (median) | generator CPU µs/request (median) | syscalls/request (median) | server core busy (median) |"
 echo "|---|---|---|---|---|---|"
 declare -A med_rps med_cpu
 for depth in $depths; do
   for tool in $tools; do
+    [[ $tool == bound && $depth != 1 ]] && continue
     rps=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $4}' "$results" | median)
     cpu=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $6 * 1e6 / $5}' "$results" | median)
     busy=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $7 * 100}' "$results" | median)
     sys=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d && $8 != "-" {print $8}' "$results" | median)
-    [[ $tool == wrk ]] && sys="n/a" || sys=$(printf '%.3f' "$sys")
+    [[ $tool == wrk || $tool == bound ]] && sys="n/a" || sys=$(printf '%.3f' "$sys")
     echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") | $sys | $(printf '%.0f' "$busy") % |"
     med_rps[$tool]=$rps med_cpu[$tool]=$cpu
   done
   for tool in ${tools% wrk}; do
+    [[ $tool == bound && $depth != 1 ]] && continue
     echo "| $depth | $tool/wrk | $(ratio "${med_rps[$tool]}" "${med_rps[wrk]}")× | $(ratio "${med_cpu[$tool]}" "${med_cpu[wrk]}")× | | |"
   done
+  if [[ -n "$bound" && $depth == 1 ]]; then
+    echo "| $depth | uring/bound | $(ratio "${med_rps[uring]}" "${med_rps[bound]}")× | $(ratio "${med_cpu[uring]}" "${med_cpu[bound]}")× | | |"
+  fi
 done

@@ -105,3 +105,23 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 # yes_no EXPR: "yes" when the awk expression holds, else "NO".
 yes_no() { awk "BEGIN {print ($1) ? \"yes\" : \"NO\"}"; }
+
+# uring_bound DIR: build scripts/lib/uring_bound.c (the cheapest io_uring client, the bound a
+# generator on io_uring can reach) into DIR and print its path; exit 2 saying what is missing.
+uring_bound() {
+  need cc
+  if ! printf '#include <liburing.h>\n' | cc -E - >/dev/null 2>&1; then
+    echo "$(basename "$0"): --bound needs liburing's headers (Debian: apt-get install liburing-dev)" >&2; exit 2
+  fi
+  cc -O2 -o "$1/uring_bound" scripts/lib/uring_bound.c -luring || exit 2
+  echo "$1/uring_bound"
+}
+# seconds DURATION: a wrk-style duration (10s, 2m, 500ms) in seconds; exit 2 on anything else.
+seconds() {
+  case "$1" in
+    *ms) awk -v v="${1%ms}" 'BEGIN {print v / 1000}' ;;
+    *s) echo "${1%s}" ;;
+    *m) awk -v v="${1%m}" 'BEGIN {print v * 60}' ;;
+    *) echo "$1" ;;
+  esac | grep -E '^[0-9]+(\.[0-9]+)?$' || { echo "$(basename "$0"): bad duration $1" >&2; exit 2; }
+}
