@@ -103,6 +103,22 @@ rules = [
     ("epoll", r"^(ep_|do_epoll|__x64_sys_epoll)"),
 ]
 names = [n for n, _ in rules] + ["other kernel", "user"]
+# Inside the rx softirq (the peer's TCP input, run on the sender's CPU): waking the peer's
+# reader, processing the ACK the segment carries (congestion control included), freeing
+# buffers (the skbs the other CPU read, deferred back here), the rest of IP and TCP input.
+rx_parts = [
+    ("wake reader", r"^(sock_def_readable|ep_poll_callback|__wake_up|try_to_wake_up)"),
+    ("ack", r"^(tcp_ack|tcp_clean_rtx_queue|tcp_cong_control|bbr_|cubictcp_|tcp_rate_)"),
+    ("free skbs", r"^(skb_defer_free_flush|skb_attempt_defer_free|__kfree_skb|kfree_skb|"
+                  r"skb_release_|napi_consume_skb)"),
+]
+rx_names = [n for n, _ in rx_parts] + ["tcp/ip input"]
+def rx_part(frames):
+    syms = [f[0] for f in frames]
+    for name, rx in rx_parts:
+        if any(re.search(rx, x) for x in syms):
+            return name
+    return "tcp/ip input"
 def classify(frames):
     if not frames or "kernel" not in frames[0][1]:
         return "user"
@@ -126,10 +142,13 @@ def samples(path):
         out.append(frames)
     return out
 def shares(path):
-    c = dict.fromkeys(names, 0)
+    c = dict.fromkeys(names + [f"rx: {n}" for n in rx_names], 0)
     ss = samples(path)
     for f in ss:
-        c[classify(f)] += 1
+        g = classify(f)
+        c[g] += 1
+        if g == "rx softirq":
+            c[f"rx: {rx_part(f)}"] += 1
     return {k: v / max(len(ss), 1) for k, v in c.items()}
 def stat(path):
     vals = {}
@@ -170,6 +189,13 @@ print("|---" * (6 + len(names)) + "|")
 for tool, r in rows.items():
     print(f"| {tool} | {r['cpu']:.2f} | {r['sys']:.3f} | {r['cs']:.4f} | {r['softirq']:.2f} | "
           f"{r['xmit']:.2f} | " + " | ".join(f"{r[n]:.2f}" for n in names) + " |")
+print()
+print("The rx softirq split (µs per request): " + ", ".join(rx_names))
+print("| tool | " + " | ".join(f"{n} µs" for n in rx_names) + " |")
+print("|---" * (1 + len(rx_names)) + "|")
+for tool, r in rows.items():
+    print(f"| {tool} | " + " | ".join(f"{r['rx: ' + n]:.2f}" for n in rx_names) + " |")
+print()
 w = rows["wrk"]["cpu"]
 floor = ["rx softirq", "tcp send", "tcp recv"]
 for tool in [t for t in tools if t != "wrk"]:
