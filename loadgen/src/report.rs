@@ -278,6 +278,17 @@ pub enum IoBackend {
     Uring,
 }
 
+/// How io_uring receives: armed once per connection into provided buffers, or queued anew
+/// into the connection's buffer after each completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Receive {
+    /// `IORING_RECV_MULTISHOT` into a provided-buffer ring (kernel 6.10+ vouches for both).
+    Multishot,
+    /// One receive per completion, waiting for data first (`IORING_RECVSEND_POLL_FIRST`).
+    OneShot,
+}
+
 /// Which backend ran, what was asked for, and why that one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -286,6 +297,17 @@ pub struct IoUsed {
     pub backend: IoBackend,
     /// Why this backend: the choice, or why io_uring could not be used (e.g. refused by
     /// sysctl `kernel.io_uring_disabled` or a seccomp filter).
+    pub reason: String,
+    /// On io_uring: how it receives, and why (absent on epoll, and in reports before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive: Option<ReceiveUsed>,
+}
+
+/// The receive mode io_uring ran with, and why that one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiveUsed {
+    pub mode: Receive,
     pub reason: String,
 }
 

@@ -13,7 +13,9 @@ use crate::hdr::hdr_v2_b64;
 use crate::http::request::RequestBytes;
 use crate::http::target;
 use crate::merge::{Merged, percentiles};
-use crate::report::{Generator, IoUsed, OpenLoopHistograms, OwnCost, Report, SCHEMA_VERSION};
+use crate::report::{
+    Generator, IoUsed, OpenLoopHistograms, OwnCost, Receive, Report, SCHEMA_VERSION,
+};
 use crate::spec::{LoadModel, LoadSpec};
 use crate::sys::{clock, proc};
 use crate::worker::plan::{OpenPlan, Plan, Share, split_even};
@@ -69,6 +71,10 @@ pub fn run(spec: &LoadSpec) -> Result<Report> {
         expect_body_bytes: spec.expect_body_bytes,
         open,
         io: io.backend,
+        multishot: io
+            .receive
+            .as_ref()
+            .is_some_and(|r| r.mode == Receive::Multishot),
     });
     let start = Arc::new(StartLine {
         barrier: Barrier::new(spec.threads as usize),

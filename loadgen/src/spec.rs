@@ -44,8 +44,19 @@ pub enum IoChoice {
     /// Edge-triggered epoll with one `send` and one `read` per request.
     Epoll,
     /// io_uring: sends and receives queued and submitted in one `io_uring_enter` per loop
-    /// pass. Closed loop only; an error where io_uring is unavailable.
+    /// pass; receives multishot into provided buffers where the kernel has both (6.10+).
+    /// Closed loop only; an error where io_uring is unavailable.
     Uring,
+    /// io_uring with one-shot receives, as on kernels without multishot receive: to compare
+    /// the two, and to test the path older kernels take.
+    UringOneshot,
+}
+
+impl IoChoice {
+    /// io_uring asked for by name (not `auto`).
+    pub fn is_uring(self) -> bool {
+        matches!(self, IoChoice::Uring | IoChoice::UringOneshot)
+    }
 }
 
 /// Default wake-up coalescing: well under a timer wake-up's own lateness on a VM, so on-time
@@ -313,7 +324,7 @@ impl LoadSpec {
         if !(100..=599).contains(&self.expect_status) {
             return Err(SpecError::Status(self.expect_status));
         }
-        if self.io == IoChoice::Uring && matches!(self.model, LoadModel::Open { .. }) {
+        if self.io.is_uring() && matches!(self.model, LoadModel::Open { .. }) {
             return Err(SpecError::UringOpenLoop);
         }
         for (k, v) in &self.headers {

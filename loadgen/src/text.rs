@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::report::{IoBackend, Percentiles, Report};
+use crate::report::{IoBackend, Percentiles, Receive, Report};
 use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
 
 /// One line describing the load, e.g. for progress output.
@@ -166,6 +166,13 @@ pub fn summary(r: &Report) -> String {
             IoBackend::Uring => "io_uring",
         };
         let _ = writeln!(o, "  I/O: {backend} ({})", io.reason);
+        if let Some(r) = &io.receive {
+            let mode = match r.mode {
+                Receive::Multishot => "multishot into provided buffers",
+                Receive::OneShot => "one-shot",
+            };
+            let _ = writeln!(o, "  receives: {mode} ({})", r.reason);
+        }
     }
     if let Some(c) = &g.cost {
         let _ = writeln!(

@@ -1,9 +1,10 @@
 //! io_uring for the closed loop's socket I/O: a ring per worker thread, one `io_uring_enter`
 //! per loop pass that both submits every queued send/receive and waits for completions
 //! (with a nanosecond timeout), and a probe that says whether this process may use io_uring
-//! at all (`kernel.io_uring_disabled`, seccomp and container runtimes can refuse it).
-//! Where the kernel has multishot receive and provided-buffer rings (6.10+ vouches for both),
-//! receives are multishot into a [`BufRing`]; otherwise one-shot into the caller's buffer.
+//! at all (`kernel.io_uring_disabled`, seccomp and container runtimes can refuse it) and
+//! whether it has multishot receive and provided-buffer rings (6.10+ vouches for both).
+//! Receives are multishot into a [`BufRing`] where the caller asks for that (the probe said
+//! yes), else one-shot into the caller's buffer.
 //!
 //! The ring is set up `SINGLE_ISSUER | DEFER_TASKRUN | TASKRUN_FLAG` where the kernel has
 //! them (6.1+): completions are then produced only inside our own `io_uring_enter`, in
@@ -53,9 +54,10 @@ const BUFS_PER_CONN: usize = 4;
 /// One provided buffer: a pipelined batch of small responses fits in one.
 const BUF_LEN: u32 = 4096;
 
-/// Whether io_uring can run here, with the operations the closed loop needs. `Err` says why
-/// not, in words for the report.
-pub fn probe() -> Result<(), String> {
+/// Whether io_uring can run here, with the operations the closed loop needs (`Err` says why
+/// not, in words for the report), and if so whether receives can be multishot into provided
+/// buffers (`Ok(Err)` says why not).
+pub fn probe() -> Result<Result<(), String>, String> {
     let ring = IoUring::new(8).map_err(|e| {
         let sysctl = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
             .map(|v| format!("; sysctl kernel.io_uring_disabled = {}", v.trim()))
@@ -81,13 +83,23 @@ pub fn probe() -> Result<(), String> {
             return Err(format!("the kernel's io_uring lacks the {name} operation"));
         }
     }
-    Ok(())
+    // Multishot receive is 6.0+, provided-buffer rings 5.19+; the bundle feature (6.10) is
+    // the flag that vouches for both. Registering a small ring proves the rest.
+    if !ring.params().is_feature_recvsend_bundle() {
+        return Ok(Err(
+            "the kernel has no multishot receive into provided-buffer rings (6.10+)".into(),
+        ));
+    }
+    Ok(BufRing::new(&ring, 64, BUF_LEN, 0)
+        .map(drop)
+        .map_err(|e| format!("registering a provided-buffer ring failed: {e}")))
 }
 
 impl Ring {
     /// A ring for `connections` sockets (each has at most one receive, one send and one
-    /// connect poll outstanding; a fuller queue is submitted early, not dropped).
-    pub fn new(connections: usize) -> io::Result<Self> {
+    /// connect poll outstanding; a fuller queue is submitted early, not dropped), receiving
+    /// multishot into provided buffers if `multishot` (which `probe` must have allowed).
+    pub fn new(connections: usize, multishot: bool) -> io::Result<Self> {
         let entries = (connections * 2 + 16).clamp(64, 4096).next_power_of_two() as u32;
         let cq = entries * 4;
         let ring = IoUring::builder()
@@ -98,13 +110,11 @@ impl Ring {
             .build(entries)
             .or_else(|_| IoUring::builder().setup_cqsize(cq).build(entries))?;
         super::count::add(1);
-        // Multishot receive is 6.0+, provided-buffer rings 5.19+; the bundle feature (6.10)
-        // is the flag that vouches for both.
-        let bufs = if ring.params().is_feature_recvsend_bundle() {
+        let bufs = if multishot {
             let count = (connections * BUFS_PER_CONN)
                 .next_power_of_two()
                 .clamp(64, 1 << 15) as u16;
-            BufRing::new(&ring, count, BUF_LEN, 0).ok()
+            Some(BufRing::new(&ring, count, BUF_LEN, 0)?)
         } else {
             None
         };

@@ -17,10 +17,10 @@ pub(super) enum Io {
 }
 
 impl Io {
-    pub(super) fn new(backend: IoBackend, connections: usize) -> io::Result<Self> {
+    pub(super) fn new(backend: IoBackend, connections: usize, multishot: bool) -> io::Result<Self> {
         Ok(match backend {
             IoBackend::Epoll => Io::Epoll(Epoll::new(connections.min(1024))?),
-            IoBackend::Uring => Io::Uring(Box::new(Ring::new(connections)?)),
+            IoBackend::Uring => Io::Uring(Box::new(Ring::new(connections, multishot)?)),
         })
     }
 

@@ -126,7 +126,7 @@ impl Worker {
             }
         });
         Ok(Self {
-            io: Io::new(plan.io, n)?,
+            io: Io::new(plan.io, n, plan.multishot)?,
             conns: (0..n).map(|_| Conn::new()).collect(),
             events: Vec::with_capacity(n.min(1024)),
             done: Vec::with_capacity(n * 2),

@@ -21,6 +21,8 @@ pub struct Plan {
     pub open: Option<OpenPlan>,
     /// The I/O layer every worker runs (`backend::choose`).
     pub io: IoBackend,
+    /// On io_uring: receives are multishot into provided buffers (else one-shot).
+    pub multishot: bool,
 }
 
 /// Open loop: global request `k` is intended at `t0 + k * ns_per_request`; thread `i` of

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use loadgen::Report;
-use loadgen::report::IoBackend;
+use loadgen::report::{IoBackend, Receive};
 
 use crate::support::{Mode, TestServer, closed, loadgen, without_io_uring};
 
@@ -196,6 +196,28 @@ fn without_io_uring_auto_falls_back_to_epoll_and_uring_exits_2() {
     let io = r.generator.io.expect("the report says which backend ran");
     assert_eq!(io.backend, IoBackend::Uring, "{io:?}");
     assert_eq!(r.counts.ok, 100, "{:?}", r.counts);
+    // This kernel (6.10+) receives multishot; --io uring-oneshot asks for one-shot.
+    let receive = io.receive.expect("io_uring says how it receives");
+    assert_eq!(receive.mode, Receive::Multishot, "{receive:?}");
+    let r = report(&run(&["--io", "uring-oneshot"], false));
+    let io = r.generator.io.expect("the report says which backend ran");
+    assert_eq!(io.backend, IoBackend::Uring, "{io:?}");
+    let receive = io.receive.expect("io_uring says how it receives");
+    assert_eq!(receive.mode, Receive::OneShot, "{receive:?}");
+    assert!(receive.reason.contains("--io uring-oneshot"), "{receive:?}");
+    assert_eq!(r.counts.ok, 100, "{:?}", r.counts);
+    let out = run(&["--io", "uring-oneshot"], true);
+    assert_eq!(out.status.code(), Some(2));
+    // The text report names the receive mode under the I/O line.
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([url.as_str(), "-c", "2", "-n", "100", "--io", "uring"])
+        .output()
+        .expect("run the loadgen binary");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("receives: multishot into provided buffers"),
+        "{text}"
+    );
 }
 
 /// `--version` says the version number first (C6), then the method identity the runner

@@ -3,7 +3,7 @@
 
 use loadgen::IoChoice;
 
-use crate::support::{Mode, TestServer, assert_adds_up, closed_on, on_both_backends, open};
+use crate::support::{Mode, TestServer, assert_adds_up, closed_on, on_every_backend, open};
 
 fn exact_counts_for_n_requests(io: IoChoice) {
     let srv = TestServer::start(Mode::Ok);
@@ -270,7 +270,7 @@ fn busy_shares_never_exceed_one(io: IoChoice) {
     }
 }
 
-on_both_backends!(
+on_every_backend!(
     exact_counts_for_n_requests,
     pipelined_counts_with_partial_last_batch,
     keepalive_reuses_connections_and_close_opens_one_per_request,

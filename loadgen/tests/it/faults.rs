@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use loadgen::IoChoice;
 
 use crate::support::{
-    Mode, TestServer, assert_adds_up, closed_on, on_both_backends, open, run_killing_server,
+    Mode, TestServer, assert_adds_up, closed_on, on_every_backend, open, run_killing_server,
 };
 
 fn silent_server_produces_timeouts_not_silence(io: IoChoice) {
@@ -197,7 +197,7 @@ fn many_connections_to_a_server_that_never_accepts_end_within_the_grace(io: IoCh
     );
 }
 
-on_both_backends!(
+on_every_backend!(
     closed_loop_service_time_hides_a_stall,
     silent_server_produces_timeouts_not_silence,
     timeouts_in_a_duration_run_are_counted_once,

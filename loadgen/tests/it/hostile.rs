@@ -3,7 +3,7 @@
 
 use loadgen::IoChoice;
 
-use crate::support::{Mode, TestServer, assert_adds_up, closed_on, on_both_backends, open};
+use crate::support::{Mode, TestServer, assert_adds_up, closed_on, on_every_backend, open};
 
 /// Problems that name unrequested responses.
 fn flags_unrequested(problems: &[String]) -> bool {
@@ -87,7 +87,7 @@ fn silent_server_is_blamed_not_the_generator() {
     );
 }
 
-on_both_backends!(
+on_every_backend!(
     duplicate_responses_are_protocol_violations_in_the_closed_loop,
     a_body_ended_by_the_server_closing_completes_at_eof,
 );

@@ -274,9 +274,10 @@ pub fn loadgen(args: &[&str]) -> Output {
         .expect("run the loadgen binary")
 }
 
-/// Runs each named test `fn name(io: IoChoice)` once per closed-loop I/O backend, as the
-/// tests `name::epoll` and `name::uring`: the same suite must pass on both.
-macro_rules! on_both_backends {
+/// Runs each named test `fn name(io: IoChoice)` once per closed-loop I/O path, as the tests
+/// `name::epoll`, `name::uring` and `name::uring_oneshot` (io_uring's receive as kernels
+/// before 6.10 run it): the same suite must pass on every one.
+macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         $(
             mod $name {
@@ -288,11 +289,15 @@ macro_rules! on_both_backends {
                 fn uring() {
                     super::$name(loadgen::IoChoice::Uring)
                 }
+                #[test]
+                fn uring_oneshot() {
+                    super::$name(loadgen::IoChoice::UringOneshot)
+                }
             }
         )*
     };
 }
-pub(crate) use on_both_backends;
+pub(crate) use on_every_backend;
 
 /// Make `cmd`'s child unable to set up io_uring, as a seccomp policy (Docker's default, for
 /// one) or `kernel.io_uring_disabled` would: `io_uring_setup` fails with EPERM.
