@@ -196,7 +196,7 @@ pub enum SpecError {
     #[error("invalid header `{0}`: names must be tokens, values must not contain CR/LF")]
     Header(String),
     #[error(
-        "--io uring drives the closed loop only; the open loop runs on epoll (use --io auto or epoll)"
+        "--io uring and uring-oneshot drive the closed loop only; the open loop runs on epoll (use --io auto or epoll)"
     )]
     UringOpenLoop,
     #[error("--io uring: io_uring is unavailable here ({0}); use --io epoll or auto")]
@@ -382,6 +382,32 @@ pub(crate) mod tests {
         open_files: Some(1024),
         ephemeral_ports: Some(500),
     };
+
+    #[test]
+    fn io_uring_asked_for_by_name_refuses_the_open_loop() {
+        let open = LoadModel::Open {
+            rate_per_s: 10.0,
+            connections: 1,
+            coalesce_us: 20,
+        };
+        for io in [IoChoice::Uring, IoChoice::UringOneshot] {
+            let s = LoadSpec {
+                io,
+                ..spec(open.clone())
+            };
+            assert!(matches!(
+                s.validate_for(&HOST),
+                Err(SpecError::UringOpenLoop)
+            ));
+        }
+        for io in [IoChoice::Auto, IoChoice::Epoll] {
+            let s = LoadSpec {
+                io,
+                ..spec(open.clone())
+            };
+            assert!(s.validate_for(&HOST).is_ok(), "{io:?}");
+        }
+    }
 
     #[test]
     fn connections_must_fit_the_fd_limit_and_the_port_range() {
