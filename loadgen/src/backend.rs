@@ -24,44 +24,41 @@ fn choose_with(
         reason: reason.to_string(),
         receive: None,
     };
-    let uring = |reason: &str, mode, why: String| IoUsed {
-        requested: spec.io,
-        backend: IoBackend::Uring,
-        reason: reason.to_string(),
-        receive: Some(ReceiveUsed { mode, reason: why }),
-    };
-    // The receive mode where io_uring runs: multishot unless asked otherwise or not there.
-    let receive = |multishot: Result<(), String>| match (spec.io, multishot) {
-        (IoChoice::UringOneshot, _) => (Receive::OneShot, "asked for (--io uring-oneshot)".into()),
-        (_, Ok(())) => (Receive::Multishot, "the kernel has it".into()),
-        (_, Err(why)) => (Receive::OneShot, why),
+    // On io_uring, receives are multishot unless asked otherwise or the kernel lacks it.
+    let uring = |reason: &str, multishot: Result<(), String>| {
+        let (mode, why) = match (spec.io, multishot) {
+            (IoChoice::UringOneshot, _) => (Receive::OneShot, asked(spec.io)),
+            (_, Ok(())) => (Receive::Multishot, "the kernel has it".into()),
+            (_, Err(why)) => (Receive::OneShot, why),
+        };
+        IoUsed {
+            requested: spec.io,
+            backend: IoBackend::Uring,
+            reason: reason.to_string(),
+            receive: Some(ReceiveUsed { mode, reason: why }),
+        }
     };
     let open = matches!(spec.model, LoadModel::Open { .. });
     Ok(match spec.io {
-        IoChoice::Epoll => epoll("asked for (--io epoll)"),
+        IoChoice::Epoll => epoll(&asked(spec.io)),
         _ if open => epoll("the open loop runs on epoll (its sender sleeps to each send's time)"),
         IoChoice::Uring | IoChoice::UringOneshot => match probe() {
-            Ok(m) => {
-                let (mode, why) = receive(m);
-                let asked = if spec.io == IoChoice::Uring {
-                    "asked for (--io uring)"
-                } else {
-                    "asked for (--io uring-oneshot)"
-                };
-                uring(asked, mode, why)
-            }
+            Ok(m) => uring(&asked(spec.io), m),
             Err(why) => return Err(SpecError::UringUnavailable(why)),
         },
         IoChoice::Auto => match probe() {
-            Ok(m) => {
-                let (mode, why) = receive(m);
-                uring("auto: io_uring is available", mode, why)
-            }
+            Ok(m) => uring("auto: io_uring is available", m),
             Err(why) => epoll(&format!(
                 "auto: io_uring is unavailable ({why}), fell back to epoll"
             )),
         },
     })
+}
+
+/// "asked for (--io NAME)", NAME as the command line spells it.
+fn asked(io: IoChoice) -> String {
+    let name = clap::ValueEnum::to_possible_value(&io).map(|v| v.get_name().to_string());
+    format!("asked for (--io {})", name.unwrap_or_default())
 }
 
 #[cfg(test)]

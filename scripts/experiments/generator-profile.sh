@@ -168,14 +168,15 @@ for tool in tools:
         n = responses(f"{tmp}/{tool}.{i}.out")
         s = stat(f"{tmp}/{tool}.{i}.stat")
         cpu_us = s["task-clock"] * 1000 / n  # task-clock is in ms
+        # The tracepoint counts, per request of their own run.
+        c = stat(f"{tmp}/{tool}.{i}.count")
         k = responses(f"{tmp}/{tool}.{i}.count.out")
-        s |= {e: v * n / k for e, v in stat(f"{tmp}/{tool}.{i}.count").items()}
         per.append({
             "cpu": cpu_us,
             "cs": s["context-switches"] / n,
-            "sys": s["raw_syscalls:sys_enter"] / n,
-            "softirq": s["irq:softirq_entry"] / n,
-            "xmit": s["net:net_dev_xmit"] / n,
+            "sys": c["raw_syscalls:sys_enter"] / k,
+            "softirq": c["irq:softirq_entry"] / k,
+            "xmit": c["net:net_dev_xmit"] / k,
             **{k: v * cpu_us for k, v in shares(f"{tmp}/{tool}.{i}.script").items()},
         })
     rows[tool] = {k: statistics.median(p[k] for p in per) for k in per[0]}

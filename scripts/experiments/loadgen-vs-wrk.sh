@@ -125,10 +125,11 @@ echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); generators on cpu
 tools="epoll uring wrk"
 [[ -n "$baseline" ]] && tools="epoll uring base wrk"
 [[ -n "$bound" ]] && tools="${tools% wrk} bound wrk"
+# tools_at DEPTH: the tools measured at DEPTH (the bound does not pipeline: depth 1 only).
+tools_at() { if (( $1 == 1 )); then echo "$tools"; else echo "${tools/ bound/}"; fi; }
 for depth in $depths; do
   for i in $(seq "$pairs"); do
-    for tool in $tools; do
-      [[ $tool == bound && $depth != 1 ]] && continue
+    for tool in $(tools_at "$depth"); do
       s0=$(server_cpu_s) t0=$(date +%s.%N)
       read -r rps n cpu sys < <(run "$tool" "$depth")
       s1=$(server_cpu_s) t1=$(date +%s.%N)
@@ -149,8 +150,7 @@ echo "| depth | tool | req/s (median) | generator CPU µs/request (median) | sys
 echo "|---|---|---|---|---|---|"
 declare -A med_rps med_cpu
 for depth in $depths; do
-  for tool in $tools; do
-    [[ $tool == bound && $depth != 1 ]] && continue
+  for tool in $(tools_at "$depth"); do
     rps=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $4}' "$results" | median)
     cpu=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $6 * 1e6 / $5}' "$results" | median)
     busy=$(awk -v t="$tool" -v d="$depth" '$1==t && $2==d {print $7 * 100}' "$results" | median)
@@ -159,8 +159,8 @@ for depth in $depths; do
     echo "| $depth | $tool | $(printf '%.0f' "$rps") | $(printf '%.3f' "$cpu") | $sys | $(printf '%.0f' "$busy") % |"
     med_rps[$tool]=$rps med_cpu[$tool]=$cpu
   done
-  for tool in ${tools% wrk}; do
-    [[ $tool == bound && $depth != 1 ]] && continue
+  for tool in $(tools_at "$depth"); do
+    [[ $tool == wrk ]] && continue
     echo "| $depth | $tool/wrk | $(ratio "${med_rps[$tool]}" "${med_rps[wrk]}")× | $(ratio "${med_cpu[$tool]}" "${med_cpu[wrk]}")× | | |"
   done
   if [[ -n "$bound" && $depth == 1 ]]; then

@@ -151,9 +151,7 @@ int main(int argc, char **argv) {
     io_uring_buf_ring_advance(br, nbufs);
   }
 
-  // The file a request names: its registered index, or its descriptor.
-#define TARGET(sqe, i) \
-  do { if (fixed) (sqe)->flags |= IOSQE_FIXED_FILE; } while (0)
+  // The file a request names: its registered index (IOSQE_FIXED_FILE), or its descriptor.
 #define FD(i) (fixed ? (i) : fd[i])
   struct io_uring_sqe *sqe;
 #define GET_SQE() \
@@ -161,7 +159,7 @@ int main(int argc, char **argv) {
 #define QUEUE_SEND(i) do { \
     GET_SQE(); \
     io_uring_prep_send(sqe, FD(i), req, req_len, MSG_NOSIGNAL | (skip ? MSG_WAITALL : 0)); \
-    TARGET(sqe, i); \
+    if (fixed) sqe->flags |= IOSQE_FIXED_FILE; \
     if (skip) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS; \
     io_uring_sqe_set_data64(sqe, OP_SEND << 32 | (unsigned)(i)); \
   } while (0)
@@ -174,7 +172,7 @@ int main(int argc, char **argv) {
     } else { \
       io_uring_prep_recv(sqe, FD(i), own + (size_t)(i) * BUF_LEN, BUF_LEN, 0); \
     } \
-    TARGET(sqe, i); \
+    if (fixed) sqe->flags |= IOSQE_FIXED_FILE; \
     io_uring_sqe_set_data64(sqe, OP_RECV << 32 | (unsigned)(i)); \
   } while (0)
 

@@ -90,7 +90,10 @@ pub fn probe() -> Result<Result<(), String>, String> {
             "the kernel has no multishot receive into provided-buffer rings (6.10+)".into(),
         ));
     }
-    Ok(BufRing::new(&ring, 64, BUF_LEN, 0)
+    let bufs = BufRing::new(&ring, 64, BUF_LEN, 0);
+    // The ring goes first: a `BufRing` is freed only once no ring holds it.
+    drop(ring);
+    Ok(bufs
         .map(drop)
         .map_err(|e| format!("registering a provided-buffer ring failed: {e}")))
 }

@@ -43,9 +43,7 @@ pub fn primary(spec: &CellSpec) -> Metric {
 
 /// 95 % CI half-width in percent of the mean; None for fewer than 2 values or a zero mean.
 pub fn ci_half_pct(values: &[f64]) -> Option<f64> {
-    let (lo, hi) = stats::ci95(values)?;
-    let m = stats::mean(values)?;
-    (m != 0.0).then(|| (hi - lo) / 2.0 / m.abs() * 100.0)
+    ci_half_pct_stepped(values, 0.0)
 }
 
 /// As `ci_half_pct`, for values known only to a `step` (a count of whole responses over a
@@ -63,7 +61,7 @@ pub fn ci_half_pct_stepped(values: &[f64], step: f64) -> Option<f64> {
 
 /// The smallest move of `metric` between repetitions, where it is a count over a window:
 /// req/s is whole responses over the measured window. None where the metric is not counted
-/// that way.
+/// that way (its interval is then the plain one).
 fn step(c: &CellResult, metric: Metric) -> Option<f64> {
     match metric {
         Metric::RequestsPerS => c
@@ -88,10 +86,7 @@ pub fn enough(c: &CellResult) -> Option<Option<Stopping>> {
     };
     let metric = primary(&c.cell);
     let values: Vec<f64> = by_rep(c, metric).into_iter().map(|(_, v)| v).collect();
-    let hw = match step(c, metric) {
-        Some(st) => ci_half_pct_stepped(&values, st),
-        None => ci_half_pct(&values),
-    };
+    let hw = ci_half_pct_stepped(&values, step(c, metric).unwrap_or(0.0));
     let reason = match hw {
         Some(h) if h <= a.target_ci_pct => StopReason::TargetMet,
         _ if done >= a.max_repetitions => StopReason::Cap,
