@@ -1,4 +1,4 @@
-//! Building a variant's tree: `cargo build --release --locked --bin <binary>` in a build
+//! Building a variant's tree: `cargo build --release --locked --workspace --bin <binary>` in a build
 //! directory of the variant's own, the binary copied into the variant's cache directory with
 //! its record (`variant.json`), so the next run with the same content finds it.
 //!
@@ -19,8 +19,17 @@ use crate::results::variants::VariantRecord;
 
 const RECORD: &str = "variant.json";
 
-fn cargo_args(v: &VariantDef) -> [&str; 5] {
-    ["build", "--release", "--locked", "--bin", &v.binary_name]
+/// `--workspace`: the services are workspace members but not default members (since
+/// `default-members = ["runner"]`), and `--bin` alone looks only in the default members.
+fn cargo_args(v: &VariantDef) -> [&str; 6] {
+    [
+        "build",
+        "--release",
+        "--locked",
+        "--workspace",
+        "--bin",
+        &v.binary_name,
+    ]
 }
 
 /// The variant's build directory, inside its cache directory `dir`.

@@ -226,3 +226,48 @@ fn a_variant_that_does_not_build_fails_its_cells_and_the_run_goes_on() {
         "{md}"
     );
 }
+
+/// A variant at this checkout's own HEAD builds and runs: every service is a workspace
+/// member but only the runner is a default one, so the build must name the workspace
+/// (the gate's variants failed with "no bin target named `ping-epoll`" before it did).
+#[test]
+fn a_variant_at_head_builds_and_serves() {
+    let _machine = support::busy();
+    let base = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "");
+    let variant = "[[services.variants]]\nname = \"head\"\nrev = \"HEAD\"\n";
+    let text = base.replacen("\n[[scenarios]]", &format!("\n{variant}\n[[scenarios]]"), 1);
+    let (m, out_dir) = in_checkout("head", &text);
+    let dir = m.parent().unwrap().join("variants");
+    let out = matrix_at(
+        &m,
+        &out_dir,
+        &[
+            "run",
+            "--quiet",
+            "--only",
+            "scenario=ping",
+            "--only",
+            "service=ping-epoll@head",
+        ],
+    )
+    .env("PINGMATRIX_VARIANTS_DIR", &dir)
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let run = only_run_dir(&out_dir);
+    let v = cell_json(&run, "ping-epoll@head__ping__c4__pinned");
+    assert_eq!(v["status"], "ok", "{v}");
+    let rec: serde_json::Value = read(&run.join("run.json"));
+    let variant = &rec["environment"]["variants"][0];
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        variant["commit"].as_str(),
+        Some(String::from_utf8_lossy(&head.stdout).trim()),
+        "{variant}"
+    );
+    assert!(variant["error"].is_null(), "{variant}");
+    assert!(variant["binary_sha256"].as_str().is_some(), "{variant}");
+}
