@@ -1,4 +1,5 @@
-//! `--burn-ns N` and `--burn-iters N`: a known cost per request, the same code in every service.
+//! `--burn-ns N`, `--burn-iters N` and `--burn-syscalls N`: a known cost per request, the same
+//! code in every service.
 //!
 //! Why: a calibration aid. Adding N ns of work per request must move the server CPU time per
 //! request the runner measures by about N ns, in every service alike; that checks the
@@ -10,6 +11,10 @@
 //! number of instructions per request on every machine whatever the clock does (a timed spin
 //! retires more instructions on a faster CPU). It checks counted metrics (instructions per
 //! request under Valgrind) the way `--burn-ns` checks CPU time.
+//!
+//! `--burn-syscalls N` adds one cheap system call (`getppid`, never cached by libc) every N
+//! requests the process answers: a known number of kernel entries, 1/N per request, which
+//! checks the counted syscalls per request and the gate that judges them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,10 +25,16 @@ pub const MAX_BURN_NS: u64 = 1_000_000_000;
 /// Largest `--burn-iters`: 10^9 iterations per request (seconds of CPU).
 pub const MAX_BURN_ITERS: u64 = 1_000_000_000;
 
+/// Largest `--burn-syscalls`: one syscall every 10^6 requests.
+pub const MAX_BURN_SYSCALLS_EVERY: u64 = 1_000_000;
+
 /// Set once at start-up, read on every request: a global keeps all nine services uniform
 /// without threading a value through nine runtimes' handler states.
 static BURN_NS: AtomicU64 = AtomicU64::new(0);
 static BURN_ITERS: AtomicU64 = AtomicU64::new(0);
+static BURN_SYSCALLS_EVERY: AtomicU64 = AtomicU64::new(0);
+/// Requests answered while `--burn-syscalls` is on, across every worker thread.
+static ANSWERED: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the per-request cost; [`crate::cli::run_service`] calls it before the service starts.
 pub fn set_per_request_ns(ns: u64) {
@@ -46,12 +57,37 @@ pub fn per_request_iters() -> u64 {
     BURN_ITERS.load(Ordering::Relaxed)
 }
 
+/// Sets `--burn-syscalls`: one syscall every `every` requests (0: none); [`crate::cli::run_service`]
+/// calls it before the service starts.
+pub fn set_syscall_every(every: u64) {
+    BURN_SYSCALLS_EVERY.store(every, Ordering::Relaxed);
+}
+
+/// The `--burn-syscalls` in effect (the start-up line reports it when not 0).
+pub fn syscall_every() -> u64 {
+    BURN_SYSCALLS_EVERY.load(Ordering::Relaxed)
+}
+
 /// Spends the configured cost. Every service calls it once per request it answers, where it
 /// builds that request's response.
 #[inline]
 pub fn per_request() {
     spin_ns(per_request_ns());
     spin_iters(per_request_iters());
+    let every = syscall_every();
+    if every > 0 {
+        syscall_if_due(every);
+    }
+}
+
+/// One `getppid` when this request is the `every`-th since the last one. The counter is
+/// shared by all workers, so the process makes exactly answered / every of them.
+#[inline(never)]
+fn syscall_if_due(every: u64) {
+    if (ANSWERED.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(every) {
+        // SAFETY: getppid takes no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_getppid) };
+    }
 }
 
 /// Runs `iters` iterations of one fixed loop (0: returns at once) and returns its result.

@@ -1,5 +1,5 @@
 //! Command line shared by every service: `--listen`, `--workers`, `--burn-ns`, `--burn-iters`,
-//! `--help`.
+//! `--burn-syscalls`, `--help`.
 //!
 //! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`; a service that
 //! fails after that exits with code 1 and `<service>: <error>` on stderr ([`run_service`]).
@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::builder::RangedI64ValueParser;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
-use crate::burn::{MAX_BURN_ITERS, MAX_BURN_NS};
+use crate::burn::{MAX_BURN_ITERS, MAX_BURN_NS, MAX_BURN_SYSCALLS_EVERY};
 
 /// Arguments every ping service accepts.
 #[derive(Debug, Clone, Parser)]
@@ -51,6 +51,17 @@ pub struct Args {
         value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_BURN_ITERS as i64)
     )]
     pub burn_iters: u64,
+
+    /// Calibration aid: one cheap syscall (getppid) every N requests, 0 (none) to 1000000 (a
+    /// known number of kernel entries per request).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_BURN_SYSCALLS_EVERY as i64)
+    )]
+    pub burn_syscalls: u64,
 }
 
 impl Args {
@@ -69,8 +80,8 @@ impl Args {
     }
 }
 
-/// A service's `main`: parses the arguments, sets the per-request `--burn-ns` and
-/// `--burn-iters` costs, runs `run`,
+/// A service's `main`: parses the arguments, sets the per-request `--burn-ns`,
+/// `--burn-iters` and `--burn-syscalls` costs, runs `run`,
 /// and reports its error (with its causes, `{:#}`) on stderr as `<service>: <error>`, exiting
 /// with code 1.
 pub fn run_service<E: Display>(
@@ -80,6 +91,7 @@ pub fn run_service<E: Display>(
     let args = Args::from_env(service);
     crate::burn::set_per_request_ns(args.burn_ns);
     crate::burn::set_per_request_iters(args.burn_iters);
+    crate::burn::set_syscall_every(args.burn_syscalls);
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -101,6 +113,7 @@ mod tests {
         assert!(a.workers() >= 1);
         assert_eq!(a.burn_ns, 0);
         assert_eq!(a.burn_iters, 0);
+        assert_eq!(a.burn_syscalls, 0);
     }
 
     #[test]
@@ -138,6 +151,10 @@ mod tests {
             vec!["x", "--burn-iters", "1000000001"],
             vec!["x", "--burn-iters", "99999999999999999999"],
             vec!["x", "--burn-iters", "lots"],
+            vec!["x", "--burn-syscalls", "-1"],
+            vec!["x", "--burn-syscalls", "1000001"],
+            vec!["x", "--burn-syscalls", "99999999999999999999"],
+            vec!["x", "--burn-syscalls", "often"],
             vec!["x", "--burn-iters"],
         ] {
             let err = Args::try_parse_from(&bad).unwrap_err();

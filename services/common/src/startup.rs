@@ -103,9 +103,17 @@ pub struct StartupLine {
     /// flag existed lack it and read as 0.
     #[serde(default)]
     pub burn_ns: u64,
+    /// `--burn-syscalls`: one getppid every N requests; printed only when not 0, so lines of
+    /// services that do not use it are as they were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub burn_syscalls: u64,
     /// monoio only: `anon_inode:[io_uring]` fds counted in `/proc/self/fd` after start-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_uring_fds: Option<usize>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The `http` of the services that parse with httparse in a loop of their own.
@@ -140,6 +148,7 @@ impl StartupLine {
             allowed_cpus: crate::cpus::allowed_cpus(),
             deviations: Vec::new(),
             burn_ns: crate::burn::per_request_ns(),
+            burn_syscalls: crate::burn::syscall_every(),
             io_uring_fds: None,
         }
     }
@@ -187,6 +196,7 @@ mod tests {
             allowed_cpus: vec![0, 1],
             deviations: vec![Deviation::new("a", "b")],
             burn_ns: 0,
+            burn_syscalls: 0,
             io_uring_fds: None,
         };
         let s = serde_json::to_string(&line).unwrap();
@@ -197,6 +207,7 @@ mod tests {
         assert_eq!(v["model"], "thread-per-core");
         assert_eq!(v["listen"], "127.0.0.1:41234");
         assert_eq!(v["burn_ns"], 0, "printed also when 0");
+        assert!(v.get("burn_syscalls").is_none(), "printed only when set");
         assert_eq!(serde_json::from_str::<StartupLine>(&s).unwrap(), line);
         assert!(line.has_deviation("a"));
         assert_eq!(StartupLine::parse(&s).unwrap(), line);

@@ -1,6 +1,6 @@
-//! `--burn-ns N` and `--burn-iters N`, the calibration knobs: `--burn-ns` reported in the
-//! start-up line, both spent on every request (pipelined ones too), and out-of-range values
-//! refused as usage errors.
+//! `--burn-ns N`, `--burn-iters N` and `--burn-syscalls N`, the calibration knobs: reported in
+//! the start-up line, spent on every request (pipelined ones too; the syscalls counted by the
+//! kernel), and out-of-range values refused as usage errors.
 //!
 //! Times are checked as lower bounds only: an upper bound would flake on a shared machine.
 
@@ -111,6 +111,96 @@ pub fn burn_ns_out_of_range_exit_2(bin: &str) {
         assert!(
             err.contains("--burn-ns") && err.contains("is not in 0..=1000000000"),
             "{bin} --burn-ns {value}: unclear message {err:?}"
+        );
+    }
+}
+
+/// Requests and `--burn-syscalls` for [`burn_syscalls_per_request`]: 20 getppid calls.
+const SYSCALL_REQUESTS: u32 = 100;
+const SYSCALL_EVERY: u32 = 5;
+
+/// The workload perf counts the service during: `SYSCALL_REQUESTS` sequential /ping on one
+/// kept-alive connection (Python: perf runs it, so counting starts before the first request).
+const SEQUENTIAL_PINGS: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+buf = b""
+for i in range(int(sys.argv[3])):
+    s.sendall(b"GET /ping HTTP/1.1\r\nHost: conformance\r\n\r\n")
+    while buf.count(b"pong") <= i:
+        chunk = s.recv(65536)
+        if not chunk:
+            sys.exit("connection closed after %d responses" % i)
+        buf += chunk
+"#;
+
+/// `--burn-syscalls N`: reported in the start-up line, and exactly one `getppid` every N
+/// requests, counted by the kernel's tracepoint under `perf stat` (skipped, saying so, where
+/// perf or its tracepoints are not available).
+pub fn burn_syscalls_per_request(bin: &str) {
+    let svc = Service::start(bin, &["--burn-syscalls", &SYSCALL_EVERY.to_string()]);
+    assert_eq!(
+        svc.startup.burn_syscalls,
+        u64::from(SYSCALL_EVERY),
+        "{}",
+        svc.startup_raw
+    );
+    let addr = svc.addr();
+    let out = Command::new(std::env::var("PINGMATRIX_PERF").unwrap_or_else(|_| "perf".into()))
+        .args(["stat", "-x,", "-e", "syscalls:sys_enter_getppid", "-p"])
+        .arg(svc.pid().to_string())
+        .args(["--", "python3", "-c", SEQUENTIAL_PINGS])
+        .args([addr.ip().to_string(), addr.port().to_string()])
+        .arg(SYSCALL_REQUESTS.to_string())
+        .stdin(Stdio::null())
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            eprintln!(
+                "SKIPPED {bin} burn_syscalls_per_request: perf stat failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return;
+        }
+        Err(e) => {
+            eprintln!("SKIPPED {bin} burn_syscalls_per_request: no perf: {e}");
+            return;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stderr);
+    let counted: Option<u64> = text
+        .lines()
+        .find(|l| l.contains("sys_enter_getppid"))
+        .and_then(|l| l.split(',').next()?.trim().parse().ok());
+    let Some(counted) = counted else {
+        eprintln!("SKIPPED {bin} burn_syscalls_per_request: no getppid count in {text:?}");
+        return;
+    };
+    assert_eq!(
+        counted,
+        u64::from(SYSCALL_REQUESTS / SYSCALL_EVERY),
+        "{bin}: getppid calls for {SYSCALL_REQUESTS} requests at --burn-syscalls {SYSCALL_EVERY}"
+    );
+}
+
+/// Negative, over 10^6 or not a number: exit code 2 and a message, before any start-up line.
+pub fn burn_syscalls_out_of_range_exit_2(bin: &str) {
+    for value in ["-1", "1000001", "often"] {
+        let out = Command::new(crate::binary::path(bin))
+            .args(["--listen", "127.0.0.1:0", "--burn-syscalls", value])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{bin} --burn-syscalls {value}");
+        assert!(
+            out.stdout.is_empty(),
+            "{bin} --burn-syscalls {value}: wrote to stdout"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--burn-syscalls"),
+            "{bin} --burn-syscalls {value}: unclear message {err:?}"
         );
     }
 }
