@@ -1,45 +1,108 @@
 #!/usr/bin/env bash
 # The regression gate, run locally exactly as .github/workflows/bench-gate.yml runs it:
-#   scripts/gate.sh BASE HEAD
+#   scripts/gate.sh [--refuse-dirty] BASE HEAD
 # builds SERVICE at the two git revisions as variants of one matrix (cached by content under
-# target/variants/), runs them interleaved in one run (A B A B, paired on rounds, with an
-# A/A calibration of BASE for the MDE), and prints the verdict table; exit 1 when HEAD is
-# worse than BASE by more than THRESHOLD_PCT and the run's MDE, 2 on bad input.
+# target/variants/), runs them interleaved in one run (A B A B, paired on rounds, with an A/A
+# calibration of BASE for each metric's noise), counts syscalls, context switches and (c1,
+# Valgrind) instructions per request, and judges (scripts/lib/gate_verdict.py): a counted
+# regression past its A/A threshold is measured again in fresh processes, in the other order,
+# before it fails the gate; times fail only past both THRESHOLD_PCT and their MDE.
+# Exit 0 pass, 1 fail (regression, unstable, or cannot be judged), 2 bad input.
 #
-# Settings (environment): SERVICE (default ping-tokio-hyper), THRESHOLD_PCT (5), REPS (10),
-# DURATION_MS (1500), HEAD_ARGS (extra service arguments for HEAD only, e.g. "--burn-ns 5000"
-# to inject a known slowdown and see the gate fail), OUT (target/gate).
-# Needs target/release/{matrix,loadgen,$SERVICE}: cargo build --release -p runner -p loadgen
-# -p $SERVICE (the base service entry must resolve; only the variants run).
+# The gate measures commits: uncommitted changes to tracked files are not in BASE or HEAD, and
+# are warned about at once (--refuse-dirty: refused, exit 2).
+#
+# Settings (environment), validated before anything runs: SERVICE (default ping-tokio-hyper),
+# GATE_METRICS (syscalls_per_request,ctx_switches_per_request,instructions_per_request,time),
+# THRESHOLD_PCT (5, the timing arm's), REPS (6, at least 3), DURATION_MS (1000),
+# HEAD_ARGS (extra service arguments for HEAD only, e.g. "--burn-iters 30" or
+# "--burn-syscalls 20" to inject a known cost and see the gate fail), CONFIRM (1; 0 fails on
+# the first measurement), OUT (target/gate).
+# Needs target/release/{matrix,loadgen}: cargo build --release -p runner -p loadgen.
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
 need git python3
 
-[ $# -eq 2 ] || { echo "usage: scripts/gate.sh BASE HEAD" >&2; exit 2; }
-base=$(git rev-parse --verify --quiet "$1^{commit}") || { echo "gate: no such revision: $1" >&2; exit 2; }
-head=$(git rev-parse --verify --quiet "$2^{commit}") || { echo "gate: no such revision: $2" >&2; exit 2; }
-service=${SERVICE:-ping-tokio-hyper}
-threshold=${THRESHOLD_PCT:-5}
-# 10 × 1.5 s: at 6 × 1 s a 2-core VM's A/A MDE for req/s came out at 32–43 % and an injected
-# 40 % slowdown passed (docs/variants-and-gate.md).
-reps=${REPS:-10}
-duration_ms=${DURATION_MS:-1500}
-out=${OUT:-target/gate}
-matrix=target/release/matrix
-[ -x "$matrix" ] || { echo "gate: $matrix not built (cargo build --release -p runner -p loadgen -p $service)" >&2; exit 2; }
+say() { echo "gate: $*" >&2; }
+bad() { say "$*"; exit 2; }
 
-# HEAD_ARGS as a TOML list of strings.
-head_args=""
+refuse_dirty=false
+if [ "${1:-}" = --refuse-dirty ]; then refuse_dirty=true; shift; fi
+[ $# -eq 2 ] || bad "usage: scripts/gate.sh [--refuse-dirty] BASE HEAD"
+
+service=${SERVICE:-ping-tokio-hyper}
+metrics=${GATE_METRICS:-syscalls_per_request,ctx_switches_per_request,instructions_per_request,time}
+threshold=${THRESHOLD_PCT:-5}
+reps=${REPS:-6}
+duration_ms=${DURATION_MS:-1000}
+confirm=${CONFIRM:-1}
+out=${OUT:-target/gate}
+
+# Every setting before anything is built or run.
+[[ " $(service_names) " == *" $service "* ]] ||
+    bad "SERVICE=$service is not a service of services/services.toml ($(service_names))"
+{ [[ $reps =~ ^[0-9]+$ ]] && ((10#$reps >= 3 && 10#$reps <= 100)); } ||
+    bad "REPS must be a whole number from 3 to 100 (a paired interval needs 3), got '$reps'"
+{ [[ $duration_ms =~ ^[0-9]+$ ]] && ((10#$duration_ms >= 200 && 10#$duration_ms <= 600000)); } ||
+    bad "DURATION_MS must be a whole number of ms from 200 to 600000, got '$duration_ms'"
+[[ $confirm =~ ^[01]$ ]] || bad "CONFIRM must be 0 or 1, got '$confirm'"
+python3 - "$threshold" "$metrics" <<'PY' || exit 2
+import sys
+sys.path.insert(0, "scripts/lib")
+import gate_verdict as g
+try:
+    g.parse_threshold(sys.argv[1]); g.parse_metrics(sys.argv[2])
+except g.BadInput as e:
+    print(f"gate: {e}", file=sys.stderr); sys.exit(2)
+PY
+head_args=()
 if [ -n "${HEAD_ARGS:-}" ]; then
-    read -r -a words <<<"$HEAD_ARGS"
-    head_args="args = [$(printf '"%s", ' "${words[@]}" | sed 's/, $//')]"
+    read -r -a head_args <<<"$HEAD_ARGS"
+    for w in "${head_args[@]}"; do
+        # Written into a TOML string: no quotes, backslashes or control characters.
+        [[ $w =~ ^[A-Za-z0-9_.,:=/+-]+$ ]] || bad "HEAD_ARGS word '$w' has characters other than letters, digits and _.,:=/+-"
+    done
 fi
+base=$(git rev-parse --verify --quiet "$1^{commit}") || bad "no such revision: $1"
+head=$(git rev-parse --verify --quiet "$2^{commit}") || bad "no such revision: $2"
+dirty=$(git status --porcelain --untracked-files=no | wc -l)
+if [ "$dirty" -gt 0 ]; then
+    $refuse_dirty && bad "$dirty tracked file(s) have uncommitted changes; the gate measures commits (commit or stash them)"
+    say "warning: $dirty tracked file(s) have uncommitted changes, which the gate does not measure: it builds the commits $base and $head"
+fi
+matrix=target/release/matrix
+{ [ -x "$matrix" ] && [ -x target/release/loadgen ]; } ||
+    bad "$matrix and target/release/loadgen not built (cargo build --release -p runner -p loadgen)"
 
 mkdir -p "$out"
-# Inside the checkout: variants are built from its history.
-config="$out/gate.toml"
-cat >"$config" <<TOML
+summary="$out/gate.md"
+# Whatever happens from here on, the job summary says it.
+publish() {
+    cat "$summary"
+    if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then cat "$summary" >>"$GITHUB_STEP_SUMMARY"; fi
+}
+cannot_judge() {
+    printf '## Regression gate: FAIL\n\n**Cannot be judged**: %s.\n' "$1" >"$summary"
+    publish
+    exit 1
+}
+
+head_line=""
+[ ${#head_args[@]} -eq 0 ] || head_line="args = [$(printf '"%s", ' "${head_args[@]}" | sed 's/, $//')]"
+
+# gate_config FILE FIRST SECOND: the gate's matrix with the variants in that order (the
+# confirming run swaps them, so order effects cannot repeat a regression).
+gate_config() {
+    local file=$1 first=$2 second=$3 variants=""
+    for v in "$first" "$second"; do
+        if [ "$v" = base ]; then
+            variants+=$'\n[[services.variants]]\nname = "base"\nrev = "'"$base"$'"\n'
+        else
+            variants+=$'\n[[services.variants]]\nname = "head"\nrev = "'"$head"$'"\n'"$head_line"$'\n'
+        fi
+    done
+    cat >"$file" <<TOML
 # Generated by scripts/gate.sh: $service at $base (base) and $head (head).
 [defaults]
 warmup_ms = 300
@@ -50,28 +113,20 @@ baseline = "$service@base"
 reference = "$service@base/ping/c64/pinned"
 drift_points = 1
 
+# Base against itself: each metric's A/A noise in this run, at c1 (the counted cell) and c64.
 [calibration]
 service = "$service@base"
-cells = ["ping/c64/pinned"]
+cells = ["ping/c1/pinned", "ping/c64/pinned"]
 
 [[services]]
 name = "$service"
 binary = "$service"
-
-[[services.variants]]
-name = "base"
-rev = "$base"
-
-[[services.variants]]
-name = "head"
-rev = "$head"
-$head_args
-
+$variants
 [[scenarios]]
 name = "ping"
 path = "/ping"
 expect_body_bytes = 4
-load = { model = "closed", connections = [64] }
+load = { model = "closed", connections = [1, 64] }
 
 [[scenarios]]
 name = "ping-open"
@@ -84,25 +139,60 @@ name = "pinned"
 server_cpus = "0"
 loadgen_cpus = "1"
 TOML
+}
 
-# A fresh results directory each time: the one run in it is this gate's.
-rm -rf "$out/results"
+# measure NAME FIRST SECOND: one run into $out/NAME; prints its results directory.
+measure() {
+    local name=$1 config="$out/$1.toml" rc run
+    gate_config "$config" "$2" "$3"
+    rm -rf "${out:?}/$name"
+    say "$name: building (cached by content) and running $service@base and $service@head, $reps rounds …"
+    set +e
+    "$matrix" run --config "$config" --out "$out/$name" --only "service=$service@base,$service@head" \
+        --count-instructions --quiet >&2
+    rc=$?
+    set -e
+    [ "$rc" -eq 2 ] && exit 2
+    run=$(find "$out/$name" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | head -n 1)
+    [ -n "$run" ] || { say "the $name run made no result directory (matrix exited $rc)"; return 1; }
+    echo "$out/$name/$run"
+}
+
+page=""
+[ -n "${GITHUB_RUN_ID:-}" ] && page="${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY:-}/actions/runs/$GITHUB_RUN_ID (artifact bench-gate-results: index.html)"
+verdict() {
+    local run=$1
+    shift
+    python3 scripts/lib/gate_verdict.py --json "$out/gate.json" --page "${page:-$run/index.html}" "$@" \
+        "$run/results.json" "$service@base" "$service@head" "$threshold" "$metrics" >"$summary"
+}
+
+# measured NAME FIRST SECOND: measure's directory, or the gate fails saying why (2 stays 2).
+measured() {
+    local dir rc=0
+    dir=$(measure "$@") || rc=$?
+    [ "$rc" -eq 2 ] && exit 2
+    [ "$rc" -eq 0 ] || cannot_judge "the $1 run made no result directory (see the log above)"
+    echo "$dir"
+}
+first=$(measured first base head) || exit $?
 set +e
-"$matrix" run --config "$config" --out "$out/results" --only "service=$service@base,$service@head" --quiet
+verdict "$first"
 rc=$?
 set -e
-[ "$rc" -eq 2 ] && exit 2
-run=$(find "$out/results" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | head -n 1)
-[ -n "$run" ] || { echo "gate: the run made no result directory" >&2; exit 2; }
-summary="$out/results/$run/gate.md"
-set +e
-python3 scripts/lib/gate_verdict.py "$out/results/$run/results.json" "$service@base" "$service@head" "$threshold" >"$summary"
-verdict=$?
-set -e
-cat "$summary"
-echo
-echo "run: $out/results/$run (results.md there has every metric)"
-if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
-    cat "$summary" >>"$GITHUB_STEP_SUMMARY"
+if [ "$rc" -eq 3 ]; then
+    if [ "$confirm" = 1 ]; then
+        say "a counted regression: measuring again in fresh processes, head first …"
+        again=$(measured confirm head base) || exit $?
+        set +e
+        verdict "$first" --confirm "$again/results.json"
+        rc=$?
+        set -e
+    else
+        rc=1
+    fi
 fi
-exit "$verdict"
+publish
+echo
+echo "run: $first (results.md there has every metric)${again:+; confirming run: $again}"
+exit "$rc"

@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 cargo fmt --all --check
 scripts/ci/check-docs.py
+# The regression gate's verdict (scripts/lib/gate_verdict.py) on made-up results: a second.
+python3 -m unittest discover -s scripts/lib -p 'test_*.py'
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo build --workspace --bins --locked
 # runner's integration tests are one binary (runner/tests/it) and run in parallel: the few

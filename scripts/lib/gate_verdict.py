@@ -1,70 +1,295 @@
 #!/usr/bin/env python3
-"""The regression gate's verdict, from one run's results.json (scripts/gate.sh).
+"""The regression gate's verdict (scripts/gate.sh), from one run's results.json and, when a
+counted regression was measured again in fresh processes, the confirming run's.
 
-Reads the paired verdicts of CANDIDATE against BASELINE (`verdicts` in results.json:
-every metric of every cell, the 95 % interval paired on rounds, the MDE from the run's
-calibration) and prints a Markdown table. A cell's gate metric is req/s in closed loop and
-server CPU per request in open loop (the rate is fixed there). It is a regression when the
-runner's verdict is "worse" AND the change is larger than both THRESHOLD_PCT and the MDE
-(so a change this run cannot tell apart from noise never fails the gate). Exit 1 on a
-regression or when the candidate's cells could not be judged; 0 otherwise.
+Two arms, judged on the runner's paired differences (`verdicts` in results.json: CANDIDATE
+against BASELINE, the 95 % interval paired on rounds, the MDE from the run's own A/A
+calibration of BASELINE):
 
-usage: gate_verdict.py RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT
+- counted: syscalls, context switches and instructions per request. Regressed when the
+  change is costlier, its interval excludes 0, and it exceeds the metric's threshold: the
+  larger of the A/A MDE of that metric in this run and COUNTED_FLOOR_PCT. Counted changes
+  are exact enough that the runner's 2 % "no change" band would hide a real 1 % one.
+- time: req/s in closed loop, server CPU per request in open loop. Regressed when the
+  runner's verdict is "worse" and the change exceeds both THRESHOLD_PCT and the MDE (a
+  change the run cannot tell from noise never fails it).
+
+A counted regression fails the gate only when the confirming run (fresh processes, the other
+order) regresses too; one that does not repeat is "unstable", which fails as well, never
+passes. Prints Markdown (the job summary); --json writes the same verdicts as data.
+
+usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL]
+                       RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
+METRICS: comma-separated, from: syscalls_per_request, ctx_switches_per_request,
+instructions_per_request, time.
+exit: 0 pass; 1 fail (a regression, an unstable one, or a gated metric that cannot be
+judged); 2 bad input; 3 a counted regression to confirm (only without --confirm).
 """
 
+import argparse
 import json
+import math
 import sys
 
-GATE_METRICS = {"closed": "requests_per_s", "open": "cpu_us_per_request"}
+COUNTED = {
+    "syscalls_per_request": "syscalls/request",
+    "ctx_switches_per_request": "context switches/request",
+    "instructions_per_request": "instructions/request",
+}
+TIME = {"closed": "requests_per_s", "open": "cpu_us_per_request"}
+LABELS = {**COUNTED, "requests_per_s": "req/s", "cpu_us_per_request": "CPU/request"}
+METRIC_NAMES = [*COUNTED, "time"]
+# Below this a counted change is not gated, however exact: a service's count moves by that much
+# with how its requests happen to batch (a few syscalls in thousands of requests).
+COUNTED_FLOOR_PCT = 0.5
+EXIT_CONFIRM = 3
 
 
-def main() -> int:
-    if len(sys.argv) != 5:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    path, baseline, candidate, threshold = sys.argv[1:]
-    threshold = float(threshold)
-    res = json.load(open(path))
-    cells = {c["key"]: c for c in res.get("cells", [])}
-    rows, regressions, unjudged = [], 0, 0
-    for v in res.get("verdicts", []):
-        if v.get("baseline") != baseline or v.get("service") != candidate:
-            continue
-        cell = cells.get(v["key"], {})
-        model = "open" if cell.get("offered_rate_per_s") is not None else "closed"
-        want = GATE_METRICS[model]
-        m = next((m for m in v["metrics"] if m["metric"] == want), None)
-        label = f'{v.get("scenario", "")}/{v.get("level", "")}/{v.get("profile", "")}'
-        if m is None or m.get("difference") is None:
-            unjudged += 1
-            rows.append(f"| {label} | {want} | – | – | – | cannot be judged ✗ |")
-            continue
-        d = m["difference"]
-        mde = m.get("mde_pct")
-        change = d["change_pct"]
-        worse = m["verdict"] == "worse"
-        bar = max(threshold, mde or 0.0)
-        failed = worse and abs(change) > bar
-        regressions += failed
-        verdict = "**REGRESSION** ✗" if failed else ("worse, within the bar" if worse else m["verdict"].replace("_", " "))
-        mde_text = f"{mde:.1f} %" if mde is not None else "–"
-        rows.append(
-            f"| {label} | {want} | {change:+.1f} % [{d['ci95_low_pct']:+.1f}, {d['ci95_high_pct']:+.1f}] "
-            f"| {mde_text} | {bar:.1f} % | {verdict} |"
+class BadInput(Exception):
+    pass
+
+
+def parse_metrics(text):
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in names if m not in METRIC_NAMES]
+    if unknown or not names:
+        raise BadInput(
+            f"unknown gated metric(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
+            f"valid: {', '.join(METRIC_NAMES)}"
         )
-    if not rows:
-        print(f"gate: no verdicts of {candidate} against {baseline} in {path}", file=sys.stderr)
-        return 1
-    print(f"## Regression gate: `{candidate}` against `{baseline}`\n")
-    print("Both builds ran in this one job, interleaved (A B A B), paired on rounds. A regression is a "
-          f"'worse' verdict whose change exceeds both the threshold ({threshold:g} %) and the run's MDE.\n")
-    print("| cell | metric | change [95 % CI] | MDE | bar | verdict |")
-    print("|---|---|---|---|---|---|")
-    print("\n".join(rows))
-    ok = regressions == 0 and unjudged == 0
-    print(f"\n**{'PASS' if ok else 'FAIL'}**: {regressions} regression(s), {unjudged} cell(s) not judged.")
-    return 0 if ok else 1
+    return names
+
+
+def parse_threshold(text):
+    try:
+        t = float(text)
+    except ValueError:
+        raise BadInput(f"THRESHOLD_PCT must be a number of percent, got {text!r}") from None
+    if not math.isfinite(t) or not 0 < t <= 100:
+        raise BadInput(f"THRESHOLD_PCT must be in (0, 100], got {text!r}")
+    return t
+
+
+def load(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            res = json.load(f)
+    except (OSError, ValueError) as e:
+        raise BadInput(f"cannot read {path}: {e}") from None
+    if not isinstance(res, dict):
+        raise BadInput(f"{path}: not a results.json object")
+    return res
+
+
+def num(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def judge_run(res, baseline, candidate, threshold, metrics):
+    """Rows (one per cell and gated metric) and the reasons nothing could be judged."""
+    cells = {c.get("key"): c for c in res.get("cells") or [] if isinstance(c, dict)}
+    rows = []
+    seen = False
+    for v in res.get("verdicts") or []:
+        if not isinstance(v, dict) or v.get("baseline") != baseline or v.get("service") != candidate:
+            continue
+        seen = True
+        cell = cells.get(v.get("key"), {})
+        model = "open" if cell.get("offered_rate_per_s") is not None else "closed"
+        label = f'{v.get("scenario", "")}/{v.get("level", "")}/{v.get("profile", "")}'
+        by_name = {m.get("metric"): m for m in v.get("metrics") or [] if isinstance(m, dict)}
+        wanted = [m for m in metrics if m != "time"]
+        if "time" in metrics:
+            wanted.append(TIME[model])
+        for name in wanted:
+            m = by_name.get(name)
+            if m is None:
+                # Instructions are counted in closed-loop c1 cells only; elsewhere they do not apply.
+                if name == "instructions_per_request" and (model == "open" or v.get("level") != "c1"):
+                    continue
+                rows.append(row(label, name, None, None, "cannot be judged", "not measured in this cell (results.md says why)"))
+                continue
+            rows.append(judge_metric(label, name, m, threshold))
+    reasons = []
+    if not seen:
+        failed = [c for c in cells.values() if c.get("service") == candidate and c.get("status") != "ok"]
+        if failed:
+            reasons.append(f"{candidate}: {failed[0].get('status')}: {failed[0].get('failure') or 'no reason recorded'}")
+        elif not any(c.get("service") == candidate for c in cells.values()):
+            reasons.append(f"{candidate} has no cells in this run")
+        else:
+            reasons.append(f"no verdicts of {candidate} against {baseline} in this run")
+    return rows, reasons
+
+
+def row(cell, metric, d, threshold, verdict, why, mde=None):
+    return {
+        "cell": cell,
+        "metric": metric,
+        "arm": "counted" if metric in COUNTED else "time",
+        "change_pct": num((d or {}).get("change_pct")),
+        "ci95_low_pct": num((d or {}).get("ci95_low_pct")),
+        "ci95_high_pct": num((d or {}).get("ci95_high_pct")),
+        "mde_pct": num(mde),
+        "threshold_pct": num(threshold),
+        "verdict": verdict,
+        "why": why,
+    }
+
+
+def judge_metric(cell, name, m, threshold):
+    d = m.get("difference")
+    mde = num(m.get("mde_pct"))
+    if not isinstance(d, dict) or num(d.get("change_pct")) is None:
+        return row(cell, name, None, None, "cannot be judged", "no interval (fewer than two repetitions on a side)", mde)
+    change, low, high = num(d.get("change_pct")), num(d.get("ci95_low_pct")), num(d.get("ci95_high_pct"))
+    if low is None or high is None:
+        return row(cell, name, d, None, "cannot be judged", "no interval", mde)
+    if name in COUNTED:
+        bar = max(COUNTED_FLOOR_PCT, mde or 0.0)
+        why = (f"A/A MDE of this metric in this run ({mde:.2f} %)" if mde is not None and mde >= COUNTED_FLOOR_PCT
+               else f"floor {COUNTED_FLOOR_PCT:g} % (A/A MDE {'%.3f %%' % mde if mde is not None else 'unknown'})")
+        if change > bar and low > 0:
+            verdict = "regressed"
+        elif change < -bar and high < 0:
+            verdict = "improved"
+        else:
+            verdict = "unchanged"
+        return row(cell, name, d, bar, verdict, why, mde)
+    bar = max(threshold, mde or 0.0)
+    why = f"larger of THRESHOLD_PCT ({threshold:g} %) and the MDE ({'%.1f %%' % mde if mde is not None else 'unknown'})"
+    worse = m.get("verdict") == "worse"
+    better = m.get("verdict") == "better"
+    if worse and abs(change) > bar:
+        verdict = "regressed"
+    elif better and abs(change) > bar:
+        verdict = "improved"
+    else:
+        verdict = "unchanged"
+    if verdict == "unchanged" and worse:
+        why += "; worse, within the bar"
+    return row(cell, name, d, bar, verdict, why, mde)
+
+
+def confirm(rows, rows2):
+    """Counted regressions of the first run judged again by the confirming run."""
+    again = {(r["cell"], r["metric"]): r for r in rows2}
+    for r in rows:
+        if r["arm"] != "counted" or r["verdict"] != "regressed":
+            continue
+        r2 = again.get((r["cell"], r["metric"]))
+        r["confirm_change_pct"] = r2["change_pct"] if r2 else None
+        if r2 and r2["verdict"] == "regressed":
+            r["verdict"] = "regressed (confirmed)"
+        else:
+            r["verdict"] = "unstable"
+            r["why"] += "; the confirming run " + (
+                f"measured {r2['change_pct']:+.2f} % ({r2['verdict']})" if r2 and r2["change_pct"] is not None
+                else "could not judge it")
+
+
+def pct(x, digits=1):
+    return "–" if x is None else f"{x:+.{digits}f} %"
+
+
+def headline(rows, candidate, service):
+    counted = [r for r in rows if r["arm"] == "counted"]
+    parts = []
+    for r in rows:
+        if r["verdict"].startswith("regressed") or r["verdict"] == "unstable":
+            word = "costs" if r["arm"] == "counted" else "moves"
+            extra = " (unstable: not repeated)" if r["verdict"] == "unstable" else ""
+            parts.append(f"head {word} {pct(r['change_pct'])} {LABELS[r['metric']]} on {service} at {r['cell']}{extra}")
+    for name, label in COUNTED.items():
+        mine = [r for r in counted if r["metric"] == name]
+        if mine and all(r["verdict"] == "unchanged" for r in mine):
+            parts.append(f"{label.split('/')[0]} unchanged")
+        elif mine and any(r["verdict"] == "improved" for r in mine) and not any(
+                r["verdict"].startswith("regressed") or r["verdict"] == "unstable" for r in mine):
+            parts.append(f"{label.split('/')[0]} improved")
+    time = [r for r in rows if r["arm"] == "time"]
+    if time and all(r["verdict"] == "unchanged" for r in time):
+        mdes = [r["mde_pct"] for r in time if r["mde_pct"] is not None]
+        parts.append("times within this runner's " + (f"{max(mdes):.0f} % MDE" if mdes else "threshold (MDE unknown)"))
+    return "; ".join(parts) if parts else f"{candidate}: nothing gated was judged"
+
+
+def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, confirmed, page):
+    out = []
+    ok = not reasons and not any(r["verdict"] in ("regressed", "regressed (confirmed)", "unstable", "cannot be judged") for r in rows)
+    out.append(f"## Regression gate: {'PASS' if ok else 'FAIL'}\n")
+    out.append(headline(rows, candidate, service) + ".\n" if rows else "")
+    for why in reasons:
+        out.append(f"**Cannot be judged**: {why}.\n")
+    counts = {k: sum(1 for r in rows if r["verdict"].split(" ")[0] == k) for k in ("improved", "regressed", "unchanged", "unstable", "cannot")}
+    out.append(f"{counts['regressed']} regressed, {counts['unstable']} unstable, {counts['improved']} improved, "
+               f"{counts['unchanged']} unchanged, {counts['cannot']} cannot be judged — `{candidate}` against "
+               f"`{baseline}`, gated on {', '.join(metrics)}.\n")
+    out.append("Both builds ran in one job, interleaved (A B A B), paired on rounds. Counted metrics regress past "
+               f"the larger of their A/A MDE in this run and {COUNTED_FLOOR_PCT:g} %"
+               + (", confirmed by a second run in fresh processes in the other order" if confirmed else "")
+               + f"; times past both THRESHOLD_PCT ({threshold:g} %) and their MDE.\n")
+    if rows:
+        out.append("| cell | metric | change [95 % CI] | MDE | threshold | verdict | why this threshold |")
+        out.append("|---|---|---|---|---|---|---|")
+        for r in rows:
+            ci = "" if r["ci95_low_pct"] is None else f" [{r['ci95_low_pct']:+.2f}, {r['ci95_high_pct']:+.2f}]"
+            conf = f"; again {pct(r.get('confirm_change_pct'), 2)}" if "confirm_change_pct" in r else ""
+            mde = "–" if r["mde_pct"] is None else f"{r['mde_pct']:.2f} %"
+            thr = "–" if r["threshold_pct"] is None else f"{r['threshold_pct']:.2f} %"
+            verdict = f"**{r['verdict']}** ✗" if r["verdict"] in ("regressed", "regressed (confirmed)", "unstable", "cannot be judged") else r["verdict"]
+            out.append(f"| {r['cell']} | {LABELS.get(r['metric'], r['metric'])} | {pct(r['change_pct'], 2)}{ci}{conf} | {mde} | {thr} | {verdict} | {r['why']} |")
+        out.append("")
+    if page:
+        out.append(f"The run, every metric: {page}\n")
+    return "\n".join(out), ok
+
+
+def main(argv):
+    p = argparse.ArgumentParser(add_help=True)
+    p.add_argument("--json")
+    p.add_argument("--confirm")
+    p.add_argument("--page")
+    p.add_argument("results")
+    p.add_argument("baseline")
+    p.add_argument("candidate")
+    p.add_argument("threshold")
+    p.add_argument("metrics")
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    try:
+        threshold = parse_threshold(a.threshold)
+        metrics = parse_metrics(a.metrics)
+        res = load(a.results)
+        rows, reasons = judge_run(res, a.baseline, a.candidate, threshold, metrics)
+        confirmed = False
+        if a.confirm:
+            rows2, reasons2 = judge_run(load(a.confirm), a.baseline, a.candidate, threshold, metrics)
+            confirm(rows, rows2)
+            confirmed = True
+    except BadInput as e:
+        print(f"gate: {e}", file=sys.stderr)
+        return 2
+    if not rows and not reasons:
+        reasons.append(f"none of the gated metrics ({', '.join(metrics)}) was measured")
+    service = a.candidate.split("@")[0]
+    text, ok = markdown(rows, reasons, a.baseline, a.candidate, service, threshold, metrics, confirmed, a.page)
+    print(text)
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump({"schema_version": 1, "pass": ok, "headline": headline(rows, a.candidate, service) if rows else None,
+                       "reasons": reasons, "baseline": a.baseline, "candidate": a.candidate,
+                       "threshold_pct": threshold, "counted_floor_pct": COUNTED_FLOOR_PCT,
+                       "metrics": metrics, "confirmed": confirmed, "rows": rows}, f, indent=2)
+            f.write("\n")
+    if ok:
+        return 0
+    if not confirmed and any(r["verdict"] == "regressed" and r["arm"] == "counted" for r in rows):
+        return EXIT_CONFIRM
+    return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
