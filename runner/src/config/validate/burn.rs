@@ -1,4 +1,4 @@
-//! `--burn-ns N` / `--burn-iters N` in a service's `args`: checked with the services' own
+//! `--burn-ns N` / `--burn-iters N` / `--burn-syscalls N` in a service's `args`: checked with the services' own
 //! parser (`ping_common::cli`, one definition of their range), so a negative, absurd or
 //! non-numeric cost is refused with its config location before anything runs, instead of
 //! becoming a service that fails to start in every cell.
@@ -10,7 +10,7 @@ use ping_common::cli::Args;
 
 use super::Errs;
 
-const FLAGS: [&str; 2] = ["--burn-ns", "--burn-iters"];
+const FLAGS: [&str; 3] = ["--burn-ns", "--burn-iters", "--burn-syscalls"];
 
 /// Every burn flag in `args` (reported at `span`, as `field`) parses as the services parse it.
 pub(super) fn check(errs: &mut Errs, span: Range<usize>, field: &str, args: &[String]) {

@@ -59,6 +59,12 @@ pub(super) fn check(
     if variants.is_empty() {
         return Vec::new();
     }
+    // A service given by path builds as the binary that path names (cargo's `--bin` takes a
+    // target name, not a path).
+    let binary_name = std::path::Path::new(binary_name)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(binary_name);
     let repo = repo_of(binaries.base);
     let mut names = Names::default();
     let mut out = Vec::new();
