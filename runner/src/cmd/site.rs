@@ -13,6 +13,7 @@ use crate::cli::SiteArgs;
 use crate::export::html::{self, site_view::Other, site_view::SiteRun};
 use crate::results::set::{self, ResultSet};
 use crate::results::store::write_atomic;
+use crate::results::untrusted::visible;
 
 /// Writes `<run>/index.html`; returns its path.
 pub fn write_run_page(set: &ResultSet) -> anyhow::Result<PathBuf> {
@@ -95,7 +96,8 @@ pub fn cmd(args: &SiteArgs) -> anyhow::Result<ExitCode> {
         args.results.display()
     );
     for o in &found.others {
-        eprintln!("site: {}: {}", o.path, o.note);
+        // Directory names and the errors quoting them may hold anything: printed visibly.
+        eprintln!("site: {}: {}", visible(&o.path), visible(&o.note));
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
