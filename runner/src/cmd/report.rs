@@ -49,15 +49,15 @@ pub fn write(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec
 fn resummarize(run: &Path) -> anyhow::Result<()> {
     let set = set::load_unmatched(run)?;
     let old = &set.results;
-    let cells =
-        old.cells
-            .iter()
-            .map(|c| {
-                set.cells.get(&c.key).ok_or_else(|| {
-                    anyhow::anyhow!("{}: no cell file for {}", set.dir.display(), c.key)
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+    let cells = old
+        .cells
+        .iter()
+        .map(|c| {
+            set.cells
+                .get(&c.key)
+                .ok_or_else(|| anyhow::anyhow!("{}: no cell file for {}", set.dir.display(), c.key))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let summaries = cells.iter().map(|c| summarize_cell(c)).collect();
     let mut results = results_file(&old.run_id, old.status, summaries, old.drift.clone());
     let arms = set.calibration_arms()?;
@@ -67,7 +67,8 @@ fn resummarize(run: &Path) -> anyhow::Result<()> {
         calibration::from_cells(&arms)
     };
     if let Some(baseline) = &old.baseline {
-        results.verdicts = verdict::against_baseline(&cells, baseline, results.calibration.as_ref());
+        results.verdicts =
+            verdict::against_baseline(&cells, baseline, results.calibration.as_ref());
         results.baseline = Some(baseline.clone()).filter(|_| !results.verdicts.is_empty());
     }
     let path = set.dir.join("results.json");

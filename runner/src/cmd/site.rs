@@ -46,7 +46,9 @@ fn find(root: &Path, dir: &Path, depth: u32, found: &mut Found) -> anyhow::Resul
     let mut rel = dir.strip_prefix(root).unwrap_or(dir).to_path_buf();
     if rel.as_os_str().is_empty() {
         let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        rel = abs.file_name().map_or_else(|| PathBuf::from("run"), PathBuf::from);
+        rel = abs
+            .file_name()
+            .map_or_else(|| PathBuf::from("run"), PathBuf::from);
     }
     if dir.join("results.json").is_file() {
         match set::load(dir) {
@@ -183,6 +185,9 @@ mod tests {
             page_href(Path::new("javascript:alert(1)")),
             "./javascript%3Aalert%281%29/index.html"
         );
-        assert_eq!(page_href(Path::new("micro/a#b?c%d e")), "./micro/a%23b%3Fc%25d%20e/index.html");
+        assert_eq!(
+            page_href(Path::new("micro/a#b?c%d e")),
+            "./micro/a%23b%3Fc%25d%20e/index.html"
+        );
     }
 }

@@ -144,9 +144,7 @@ impl RunLock {
                 dir.display()
             ),
             // A file system without locks: nothing to hold, as before locks existed.
-            Err(std::fs::TryLockError::Error(e))
-                if e.kind() == std::io::ErrorKind::Unsupported =>
-            {
+            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
                 Ok(RunLock(f))
             }
             Err(std::fs::TryLockError::Error(e)) => {

@@ -168,7 +168,10 @@ mod tests {
     fn control_characters_become_visible_text() {
         assert_eq!(visible("plain\ttext\n"), "plain\ttext\n");
         assert_eq!(visible("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
-        assert_eq!(visible("x\r\u{7f}\u{9b}\u{202e}"), "x\\u{d}\\u{7f}\\u{9b}\\u{202e}");
+        assert_eq!(
+            visible("x\r\u{7f}\u{9b}\u{202e}"),
+            "x\\u{d}\\u{7f}\\u{9b}\\u{202e}"
+        );
         let mut v: serde_json::Value =
             serde_json::json!({"k\u{1b}": ["\u{1b}[31mred", {"n": 1, "s": "\u{7}"}]});
         make_visible(&mut v);
@@ -186,7 +189,16 @@ mod tests {
         ] {
             check_key(k).unwrap();
         }
-        for k in ["", "..", "../x", "/etc/passwd", "a/b", ".hidden", "--output=x", "a\\b"] {
+        for k in [
+            "",
+            "..",
+            "../x",
+            "/etc/passwd",
+            "a/b",
+            ".hidden",
+            "--output=x",
+            "a\\b",
+        ] {
             assert!(check_key(k).is_err(), "{k:?}");
         }
         check_commit("492c110060d6a94811e21950bde2765b2de24847").unwrap();

@@ -244,7 +244,13 @@ fn instructions_of_a_command_server_are_unmeasured_with_the_real_reason() {
     let out = matrix_at(
         &m,
         &out_dir,
-        &["run", "--quiet", "--only", "scenario=ping", "--count-instructions"],
+        &[
+            "run",
+            "--quiet",
+            "--only",
+            "scenario=ping",
+            "--count-instructions",
+        ],
     )
     .output()
     .unwrap();

@@ -47,7 +47,11 @@ fn a_recorded_commit_that_is_an_option_is_refused_and_no_file_is_touched() {
     });
     let out = run_matrix([OsStr::new("compare"), old.as_os_str(), new.as_os_str()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("is not a commit hash"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not a commit hash"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
 }
 
@@ -88,11 +92,7 @@ fn cell_keys_and_recorded_paths_that_leave_the_run_are_refused() {
     let new = write_run(&d, "new", &MACHINE, &matrix(3, base));
     // The key climbs out of new/cells/ to d/evil.json, which holds the cell.
     let evil = "../../evil";
-    std::fs::copy(
-        new.join(format!("cells/{KEY}.json")),
-        d.join("evil.json"),
-    )
-    .unwrap();
+    std::fs::copy(new.join(format!("cells/{KEY}.json")), d.join("evil.json")).unwrap();
     edit_json(&new.join("results.json"), |v| {
         for c in v["cells"].as_array_mut().unwrap() {
             if c["key"] == KEY {
@@ -110,7 +110,11 @@ fn cell_keys_and_recorded_paths_that_leave_the_run_are_refused() {
     };
     let out = diff(&old, &new);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("is not a cell key"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not a cell key"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!d.join("evil.diff.svg").exists());
 
     // A flame graph path outside the run, in a cell file.
@@ -170,7 +174,10 @@ fn control_sequences_in_a_result_set_are_printed_as_visible_text() {
     ]);
     assert_success(&out);
     let err = stderr(&out);
-    assert!(!err.contains('\u{1b}') && err.contains("bad\\u{1b}[31m"), "{err:?}");
+    assert!(
+        !err.contains('\u{1b}') && err.contains("bad\\u{1b}[31m"),
+        "{err:?}"
+    );
 }
 
 /// Item 10: after a cell file was edited, results.md showed the old mean while compare and
@@ -207,10 +214,9 @@ fn a_cell_file_edited_after_the_run_is_refused_until_resummarized() {
     assert_success(&out);
     let res: runner::results::schema::ResultsFile =
         serde_json::from_slice(&std::fs::read(run.join("results.json")).unwrap()).unwrap();
-    let cell: runner::results::schema::CellResult = serde_json::from_slice(
-        &std::fs::read(run.join(format!("cells/{KEY}.json"))).unwrap(),
-    )
-    .unwrap();
+    let cell: runner::results::schema::CellResult =
+        serde_json::from_slice(&std::fs::read(run.join(format!("cells/{KEY}.json"))).unwrap())
+            .unwrap();
     let mean = |s: &runner::results::schema::CellSummary| {
         s.server_cpu_us_per_request.as_ref().unwrap().mean
     };
@@ -244,7 +250,11 @@ fn a_second_writer_of_a_run_directory_is_refused() {
         );
     };
     refused(&[OsStr::new("report"), run.as_os_str()]);
-    refused(&[OsStr::new("report"), run.as_os_str(), OsStr::new("--resummarize")]);
+    refused(&[
+        OsStr::new("report"),
+        run.as_os_str(),
+        OsStr::new("--resummarize"),
+    ]);
     refused(&[OsStr::new("run"), OsStr::new("--resume"), run.as_os_str()]);
     assert!(!run.join("results.md").exists());
     drop(held);
@@ -276,7 +286,11 @@ fn site_of_one_run_puts_its_page_beside_the_index_and_never_over_it() {
         run.as_os_str(),
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("would replace the run's"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("would replace the run's"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(std::fs::read(run.join("index.html")).unwrap(), page);
 
     let site = d.join("site");
@@ -289,7 +303,10 @@ fn site_of_one_run_puts_its_page_beside_the_index_and_never_over_it() {
     let index = std::fs::read_to_string(site.join("index.html")).unwrap();
     assert!(index.contains(r#""page":"./the-run/index.html""#));
     assert!(!index.contains(r#""page":"/index.html""#));
-    assert_eq!(std::fs::read(site.join("the-run/index.html")).unwrap(), page);
+    assert_eq!(
+        std::fs::read(site.join("the-run/index.html")).unwrap(),
+        page
+    );
 }
 
 /// Item 18: a write that failed at index.html exited 2 ("bad input") and left index.tmp.

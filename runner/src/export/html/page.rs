@@ -134,7 +134,11 @@ mod tests {
                 return;
             }
         };
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(got, serde_json::json!({"level": "c64", "view": "a b"}));
     }
