@@ -274,6 +274,46 @@ mod tests {
         assert_eq!(utc_stamp(951_782_400), "2000-02-29T00-00-00Z");
     }
 
+    /// results.json and results.md used to share `results.tmp`: two writers at once left
+    /// Markdown in results.json.
+    #[test]
+    fn two_files_written_at_once_never_share_a_temp_file() {
+        let dir = std::env::temp_dir().join(format!("pingmatrix-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (json, md) = (dir.join("results.json"), dir.join("results.md"));
+        assert_ne!(temp_beside(&json), temp_beside(&md));
+        assert_ne!(temp_beside(&json), temp_beside(&json));
+        std::thread::scope(|s| {
+            for (path, text) in [(&json, "{}\n"), (&md, "# md\n")] {
+                s.spawn(move || {
+                    for _ in 0..200 {
+                        write_atomic(path, text.as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(std::fs::read_to_string(&json).unwrap(), "{}\n");
+        assert_eq!(std::fs::read_to_string(&md).unwrap(), "# md\n");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            2,
+            "a temp file was left"
+        );
+        // A failed write leaves no temp file and is a WriteFailed.
+        std::fs::create_dir_all(dir.join("taken/x")).unwrap();
+        let e = write_atomic(&dir.join("taken"), b"x").unwrap_err();
+        assert!(e.is::<WriteFailed>(), "{e:#}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+        // A second lock on a locked run directory is refused.
+        let held = RunLock::acquire(&dir).unwrap();
+        let second = RunLock::acquire(&dir).unwrap_err().to_string();
+        assert!(second.contains("another matrix process"), "{second}");
+        drop(held);
+        RunLock::acquire(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_new_run_never_reuses_an_existing_directory() {
         let parent = std::env::temp_dir().join(format!("pingmatrix-store-{}", std::process::id()));
