@@ -103,12 +103,29 @@ pub fn load_unmatched(path: &Path) -> anyhow::Result<ResultSet> {
     })
 }
 
-/// `s` as results.json holds it: written and read back, so floats compare as stored.
-fn as_stored(s: &CellSummary) -> Vec<u8> {
-    let text = serde_json::to_vec(s).unwrap_or_default();
-    serde_json::from_slice::<CellSummary>(&text)
-        .and_then(|s| serde_json::to_vec(&s))
-        .unwrap_or(text)
+/// Whether two summaries say the same: equal but for floats a rounding apart (a summary
+/// computed before its cell file was written and read back may differ in the last bits).
+fn same_summary(a: &CellSummary, b: &CellSummary) -> bool {
+    fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+                (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
+                _ => x == y,
+            },
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+            }
+            _ => a == b,
+        }
+    }
+    match (serde_json::to_value(a), serde_json::to_value(b)) {
+        (Ok(a), Ok(b)) => same(&a, &b),
+        _ => false,
+    }
 }
 
 impl ResultSet {
@@ -141,7 +158,7 @@ impl ResultSet {
             .filter(|s| {
                 self.cells
                     .get(&s.key)
-                    .is_some_and(|c| as_stored(&summarize_cell(c)) != as_stored(s))
+                    .is_some_and(|c| !same_summary(&summarize_cell(c), s))
             })
             .map(|s| s.key.as_str())
             .collect();
