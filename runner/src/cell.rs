@@ -330,6 +330,9 @@ fn instructions(
     if !ctx.count_instructions || !c1 {
         return None;
     }
+    if cell.external {
+        return Some(count::valgrind::not_for_command());
+    }
     let binary = service_binary(ctx, cell).ok()?;
     Some(count::valgrind::measure(&count::valgrind::Target {
         binary,

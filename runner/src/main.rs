@@ -1,12 +1,15 @@
 //! `matrix`: runs every service × scenario × load level × resource profile and leaves a
 //! result set that explains itself. Table of contents: parse the command line, hand it to its
-//! subcommand in `cmd/`, map errors to exit status 2.
+//! subcommand in `cmd/`, map errors to exit status 2 (bad input) or 74 (a file could not be
+//! written).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use runner::cli::{Cli, Command};
 use runner::cmd;
+use runner::results::store::WriteFailed;
+use runner::results::untrusted::visible;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -24,7 +27,12 @@ fn main() -> ExitCode {
         Command::Ingest(args) => cmd::k8s::ingest(args),
     };
     result.unwrap_or_else(|e| {
-        eprintln!("matrix: {e:#}");
-        ExitCode::from(2)
+        // Errors quote what they read (a result set's names and values): printed visibly.
+        eprintln!("matrix: {}", visible(&format!("{e:#}")));
+        if e.chain().any(|c| c.is::<WriteFailed>()) {
+            ExitCode::from(74)
+        } else {
+            ExitCode::from(2)
+        }
     })
 }

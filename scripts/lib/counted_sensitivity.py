@@ -96,6 +96,17 @@ def ratio(d):
     return "    –" if not d.get("ratio") else f"{d['ratio']:.4f}"
 
 
+# The targets are rates over at least this many trials; fewer are a quick look, not judged.
+MIN_TRIALS = 10
+
+
+def judged(ok, n):
+    """PASS/FAIL against a target, or why there is no verdict: too few trials to judge."""
+    if n < MIN_TRIALS:
+        return f"NOT JUDGED ({n} < {MIN_TRIALS} trials)"
+    return "PASS" if ok else "FAIL"
+
+
 def report(results, iters, injected_pct, wall_total):
     n = len(results)
     print()
@@ -105,15 +116,12 @@ def report(results, iters, injected_pct, wall_total):
         print(f"  {m:<25} {f:>3} / {n}")
     false_ins = sum(r["aa"][INS] in ("better", "worse") for r in results)
     rate = 100.0 * false_ins / n if n else float("nan")
-    ok_aa = n >= 10 and rate <= 5.0
     print(f"A/A false verdicts on instructions/request: {false_ins} / {n} = {rate:.1f} %  -> "
-          f"{'PASS' if ok_aa else 'FAIL'} (target <= 5 % over >= 10 trials)")
+          f"{judged(rate <= 5.0, n)} (target <= 5 % over >= {MIN_TRIALS} trials)")
     hits = sum(r["burn"][INS] == "worse" for r in results)
-    need = math.ceil(0.9 * n)
-    ok_burn = n >= 10 and hits >= need
     print(f"Burn --burn-iters {iters} (+{injected_pct:.2f} % instructions/request): "
-          f"'costlier' in {hits} / {n} trials  -> {'PASS' if ok_burn else 'FAIL'} "
-          f"(target >= {need} of {n})")
+          f"'costlier' in {hits} / {n} trials  -> {judged(hits >= math.ceil(0.9 * n), n)} "
+          f"(target >= 90 % of >= {MIN_TRIALS} trials)")
     ratios = [r["burn_d"]["ratio"] for r in results if r["burn_d"].get("ratio")]
     if ratios:
         print(f"  measured instructions/request ratio b/a: min {min(ratios):.4f}, "

@@ -58,10 +58,14 @@ function fmtDate(ms) {
 const state = {
   get() {
     const s = {};
+    // A malformed fragment (a stray "%", a part without "=") is ignored part by part: it
+    // must not stop the page from drawing.
+    const decode = (x) => { try { return decodeURIComponent(x); } catch (e) { return null; } };
     for (const part of location.hash.replace(/^#/, "").split("&")) {
-      if (!part) continue;
       const i = part.indexOf("=");
-      s[decodeURIComponent(part.slice(0, i))] = decodeURIComponent(part.slice(i + 1));
+      if (i <= 0) continue;
+      const k = decode(part.slice(0, i)), v = decode(part.slice(i + 1));
+      if (k !== null && v !== null) s[k] = v;
     }
     return s;
   },

@@ -14,8 +14,9 @@ use crate::readme;
 use crate::report::{self, charts::Chart, plots_md::plots_section};
 use crate::results::schema::CellResult;
 use crate::results::set::{self, ResultSet};
-use crate::results::store::write_atomic;
+use crate::results::store::{RunLock, write_atomic};
 use crate::results::summary::summarize_cell;
+use crate::results::{calibration, verdict};
 
 /// results.md with the section linking every plot.
 fn results_md(set: &ResultSet, charts: &[Chart]) -> anyhow::Result<Vec<u8>> {
@@ -42,23 +43,34 @@ pub fn write(set: &ResultSet, latency_level: Option<&str>) -> anyhow::Result<Vec
     Ok(charts)
 }
 
-/// `--resummarize`: results.json's cells summarized again from the cell files.
+/// `--resummarize`: results.json's cells summarized again from the cell files, and the
+/// calibration and the verdicts against the baseline derived again from them (they are
+/// judgements of those summaries).
 fn resummarize(run: &Path) -> anyhow::Result<()> {
-    let set = set::load(run)?;
+    let set = set::load_unmatched(run)?;
     let old = &set.results;
-    let cells =
-        old.cells
-            .iter()
-            .map(|c| {
-                set.cells.get(&c.key).map(summarize_cell).ok_or_else(|| {
-                    anyhow::anyhow!("{}: no cell file for {}", set.dir.display(), c.key)
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut results = results_file(&old.run_id, old.status, cells, old.drift.clone());
-    results.baseline.clone_from(&old.baseline);
-    results.verdicts.clone_from(&old.verdicts);
-    results.calibration.clone_from(&old.calibration);
+    let cells = old
+        .cells
+        .iter()
+        .map(|c| {
+            set.cells
+                .get(&c.key)
+                .ok_or_else(|| anyhow::anyhow!("{}: no cell file for {}", set.dir.display(), c.key))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let summaries = cells.iter().map(|c| summarize_cell(c)).collect();
+    let mut results = results_file(&old.run_id, old.status, summaries, old.drift.clone());
+    let arms = set.calibration_arms()?;
+    results.calibration = if arms.is_empty() {
+        old.calibration.clone()
+    } else {
+        calibration::from_cells(&arms)
+    };
+    if let Some(baseline) = &old.baseline {
+        results.verdicts =
+            verdict::against_baseline(&cells, baseline, results.calibration.as_ref());
+        results.baseline = Some(baseline.clone()).filter(|_| !results.verdicts.is_empty());
+    }
     let path = set.dir.join("results.json");
     write_atomic(&path, &to_bytes(&results))?;
     println!("wrote {}", path.display());
@@ -66,6 +78,10 @@ fn resummarize(run: &Path) -> anyhow::Result<()> {
 }
 
 pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    // Every mode writes into the run directory: one writer at a time.
+    // (A path that is no run directory is left to the loader's error.)
+    let dir = set::dir_of(&args.run);
+    let _lock = dir.is_dir().then(|| RunLock::acquire(&dir)).transpose()?;
     if args.resummarize {
         resummarize(&args.run)?;
     }

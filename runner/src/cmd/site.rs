@@ -13,6 +13,7 @@ use crate::cli::SiteArgs;
 use crate::export::html::{self, site_view::Other, site_view::SiteRun};
 use crate::results::set::{self, ResultSet};
 use crate::results::store::write_atomic;
+use crate::results::untrusted::visible;
 
 /// Writes `<run>/index.html`; returns its path.
 pub fn write_run_page(set: &ResultSet) -> anyhow::Result<PathBuf> {
@@ -39,8 +40,16 @@ fn subdirs(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 /// A result set is a directory with results.json, at the top level or one below (e.g.
 /// `results/micro/<id>/`). Directories with other JSON are listed as not matrix runs.
+/// A run given as the results directory itself is named by its directory's name, so its page
+/// is `<out>/<name>/index.html` beside the index, not the index's own path.
 fn find(root: &Path, dir: &Path, depth: u32, found: &mut Found) -> anyhow::Result<()> {
-    let rel = dir.strip_prefix(root).unwrap_or(dir).to_path_buf();
+    let mut rel = dir.strip_prefix(root).unwrap_or(dir).to_path_buf();
+    if rel.as_os_str().is_empty() {
+        let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        rel = abs
+            .file_name()
+            .map_or_else(|| PathBuf::from("run"), PathBuf::from);
+    }
     if dir.join("results.json").is_file() {
         match set::load(dir) {
             Ok(mut s) => {
@@ -78,6 +87,25 @@ fn find(root: &Path, dir: &Path, depth: u32, found: &mut Found) -> anyhow::Resul
     Ok(())
 }
 
+/// A run page's link from the index: relative (`./`, so no directory name can be taken for a
+/// scheme such as `javascript:`), each segment percent-encoded (so `#`, `?` and `%` in a
+/// name stay part of the path), forward slashes whatever the platform.
+fn page_href(rel: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut href = String::from(".");
+    for c in rel.components() {
+        href.push('/');
+        for &b in c.as_os_str().as_bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                href.push(char::from(b));
+            } else {
+                href.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    href + "/index.html"
+}
+
 pub fn cmd(args: &SiteArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
         args.results.is_dir(),
@@ -95,7 +123,19 @@ pub fn cmd(args: &SiteArgs) -> anyhow::Result<ExitCode> {
         args.results.display()
     );
     for o in &found.others {
-        eprintln!("site: {}: {}", o.path, o.note);
+        // Directory names and the errors quoting them may hold anything: printed visibly.
+        eprintln!("site: {}: {}", visible(&o.path), visible(&o.note));
+    }
+    // A run's own index.html is its page: the site's index must not replace it.
+    let out = std::fs::canonicalize(&args.out).unwrap_or_else(|_| args.out.clone());
+    for (_, s) in &found.runs {
+        anyhow::ensure!(
+            !std::fs::canonicalize(&s.dir).is_ok_and(|d| d == out),
+            "{}: --out is the run directory {}; the site's index.html would replace the run's \
+             own page (pass another --out; `matrix report --html` writes the run's page)",
+            args.out.display(),
+            s.dir.display()
+        );
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -104,14 +144,10 @@ pub fn cmd(args: &SiteArgs) -> anyhow::Result<ExitCode> {
         let dir = args.out.join(rel);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         write_atomic(&dir.join("index.html"), html::run_page(s)?.as_bytes())?;
-        // Forward slashes: the href is a URL, whatever the platform.
-        let page = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/")
-            + "/index.html";
-        runs.push(SiteRun { set: s, page });
+        runs.push(SiteRun {
+            set: s,
+            page: page_href(rel),
+        });
     }
     let site = html::site(&runs, &found.others)?;
     for (rel, js) in &site.pairs {
@@ -131,4 +167,27 @@ pub fn cmd(args: &SiteArgs) -> anyhow::Result<ExitCode> {
         site.pairs.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory named `javascript:…` used to become a script URL; `#`, `?` and `%` in a
+    /// name cut its link short.
+    #[test]
+    fn a_run_page_link_is_relative_and_percent_encoded() {
+        assert_eq!(
+            page_href(Path::new("2026-11-30T14-06-29Z-14f462b")),
+            "./2026-11-30T14-06-29Z-14f462b/index.html"
+        );
+        assert_eq!(
+            page_href(Path::new("javascript:alert(1)")),
+            "./javascript%3Aalert%281%29/index.html"
+        );
+        assert_eq!(
+            page_href(Path::new("micro/a#b?c%d e")),
+            "./micro/a%23b%3Fc%25d%20e/index.html"
+        );
+    }
 }

@@ -14,6 +14,7 @@
 use std::process::Command;
 
 use crate::results::schema::Environment;
+use crate::results::untrusted;
 
 /// The version number from `loadgen_version` ("loadgen 0.1.0" → "0.1.0"); None when it
 /// recorded no number (a build-stamp line).
@@ -131,16 +132,30 @@ fn commit(e: &Environment) -> Option<String> {
 /// (None: no checkout, or a commit it does not have).
 fn loadgen_changed(a: &str, b: &str) -> Option<bool> {
     let dir = crate::binaries::exe_dir()?;
-    let mut cmd = Command::new("git");
-    cmd.arg("-C").arg(dir).args([
+    loadgen_changed_in(&dir, a, b)
+}
+
+/// The git arguments of [`loadgen_changed`]: the commits are hex (checked when the result
+/// set was loaded, and again here) and come after `--end-of-options`, so neither can be
+/// taken for an option.
+fn diff_args<'a>(a: &'a str, b: &'a str) -> Option<[&'a str; 8]> {
+    untrusted::check_commit(a).ok()?;
+    untrusted::check_commit(b).ok()?;
+    Some([
         "diff",
         "--quiet",
+        "--end-of-options",
         a,
         b,
         "--",
         ":(top)loadgen",
         ":(top)Cargo.lock",
-    ]);
+    ])
+}
+
+fn loadgen_changed_in(dir: &std::path::Path, a: &str, b: &str) -> Option<bool> {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir).args(diff_args(a, b)?);
     let (status, _) = crate::process::output_within(cmd, std::time::Duration::from_secs(5)).ok()?;
     match status.code() {
         Some(0) => Some(false),
@@ -161,6 +176,38 @@ mod tests {
             None
         );
         assert_eq!(version_number(None), None);
+    }
+
+    /// A run.json commit of `--output=<file>` used to reach `git diff` as an option, which
+    /// truncated the file.
+    #[test]
+    fn a_recorded_commit_never_reaches_git_as_an_option() {
+        let dir = std::env::temp_dir().join(format!("pingmatrix-method-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let evil = format!("--output={}", victim.display());
+        assert_eq!(diff_args(&evil, "abcdef0"), None);
+        assert_eq!(diff_args("abcdef0", &evil), None);
+        // Even where git runs, in a checkout of its own: nothing is written.
+        let git = |args: &[&str]| {
+            Command::new("git")
+                .arg("-C")
+                .arg(&dir)
+                .args(args)
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        };
+        if git(&["init", "-q"]) {
+            let _ = loadgen_changed_in(&dir, &evil, "HEAD");
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let args = diff_args("abcdef0", "1234567").unwrap();
+        let eoo = args.iter().position(|a| *a == "--end-of-options").unwrap();
+        assert!(eoo < args.iter().position(|a| *a == "abcdef0").unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

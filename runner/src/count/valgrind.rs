@@ -51,6 +51,21 @@ fn tool(version: &str) -> String {
     )
 }
 
+/// A `command` server's instructions are not counted: it is run with its own argument
+/// template and prints no start-up line, which the count's own starts under Valgrind need.
+pub fn not_for_command() -> InstructionCount {
+    InstructionCount {
+        unmeasured: Some(
+            "a `command` server: instructions are counted only for the suite's own services \
+             (the count starts the service under Valgrind with --listen/--workers and waits for \
+             its start-up line, which a command server does not have)"
+                .into(),
+        ),
+        tool: "valgrind".into(),
+        ..Default::default()
+    }
+}
+
 /// Instructions per request of `t`, or `unmeasured` with the reason.
 pub fn measure(t: &Target) -> InstructionCount {
     let version = match version() {

@@ -20,5 +20,6 @@ pub mod store;
 pub mod summary;
 pub mod suspect;
 pub mod units;
+pub mod untrusted;
 pub mod variants;
 pub mod verdict;

@@ -1,6 +1,7 @@
 //! The run directory: `results/<run-id>/{run.json, cells/<key>.json, results.json,
-//! results.md}`, with run ids and a new run's record. Every write goes to a temp file then
-//! renames, so a crash never leaves a half-written file.
+//! results.md}`, with run ids and a new run's record. Every write goes to a temp file of its
+//! own then renames, so a crash never leaves a half-written file and two writers never share
+//! a temp file; a run directory is locked while one process writes it ([`RunLock`]).
 
 use std::path::{Path, PathBuf};
 
@@ -76,15 +77,81 @@ impl RunRecord {
     }
 }
 
+/// A run directory that one process writes: a new run, a resumed one, or `matrix report`.
 pub struct Store {
     pub dir: PathBuf,
+    _lock: RunLock,
 }
 
+/// A file could not be written (disk full, permissions, …): an I/O failure, not bad input.
+#[derive(Debug, thiserror::Error)]
+#[error("writing {}: {source}", .path.display())]
+pub struct WriteFailed {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// A temp file name beside `path` that no other writer uses: `.<name>.<pid>.<n>.tmp`.
+fn temp_beside(path: &Path) -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
+/// `bytes` into `path` through a temp file of its own in the same directory, renamed over
+/// it; on failure the temp file is removed and the error is a [`WriteFailed`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+    use std::io::Write;
+    let tmp = temp_beside(path);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+        std::fs::rename(&tmp, path)
+    })();
+    written.map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        WriteFailed {
+            path: path.to_path_buf(),
+            source,
+        }
+        .into()
+    })
+}
+
+/// The lock on a run directory while one process writes it (an advisory `flock` on the
+/// directory itself, so no lock file is left in it; released when the process ends,
+/// however it ends). A second run, `--resume` or `matrix report` of the same directory is
+/// refused instead of writing over the first.
+#[derive(Debug)]
+pub struct RunLock(#[allow(dead_code)] std::fs::File);
+
+impl RunLock {
+    pub fn acquire(dir: &Path) -> anyhow::Result<RunLock> {
+        let f = std::fs::File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+        match f.try_lock() {
+            Ok(()) => Ok(RunLock(f)),
+            Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+                "{}: another matrix process (a run, --resume or report) is writing this run \
+                 directory; wait for it to end",
+                dir.display()
+            ),
+            // A file system without locks: nothing to hold, as before locks existed.
+            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
+                Ok(RunLock(f))
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(e).with_context(|| format!("locking {}", dir.display()))
+            }
+        }
+    }
 }
 
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
@@ -125,11 +192,13 @@ impl Store {
         )
     }
 
-    /// The directory and its `cells/`, existing or not (a resumed run reopens its own).
+    /// The directory and its `cells/`, existing or not (a resumed run reopens its own),
+    /// locked for this process.
     pub fn create(dir: PathBuf) -> anyhow::Result<Store> {
         std::fs::create_dir_all(dir.join("cells"))
             .with_context(|| format!("creating {}", dir.display()))?;
-        Ok(Store { dir })
+        let lock = RunLock::acquire(&dir)?;
+        Ok(Store { dir, _lock: lock })
     }
 
     pub fn open(dir: &Path) -> anyhow::Result<Store> {
@@ -203,6 +272,46 @@ mod tests {
         // 2026-11-30T13:05:00Z
         assert_eq!(utc_stamp(1_796_043_900), "2026-11-30T13-05-00Z");
         assert_eq!(utc_stamp(951_782_400), "2000-02-29T00-00-00Z");
+    }
+
+    /// results.json and results.md used to share `results.tmp`: two writers at once left
+    /// Markdown in results.json.
+    #[test]
+    fn two_files_written_at_once_never_share_a_temp_file() {
+        let dir = std::env::temp_dir().join(format!("pingmatrix-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (json, md) = (dir.join("results.json"), dir.join("results.md"));
+        assert_ne!(temp_beside(&json), temp_beside(&md));
+        assert_ne!(temp_beside(&json), temp_beside(&json));
+        std::thread::scope(|s| {
+            for (path, text) in [(&json, "{}\n"), (&md, "# md\n")] {
+                s.spawn(move || {
+                    for _ in 0..200 {
+                        write_atomic(path, text.as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(std::fs::read_to_string(&json).unwrap(), "{}\n");
+        assert_eq!(std::fs::read_to_string(&md).unwrap(), "# md\n");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            2,
+            "a temp file was left"
+        );
+        // A failed write leaves no temp file and is a WriteFailed.
+        std::fs::create_dir_all(dir.join("taken/x")).unwrap();
+        let e = write_atomic(&dir.join("taken"), b"x").unwrap_err();
+        assert!(e.is::<WriteFailed>(), "{e:#}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+        // A second lock on a locked run directory is refused.
+        let held = RunLock::acquire(&dir).unwrap();
+        let second = RunLock::acquire(&dir).unwrap_err().to_string();
+        assert!(second.contains("another matrix process"), "{second}");
+        drop(held);
+        RunLock::acquire(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -271,3 +271,37 @@ fn a_variant_at_head_builds_and_serves() {
     assert!(variant["error"].is_null(), "{variant}");
     assert!(variant["binary_sha256"].as_str().is_some(), "{variant}");
 }
+
+/// `--count-instructions` on a `command` server said "exited under Valgrind before its
+/// start-up line (io_uring?)": the count ran it with `--listen/--workers` and waited for a
+/// start-up line a command server does not print. It says so now, without running Valgrind.
+#[test]
+fn instructions_of_a_command_server_are_unmeasured_with_the_real_reason() {
+    let _machine = support::busy();
+    let d = Scratch::new("byo-instructions");
+    let script = d.0.join("responder.py");
+    std::fs::write(&script, RESPONDER).unwrap();
+    let s = script.to_str().unwrap();
+    let services = external("py-ok", &["python3", s, "{host}", "{port}", "ok"]);
+    let text = tiny_matrix(&[], 1, "", &services).replace("connections = [4]", "connections = [1]");
+    let m = write_config(&d.0, &text);
+    let out_dir = d.0.join("out");
+    let out = matrix_at(
+        &m,
+        &out_dir,
+        &[
+            "run",
+            "--quiet",
+            "--only",
+            "scenario=ping",
+            "--count-instructions",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
+    let c = cell_json(&only_run_dir(&out_dir), "py-ok__ping__c1__pinned");
+    let why = c["reps"][0]["instructions"]["unmeasured"].to_string();
+    assert!(why.contains("a `command` server"), "{c}");
+    assert!(!why.contains("io_uring"), "{why}");
+}

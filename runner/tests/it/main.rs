@@ -18,3 +18,4 @@ mod sensitivity;
 mod startup_clock;
 mod support;
 mod unmeasured;
+mod untrusted;

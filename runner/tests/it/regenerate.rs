@@ -254,7 +254,7 @@ fn site_builds_from_results_and_its_run_pages_are_the_committed_ones() {
     for run in &runs {
         let id = run.trim_start_matches("results/");
         assert!(
-            index.contains(&format!("\"page\":\"{id}/index.html\"")),
+            index.contains(&format!("\"page\":\"./{id}/index.html\"")),
             "{id} not in the index"
         );
         assert_same(
