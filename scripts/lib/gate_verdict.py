@@ -88,6 +88,9 @@ def num(x):
 def judge_run(res, baseline, candidate, threshold, metrics):
     """Rows (one per cell and gated metric) and the reasons nothing could be judged."""
     cells = {c.get("key"): c for c in res.get("cells") or [] if isinstance(c, dict)}
+    cal = res.get("calibration") if isinstance(res.get("calibration"), dict) else {}
+    calibrated = {f'{c.get("scenario")}/{c.get("level")}/{c.get("profile")}'
+                  for c in cal.get("cells") or [] if isinstance(c, dict)}
     rows = []
     seen = False
     for v in res.get("verdicts") or []:
@@ -109,7 +112,12 @@ def judge_run(res, baseline, candidate, threshold, metrics):
                     continue
                 rows.append(row(label, name, None, None, "cannot be judged", "not measured in this cell (results.md says why)"))
                 continue
-            rows.append(judge_metric(label, name, m, threshold))
+            r = judge_metric(label, name, m, threshold)
+            if r["arm"] == "counted" and label not in calibrated and r["verdict"] != "cannot be judged":
+                # Its threshold would be the floor alone, below what batching moves it by.
+                r["verdict"], r["threshold_pct"] = "not gated", None
+                r["why"] = "no A/A of this cell in this run"
+            rows.append(r)
     reasons = []
     if not seen:
         failed = [c for c in cells.values() if c.get("service") == candidate and c.get("status") != "ok"]
@@ -202,6 +210,7 @@ def headline(rows, candidate, service):
             parts.append(f"head {word} {pct(r['change_pct'])} {LABELS[r['metric']]} on {service} at {r['cell']}{extra}")
     for name, label in COUNTED.items():
         mine = [r for r in counted if r["metric"] == name]
+        mine = [r for r in mine if r["verdict"] != "not gated"]
         if mine and all(r["verdict"] == "unchanged" for r in mine):
             parts.append(f"{label.split('/')[0]} unchanged")
         elif mine and any(r["verdict"] == "improved" for r in mine) and not any(
@@ -221,9 +230,10 @@ def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, co
     out.append(headline(rows, candidate, service) + ".\n" if rows else "")
     for why in reasons:
         out.append(f"**Cannot be judged**: {why}.\n")
-    counts = {k: sum(1 for r in rows if r["verdict"].split(" ")[0] == k) for k in ("improved", "regressed", "unchanged", "unstable", "cannot")}
+    counts = {k: sum(1 for r in rows if r["verdict"].split(" ")[0] == k) for k in ("improved", "regressed", "unchanged", "unstable", "cannot", "not")}
     out.append(f"{counts['regressed']} regressed, {counts['unstable']} unstable, {counts['improved']} improved, "
-               f"{counts['unchanged']} unchanged, {counts['cannot']} cannot be judged — `{candidate}` against "
+               f"{counts['unchanged']} unchanged, {counts['cannot']} cannot be judged"
+               + (f", {counts['not']} shown but not gated" if counts["not"] else "") + f" — `{candidate}` against "
                f"`{baseline}`, gated on {', '.join(metrics)}.\n")
     out.append("Both builds ran in one job, interleaved (A B A B), paired on rounds. Counted metrics regress past "
                f"the larger of their A/A MDE in this run and {COUNTED_FLOOR_PCT:g} %"

@@ -31,7 +31,8 @@ def results(level_metrics, cells_status="ok"):
         if ms is not None:
             verdicts.append({"key": key, "service": HEAD, "baseline": BASE, "scenario": "ping",
                              "level": level, "profile": "pinned", "metrics": ms})
-    return {"cells": cells, "verdicts": verdicts}
+    cal = {"service": BASE, "cells": [{"scenario": "ping", "level": lv, "profile": "pinned"} for lv in level_metrics]}
+    return {"cells": cells, "verdicts": verdicts, "calibration": cal}
 
 
 QUIET = [metric("requests_per_s", 2.0, 10, 19), metric("syscalls_per_request", 0.01, 0.01, 0.01),
@@ -133,6 +134,15 @@ class Gate(unittest.TestCase):
         self.assertIn("not measured in this cell", md)
         # Instructions are counted at c1 only: their absence at c64 is no failure.
         self.assertEqual(self.run_gate(results({"c1": QUIET, "c64": no_instr}))[0], 0)
+
+    def test_counted_metrics_without_an_aa_of_their_cell_are_shown_not_gated(self):
+        res = results({"c1": with_metric("syscalls_per_request", metric("syscalls_per_request", 8.0, 1.0, None))})
+        res["calibration"]["cells"] = []
+        rc, md, _, data = self.run_gate(res)
+        self.assertEqual(rc, 0, md)
+        row = next(r for r in data["rows"] if r["metric"] == "syscalls_per_request")
+        self.assertEqual((row["verdict"], row["why"]), ("not gated", "no A/A of this cell in this run"))
+        self.assertIn("shown but not gated", md)
 
     def test_bad_input_exits_2_before_judging(self):
         res = results({"c1": QUIET})
