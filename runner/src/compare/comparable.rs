@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::results::schema::{CellSpec, CellSummary, RunRecord};
+use crate::results::schema::{CellResult, CellSpec, CellSummary, RunRecord};
 
 use crate::results::set::ResultSet;
 
@@ -155,6 +155,48 @@ pub fn cell_differences(old: Option<&CellSpec>, new: Option<&CellSpec>) -> Vec<S
     }
     differ(&mut r, "service workers", &lo.workers, &ln.workers);
     r
+}
+
+/// Why one cell ran on different I/O on the two sides: loadgen's backend (results.json) or
+/// the service's `io_driver` (its start-up line, from the cell files). Nothing where a side
+/// did not record it.
+pub fn io_differences(
+    old: (&CellSummary, Option<&CellResult>),
+    new: (&CellSummary, Option<&CellResult>),
+) -> Vec<String> {
+    let mut r = Vec::new();
+    if let (Some(o), Some(n)) = (&old.0.generator_io, &new.0.generator_io) {
+        differ(&mut r, "load generator I/O", o, n);
+    }
+    let driver = |c: Option<&CellResult>| Some(c?.startup_line.as_ref()?.io_driver.clone());
+    if let (Some(o), Some(n)) = (driver(old.1), driver(new.1)) {
+        differ(&mut r, "service I/O driver", &o, &n);
+    }
+    r
+}
+
+#[cfg(test)]
+mod io_tests {
+    use super::*;
+
+    #[test]
+    fn a_generator_on_io_uring_against_one_on_epoll_is_run_differently() {
+        let cell = |io: Option<&str>| CellSummary {
+            generator_io: io.map(str::to_owned),
+            ..Default::default()
+        };
+        let (uring, epoll, unknown) = (
+            cell(Some("io_uring (multishot)")),
+            cell(Some("epoll")),
+            cell(None),
+        );
+        assert_eq!(
+            io_differences((&uring, None), (&epoll, None)),
+            vec!["load generator I/O differs: io_uring (multishot) vs epoll".to_string()]
+        );
+        assert!(io_differences((&uring, None), (&uring, None)).is_empty());
+        assert!(io_differences((&unknown, None), (&epoll, None)).is_empty());
+    }
 }
 
 #[cfg(test)]

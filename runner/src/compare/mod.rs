@@ -51,8 +51,12 @@ pub fn compare(
         .pairs
         .iter()
         .map(|(o, n)| {
-            let not_comparable =
+            let mut not_comparable =
                 comparable::cell_differences(old_specs.get(&o.key), new_specs.get(&n.key));
+            not_comparable.extend(comparable::io_differences(
+                (o, old.cells.get(&o.key)),
+                (n, new.cells.get(&n.key)),
+            ));
             any_cell_diff |= !not_comparable.is_empty();
             let withhold = !not_comparable.is_empty() && !opt.force;
             CellComparison {

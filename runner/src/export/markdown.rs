@@ -183,10 +183,40 @@ fn how_to_read(o: &mut String, res: &ResultsFile) {
             "- Counted cost (syscalls, context switches, faults, instructions per request) is exact where times are noisy: a ranking on counts holds on a busy machine, and instruction counts of one binary hold across machines of one architecture. They are not time: a syscall or an instruction costs different ns on different services and machines. See \"Counted cost per request\" and docs/counted-cost.md."
         );
     }
+    generator_io(o, res);
     let _ = writeln!(
         o,
         "- † generator saturated · ⚠ suspect (reasons at the end) · ✗ failed · n/a profile unsupported here.\n"
     );
+}
+
+/// loadgen's I/O backend: one line when every cell that recorded it agrees, else each
+/// backend with its cells (a run that fell back to epoll partway measured with two programs).
+fn generator_io(o: &mut String, res: &ResultsFile) {
+    let mut by_io: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for c in &res.cells {
+        if let Some(io) = &c.generator_io {
+            by_io.entry(io).or_default().push(&c.key);
+        }
+    }
+    match by_io.len() {
+        0 => {}
+        1 => {
+            let io = by_io.keys().next().expect("one");
+            let _ = writeln!(o, "- Load generator I/O: {io} in every cell.");
+        }
+        _ => {
+            let parts: Vec<String> = by_io
+                .iter()
+                .map(|(io, keys)| format!("{io} in {}", keys.join(", ")))
+                .collect();
+            let _ = writeln!(
+                o,
+                "- **Load generator I/O differs between cells**: {} (compare refuses to pair cells measured on different I/O).",
+                parts.join("; ")
+            );
+        }
+    }
 }
 
 /// Open-loop tables first (valid on any machine), then closed loop.

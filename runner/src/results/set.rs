@@ -103,8 +103,10 @@ pub fn load_unmatched(path: &Path) -> anyhow::Result<ResultSet> {
     })
 }
 
-/// Whether two summaries say the same: equal but for floats a rounding apart (a summary
-/// computed before its cell file was written and read back may differ in the last bits).
+/// Whether a summary computed now (`a`) says what the stored one (`b`) says: equal but for
+/// floats a rounding apart (a summary computed before its cell file was written and read back
+/// may differ in the last bits), on every field `b` has — a field a later version of the
+/// summary adds is not in results.json written before it, and is not what this check is for.
 fn same_summary(a: &CellSummary, b: &CellSummary) -> bool {
     fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
         use serde_json::Value;
@@ -117,7 +119,7 @@ fn same_summary(a: &CellSummary, b: &CellSummary) -> bool {
                 x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
             }
             (Value::Object(x), Value::Object(y)) => {
-                x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+                y.iter().all(|(k, w)| x.get(k).is_some_and(|v| same(v, w)))
             }
             _ => a == b,
         }

@@ -153,7 +153,26 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         churn: c.cell.churn.map(|s| churn::summarize(&s, &c.churn)),
         stopped: c.stopped.clone(),
         counted: counted(&reps),
+        generator_io: generator_io(&reps),
     }
+}
+
+/// loadgen's backend over the measured repetitions, each that ran once, in order.
+fn generator_io(reps: &[&RepResult]) -> Option<String> {
+    use loadgen::report::{IoBackend, Receive};
+    let mut seen: Vec<&str> = Vec::new();
+    for io in reps.iter().filter_map(|r| r.report.generator.io.as_ref()) {
+        let label = match (io.backend, io.receive.as_ref().map(|r| r.mode)) {
+            (IoBackend::Epoll, _) => "epoll",
+            (IoBackend::Uring, Some(Receive::Multishot)) => "io_uring (multishot)",
+            (IoBackend::Uring, Some(Receive::OneShot)) => "io_uring (one-shot)",
+            (IoBackend::Uring, None) => "io_uring",
+        };
+        if !seen.contains(&label) {
+            seen.push(label);
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join(" + "))
 }
 
 impl PerRequestSummary {

@@ -550,6 +550,12 @@ pub struct CellSummary {
     /// Counted cost per request (runs before it lack it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted: Option<CountedSummary>,
+    /// loadgen's I/O backend over the measured repetitions (runs before it lack it):
+    /// `epoll`, `io_uring (multishot)`, `io_uring (one-shot)`, or each that ran joined by
+    /// " + ". A run on io_uring and one that fell back to epoll measured with different
+    /// programs, so compare refuses to pair them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_io: Option<String>,
 }
 
 /// Latency percentiles: for each percentile, the median of the per-repetition values.
