@@ -1,5 +1,7 @@
 //! The README's reference section: one table per service for the headline scenario and
-//! profile, generated from results.json (never hand-typed), plus links to two plots.
+//! profile, generated from results.json (never hand-typed), plus links to two plots. Where
+//! the run counted, the table ranks by counted cost (`counted_rank`) with the times beside
+//! it, and says which metric told the services apart and which could not.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -13,6 +15,7 @@ use crate::results::stats;
 use crate::results::units::{Unit, mib_cell, micros_brief, value};
 
 use super::charts::{Chart, Kind};
+use super::counted_rank::{Cost, Spread, rank};
 use super::data::groups;
 use crate::readme::link;
 
@@ -68,6 +71,18 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
         .baseline
         .as_deref()
         .filter(|_| !set.results.verdicts.is_empty());
+    if cells.iter().any(|c| c.counted.is_some()) {
+        ranked(&mut o, set, &cells, (&scenario, &profile), judged);
+    } else {
+        timed(&mut o, set, &cells, judged);
+    }
+    plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
+    Ok(o)
+}
+
+/// A run without counts: services in the run's order, their times, and each one's req/s
+/// against the baseline.
+fn timed(o: &mut String, set: &ResultSet, cells: &[&CellSummary], judged: Option<&str>) {
     let _ = write!(
         o,
         "| service | peak req/s | at | p99 at peak | server CPU/request at peak | start-up (median) | idle RSS | peak RSS |"
@@ -85,7 +100,7 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
     }
     for s in first_seen(cells.iter().map(|c| &c.service)) {
         let mine: Vec<&CellSummary> = cells.iter().copied().filter(|c| c.service == s).collect();
-        let mut cols = row(&mine, &cells);
+        let mut cols = row(&mine, cells, false);
         if let Some(b) = judged {
             cols.push(against(set, &mine, b));
         }
@@ -93,45 +108,280 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
     }
     let _ = writeln!(o);
     if let Some(b) = judged {
-        sensitivity(&mut o, set, &cells, b);
+        sensitivity(o, set, cells, b);
     }
-    counted(&mut o, &cells);
-    plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
-    Ok(o)
 }
 
-/// Where the run counted: a small second table, each service's syscalls per request at every
-/// counted level and its instructions per request where Valgrind counted them (medians over
-/// repetitions; counts rank services where the timing columns cannot). Nothing otherwise.
-fn counted(o: &mut String, cells: &[&CellSummary]) {
+/// Where the run counted: one table ranked by counted cost ([`rank`]) — instructions per
+/// request at the ranking level, syscalls per request at every counted level, medians with
+/// their per-repetition CV — with the timing columns beside it (each with its interval, the
+/// header with the run's MDE at the peaks), then what told the services apart and what could
+/// not.
+fn ranked(
+    o: &mut String,
+    set: &ResultSet,
+    cells: &[&CellSummary],
+    (scenario, profile): (&str, &str),
+    judged: Option<&str>,
+) {
     let counted: Vec<&CellSummary> = cells
         .iter()
         .copied()
         .filter(|c| c.counted.is_some())
         .collect();
-    if counted.is_empty() {
-        return;
-    }
     let levels = first_seen(counted.iter().map(|c| &c.level));
-    let instructions = counted
+    // Ranked where instructions were counted (c1), else at the first counted level.
+    let at = counted
         .iter()
-        .any(|c| c.counted.as_ref().is_some_and(|k| k.instructions.is_some()));
+        .find(|c| c.counted.as_ref().is_some_and(|k| k.instructions.is_some()))
+        .map_or_else(|| levels[0].clone(), |c| c.level.clone());
+    let instructions = counted.iter().any(|c| {
+        c.counted
+            .as_ref()
+            .is_some_and(|k| k.instructions.is_some() || k.instructions_unmeasured.is_some())
+    });
+    let services = first_seen(cells.iter().map(|c| &c.service));
+    let counts = |s: &str, l: &str| {
+        counted
+            .iter()
+            .find(|c| c.service == s && c.level == l)
+            .and_then(|c| c.counted.as_ref())
+    };
+    let costs: Vec<Cost> = services
+        .iter()
+        .map(|s| {
+            let k = counts(s, &at);
+            Cost {
+                instructions: k.and_then(|k| k.instructions.as_ref()).map(Spread::of),
+                syscalls: k.and_then(|k| k.server.syscalls.as_ref()).map(Spread::of),
+            }
+        })
+        .collect();
+    let mine = |s: &str| -> Vec<&CellSummary> {
+        cells.iter().copied().filter(|c| c.service == s).collect()
+    };
+    let peak_levels: Vec<String> = services
+        .iter()
+        .filter_map(|s| peak(&mine(s)).map(|c| c.level.clone()))
+        .collect();
+    let mde = |m: Metric| {
+        mde_range(set, (scenario, profile), &peak_levels, m)
+            .map_or_else(String::new, |r| format!(" (MDE {r})"))
+    };
+
+    let _ = write!(o, "| rank | service |");
+    if instructions {
+        let _ = write!(o, " user-space instructions/request ({at}) |");
+    }
+    for l in &levels {
+        let _ = write!(o, " syscalls/request ({l}) |");
+    }
     let _ = write!(
         o,
-        "Counted cost per request (median over repetitions, ± per-repetition CV; docs/counted-cost.md):\n\n| service |"
+        " peak req/s{} | at | p99 at peak | server CPU/request at peak{} | start-up (median) | idle RSS | peak RSS |\n|---|---|",
+        mde(Metric::RequestsPerS),
+        mde(Metric::CpuUsPerRequest)
     );
-    for l in &levels {
-        let _ = write!(o, " syscalls at {l} |");
-    }
-    if instructions {
-        let _ = write!(o, " user-space instructions (c1) |");
-    }
-    let _ = write!(o, "\n|---|");
     for _ in 0..levels.len() + usize::from(instructions) {
         let _ = write!(o, "---:|");
     }
+    let _ = writeln!(o, "---:|---|---:|---:|---:|---:|---:|");
+    let ranking = rank(&costs);
+    for &(i, place) in &ranking {
+        let s = &services[i];
+        let mut cols = vec![place.map_or_else(|| "–".into(), |p| p.label()), s.clone()];
+        if instructions {
+            cols.push(counts(s, &at).map_or_else(
+                || "–".into(),
+                |k| count_cell(k.instructions.as_ref(), k.instructions_unmeasured.as_ref()),
+            ));
+        }
+        for l in &levels {
+            cols.push(counts(s, l).map_or_else(
+                || "–".into(),
+                |k| {
+                    count_cell(
+                        k.server.syscalls.as_ref(),
+                        k.server.syscalls_unmeasured.as_ref(),
+                    )
+                },
+            ));
+        }
+        cols.extend(row(&mine(s), cells, true));
+        let _ = writeln!(o, "| {} |", cols.join(" | "));
+    }
+    let _ = write!(o, "\nRanked by counted cost at {at}: ");
+    if instructions {
+        let _ = write!(
+            o,
+            "user-space instructions per request, then syscalls per request; services whose counts overlap over their repetitions share a rank (=). Services without an instruction count (unmeasured, not 0) are ranked after them, among themselves, by syscalls."
+        );
+    } else {
+        let _ = write!(
+            o,
+            "syscalls per request; services whose counts overlap over their repetitions share a rank (=)."
+        );
+    }
+    let _ = write!(
+        o,
+        " Counts are medians over repetitions ± their per-repetition CV (docs/counted-cost.md); req/s and CPU/request are means ± half their 95 % interval at each service's peak, with the minimum detectable effect (MDE) of this run at that level."
+    );
     let _ = writeln!(o);
-    let stat = |s: Option<&Stat>, why: Option<&String>| match (s, why) {
+    if let Some(b) = judged {
+        let order: Vec<String> = ranking.iter().map(|&(i, _)| services[i].clone()).collect();
+        told_apart(o, set, cells, (scenario, profile, &at), &order, b);
+    }
+    machine_mde(o, set);
+}
+
+/// The paragraph under the ranked table: the services req/s could not tell from the baseline
+/// (with its MDE), and which services each counted metric did tell from it (with its MDE and
+/// how closely the counts repeat); the services neither count told apart, if any. Services
+/// are named in `order` (the rank's).
+fn told_apart(
+    o: &mut String,
+    set: &ResultSet,
+    cells: &[&CellSummary],
+    (scenario, profile, at): (&str, &str, &str),
+    order: &[String],
+    baseline: &str,
+) {
+    let res = &set.results;
+    let same_set = same_in_rps(set, cells, baseline);
+    let same: Vec<String> = order
+        .iter()
+        .filter(|s| same_set.contains(s))
+        .cloned()
+        .collect();
+    let mut sentences = Vec::new();
+    if !same.is_empty() {
+        let peaks: Vec<String> = same
+            .iter()
+            .filter_map(|s| {
+                let mine: Vec<&CellSummary> =
+                    cells.iter().copied().filter(|c| &c.service == s).collect();
+                peak(&mine).map(|c| c.level.clone())
+            })
+            .collect();
+        let mde = mde_range(set, (scenario, profile), &peaks, Metric::RequestsPerS)
+            .map_or_else(String::new, |r| format!(" (MDE {r})"));
+        sentences.push(format!(
+            "On this machine, at these settings, {} cannot be told apart from `{baseline}` in req/s{mde}.",
+            ticked(&same)
+        ));
+    }
+    let verdict = |s: &str, m: Metric| {
+        res.verdicts
+            .iter()
+            .find(|v| {
+                v.service == s && v.scenario == scenario && v.level == at && v.profile == profile
+            })
+            .and_then(|v| v.metric(m))
+    };
+    let others: Vec<String> = order.iter().filter(|s| *s != baseline).cloned().collect();
+    let mut clauses = Vec::new();
+    let mut apart_any = vec![false; others.len()];
+    for (m, words) in [
+        (
+            Metric::InstructionsPerRequest,
+            "user-space instructions per request",
+        ),
+        (Metric::SyscallsPerRequest, "syscalls per request"),
+    ] {
+        if !others.iter().any(|s| verdict(s, m).is_some()) {
+            continue;
+        }
+        let mut apart = Vec::new();
+        for (i, s) in others.iter().enumerate() {
+            if verdict(s, m).is_some_and(|v| matches!(v.verdict, Verdict::Better | Verdict::Worse))
+            {
+                apart_any[i] = true;
+                apart.push(s.clone());
+            }
+        }
+        let mut how = Vec::new();
+        if let Some(x) = res
+            .calibration
+            .as_ref()
+            .and_then(|k| k.cell_for(scenario, at, profile, false))
+            .and_then(|c| c.metric(m)?.mde_pct)
+        {
+            how.push(format!("MDE {} %", pct_brief(x)));
+        }
+        let cv = cells
+            .iter()
+            .filter(|c| c.level == at)
+            .filter_map(|c| {
+                let k = c.counted.as_ref()?;
+                match m {
+                    Metric::InstructionsPerRequest => k.instructions.as_ref()?.cv,
+                    _ => k.server.syscalls.as_ref()?.cv,
+                }
+            })
+            .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+        if let Some(cv) = cv {
+            how.push(format!(
+                "each service's count repeats within {} % CV",
+                pct_brief(cv * 100.0)
+            ));
+        }
+        let how = if how.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", how.join("; "))
+        };
+        clauses.push(if apart.is_empty() {
+            format!("{words}{how} tells none of them from it")
+        } else {
+            format!("{words}{how} tells {} from it", ticked(&apart))
+        });
+    }
+    if !clauses.is_empty() {
+        sentences.push(format!("Counted at {at}, {}.", clauses.join("; ")));
+        let neither: Vec<String> = others
+            .iter()
+            .zip(&apart_any)
+            .filter(|(_, a)| !**a)
+            .map(|(s, _)| s.clone())
+            .collect();
+        if !neither.is_empty() {
+            sentences.push(format!(
+                "Neither count tells {} from `{baseline}`.",
+                ticked(&neither)
+            ));
+        }
+    }
+    if !sentences.is_empty() {
+        let _ = writeln!(o, "\n{}", sentences.join(" "));
+    }
+}
+
+/// "20 %" or "15–20 %": the calibration's MDE of `m` at the given levels of the headline
+/// group (each level's own calibration cell, else the closed loop's first).
+fn mde_range(
+    set: &ResultSet,
+    (scenario, profile): (&str, &str),
+    levels: &[String],
+    m: Metric,
+) -> Option<String> {
+    let k = set.results.calibration.as_ref()?;
+    let mdes: Vec<f64> = levels
+        .iter()
+        .filter_map(|l| k.cell_for(scenario, l, profile, false)?.metric(m)?.mde_pct)
+        .collect();
+    let lo = pct_brief(mdes.iter().copied().reduce(f64::min)?);
+    let hi = pct_brief(mdes.iter().copied().reduce(f64::max)?);
+    Some(if lo == hi {
+        format!("{lo} %")
+    } else {
+        format!("{lo}–{hi} %")
+    })
+}
+
+/// A count's median ± its per-repetition CV, "unmeasured" where the run says why it has
+/// none, "–" where it has neither.
+fn count_cell(s: Option<&Stat>, why: Option<&String>) -> String {
+    match (s, why) {
         (Some(s), _) => match s.cv {
             Some(cv) if s.n > 1 => format!(
                 "{} ±{:.1} %",
@@ -142,43 +392,7 @@ fn counted(o: &mut String, cells: &[&CellSummary]) {
         },
         (None, Some(_)) => "unmeasured".into(),
         (None, None) => "–".into(),
-    };
-    for s in first_seen(counted.iter().map(|c| &c.service)) {
-        let mine = |l: &str| {
-            counted
-                .iter()
-                .find(|c| c.service == s && c.level == l)
-                .and_then(|c| c.counted.as_ref())
-        };
-        let _ = write!(o, "| {s} |");
-        for l in &levels {
-            let k = mine(l);
-            let cell = k.map_or_else(
-                || "–".into(),
-                |k| {
-                    stat(
-                        k.server.syscalls.as_ref(),
-                        k.server.syscalls_unmeasured.as_ref(),
-                    )
-                },
-            );
-            let _ = write!(o, " {cell} |");
-        }
-        if instructions {
-            let k = counted
-                .iter()
-                .filter(|c| c.service == s)
-                .filter_map(|c| c.counted.as_ref())
-                .find(|k| k.instructions.is_some() || k.instructions_unmeasured.is_some());
-            let cell = k.map_or_else(
-                || "–".into(),
-                |k| stat(k.instructions.as_ref(), k.instructions_unmeasured.as_ref()),
-            );
-            let _ = write!(o, " {cell} |");
-        }
-        let _ = writeln!(o);
     }
-    let _ = writeln!(o);
 }
 
 /// The service's req/s at its peak level against the baseline's at that level.
@@ -211,28 +425,7 @@ fn against(set: &ResultSet, mine: &[&CellSummary], baseline: &str) -> String {
 /// What the run could tell apart: the calibration's MDE per metric for the headline's loop,
 /// and which services could not be told from the baseline.
 fn sensitivity(o: &mut String, set: &ResultSet, cells: &[&CellSummary], baseline: &str) {
-    let res = &set.results;
-    let same_as_base: Vec<&str> = first_seen(cells.iter().map(|c| &c.service))
-        .into_iter()
-        .filter(|s| s != baseline)
-        .filter(|s| {
-            let mine: Vec<&CellSummary> =
-                cells.iter().copied().filter(|c| &c.service == s).collect();
-            peak(&mine).is_some_and(|p| {
-                res.verdicts.iter().any(|v| {
-                    v.key == p.key
-                        && v.metric(Metric::RequestsPerS)
-                            .is_some_and(|m| m.verdict == Verdict::NoChange)
-                })
-            })
-        })
-        .map(|s| {
-            cells
-                .iter()
-                .find(|c| c.service == s)
-                .map_or("", |c| c.service.as_str())
-        })
-        .collect();
+    let same_as_base = same_in_rps(set, cells, baseline);
     let _ = write!(
         o,
         "Ratios are service / `{baseline}` at the same level, with the 95 % interval paired on rounds; ≈ = indistinguishable here (interval includes 1× or the change is under {NOISE_PCT} %)."
@@ -241,14 +434,56 @@ fn sensitivity(o: &mut String, set: &ResultSet, cells: &[&CellSummary], baseline
         let _ = write!(
             o,
             " On this machine, at these settings, {} cannot be told apart from `{baseline}` in req/s.",
-            same_as_base
-                .iter()
-                .map(|s| format!("`{s}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            ticked(&same_as_base)
         );
     }
     let _ = writeln!(o);
+    machine_mde(o, set);
+}
+
+/// The services (not the baseline) whose req/s at their peak the run could not tell from the
+/// baseline's, in the run's order.
+fn same_in_rps(set: &ResultSet, cells: &[&CellSummary], baseline: &str) -> Vec<String> {
+    first_seen(cells.iter().map(|c| &c.service))
+        .into_iter()
+        .filter(|s| s != baseline)
+        .filter(|s| {
+            let mine: Vec<&CellSummary> =
+                cells.iter().copied().filter(|c| &c.service == s).collect();
+            peak(&mine).is_some_and(|p| {
+                set.results.verdicts.iter().any(|v| {
+                    v.key == p.key
+                        && v.metric(Metric::RequestsPerS)
+                            .is_some_and(|m| m.verdict == Verdict::NoChange)
+                })
+            })
+        })
+        .collect()
+}
+
+/// "`a`, `b`, `c`".
+fn ticked(services: &[String]) -> String {
+    services
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A percentage as the headline prints it: whole per cent from 1 % up, two significant
+/// digits below (a counted MDE is a fraction of a per cent).
+fn pct_brief(x: f64) -> String {
+    if x >= 1.0 || x <= 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.*}", (1.0 - x.log10().floor()) as usize)
+    }
+}
+
+/// The calibration's MDE per metric for the headline's loop (counted metrics where the run
+/// calibrated them), or that the run had none.
+fn machine_mde(o: &mut String, set: &ResultSet) {
+    let res = &set.results;
     match res
         .calibration
         .as_ref()
@@ -261,9 +496,17 @@ fn sensitivity(o: &mut String, set: &ResultSet, cells: &[&CellSummary], baseline
                 Metric::LatencyP99Us,
                 Metric::StartupUs,
                 Metric::IdleRssBytes,
+                Metric::InstructionsPerRequest,
+                Metric::SyscallsPerRequest,
             ]
             .iter()
-            .filter_map(|&m| Some(format!("{} {:.0} %", m.label(), c.metric(m)?.mde_pct?)))
+            .filter_map(|&m| {
+                Some(format!(
+                    "{} {} %",
+                    m.label(),
+                    pct_brief(c.metric(m)?.mde_pct?)
+                ))
+            })
             .collect();
             let _ = writeln!(
                 o,
@@ -339,8 +582,8 @@ fn peak<'a>(mine: &[&'a CellSummary]) -> Option<&'a CellSummary> {
 }
 
 /// One service's row after its name: peak req/s (± CI, marks), level, p99 and CPU/request at
-/// the peak, then start-up and memory over all its cells.
-fn row(mine: &[&CellSummary], all: &[&CellSummary]) -> Vec<String> {
+/// the peak (with its ± CI when `cpu_interval`), then start-up and memory over all its cells.
+fn row(mine: &[&CellSummary], all: &[&CellSummary], cpu_interval: bool) -> Vec<String> {
     let dash = || "–".to_string();
     let median_of = |f: fn(&CellSummary) -> Option<f64>| {
         stats::median(&mine.iter().filter_map(|c| f(c)).collect::<Vec<_>>())
@@ -357,9 +600,14 @@ fn row(mine: &[&CellSummary], all: &[&CellSummary]) -> Vec<String> {
             c.latency
                 .as_ref()
                 .map_or_else(dash, |l| micros_brief(l.p99_us as f64)),
-            c.server_cpu_us_per_request
-                .as_ref()
-                .map_or_else(dash, |s| format!("{:.1} µs{}", s.mean, ceiling(c, all))),
+            c.server_cpu_us_per_request.as_ref().map_or_else(dash, |s| {
+                let half = if cpu_interval {
+                    half_ci(s)
+                } else {
+                    String::new()
+                };
+                format!("{:.1} µs{half}{}", s.mean, ceiling(c, all))
+            }),
         ],
         None => vec![
             mine.iter()
@@ -393,18 +641,23 @@ fn ceiling(c: &CellSummary, all: &[&CellSummary]) -> String {
 
 /// "142.3k ± 10.0 % † ⚠".
 fn peak_rate(c: &CellSummary, r: &Stat) -> String {
-    let half = match (r.ci95_low, r.ci95_high) {
-        (Some(lo), Some(hi)) if r.mean > 0.0 => {
-            format!(" ± {:.1} %", (hi - lo) / 2.0 / r.mean * 100.0)
-        }
-        _ => String::new(),
-    };
+    let half = half_ci(r);
     let marks = format!(
         "{}{}",
         if c.generator_saturated { " †" } else { "" },
         if c.suspect { " ⚠" } else { "" }
     );
     format!("{}{half}{marks}", value(Unit::PerSecond, r.mean))
+}
+
+/// " ± 10.0 %": half the 95 % interval as a percentage of the mean; empty without one.
+fn half_ci(r: &Stat) -> String {
+    match (r.ci95_low, r.ci95_high) {
+        (Some(lo), Some(hi)) if r.mean > 0.0 => {
+            format!(" ± {:.1} %", (hi - lo) / 2.0 / r.mean * 100.0)
+        }
+        _ => String::new(),
+    }
 }
 
 /// The throughput chart and the latency spectrum of the headline group, when drawn.
@@ -437,62 +690,135 @@ fn plot_links(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::schema::{CountedSummary, PerRequestSummary};
+    use crate::results::set;
 
-    fn cell(service: &str, level: &str, syscalls: Option<f64>, ins: Option<f64>) -> CellSummary {
-        let stat = |v: f64| Stat {
-            n: 3,
-            median: v,
-            mean: v,
-            cv: Some(0.001),
-            ..Default::default()
-        };
-        CellSummary {
-            service: service.into(),
-            level: level.into(),
-            counted: Some(CountedSummary {
-                reps: 3,
-                server: PerRequestSummary {
-                    syscalls: syscalls.map(stat),
-                    syscalls_unmeasured: syscalls.is_none().then(|| "perf refused".into()),
-                    ..Default::default()
-                },
-                instructions: ins.map(stat),
-                instructions_unmeasured: (ins.is_none() && level == "c1")
-                    .then(|| "io_uring".into()),
-                ..Default::default()
-            }),
-            ..Default::default()
+    /// The committed counted reference run (README's headline) and its headline cells.
+    fn counted_run() -> ResultSet {
+        set::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/2026-12-03T09-19-08Z-18b59fe"),
+        )
+        .unwrap()
+    }
+
+    fn section(set: &ResultSet) -> String {
+        let cells: Vec<&CellSummary> = set
+            .results
+            .cells
+            .iter()
+            .filter(|c| c.scenario == "ping" && c.profile == "pinned")
+            .collect();
+        let mut o = String::new();
+        let judged = set.results.baseline.as_deref();
+        if cells.iter().any(|c| c.counted.is_some()) {
+            ranked(&mut o, set, &cells, ("ping", "pinned"), judged);
+        } else {
+            timed(&mut o, set, &cells, judged);
         }
+        o
+    }
+
+    /// (rank, service) of each table row, in order.
+    fn ranks(o: &str) -> Vec<(String, String)> {
+        o.lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| rank"))
+            .map(|l| {
+                let c: Vec<&str> = l.split(" | ").collect();
+                (c[0].trim_start_matches("| ").into(), c[1].into())
+            })
+            .collect()
     }
 
     #[test]
-    fn the_counted_table_lists_every_counted_level_and_nothing_for_an_uncounted_run() {
-        let cells = [
-            cell("a", "c1", Some(3.0), Some(2378.0)),
-            cell("a", "c64", Some(2.036), None),
-            cell("b", "c1", None, None),
+    fn a_counted_run_ranks_by_instructions_then_syscalls_with_the_times_beside() {
+        let o = section(&counted_run());
+        let got = ranks(&o);
+        let want = [
+            ("1", "ping-epoll"),
+            ("2", "ping-may-minihttp"),
+            ("3", "ping-tokio-per-core"),
+            ("4", "ping-tokio-hyper"),
+            ("5", "ping-axum"),
+            ("6", "ping-actix-web"),
+            ("1= (syscalls)", "ping-monoio"),
+            ("1= (syscalls)", "ping-compio"),
+            ("3 (syscalls)", "ping-glommio"),
         ];
-        let refs: Vec<&CellSummary> = cells.iter().collect();
-        let mut o = String::new();
-        counted(&mut o, &refs);
+        assert_eq!(
+            got,
+            want.map(|(r, s)| (r.to_string(), s.to_string())),
+            "{o}"
+        );
+        assert!(
+            o.contains("| rank | service | user-space instructions/request (c1) | syscalls/request (c1) | syscalls/request (c64) | peak req/s (MDE 20 %) | at |"),
+            "{o}"
+        );
+        assert!(
+            o.contains("| 1 | ping-epoll | 2,185 ±0.0 % | 3.000 ±0.0 % | 2.007 ±0.6 % | 193.8k ± 47.3 % ⚠ | c64 |"),
+            "{o}"
+        );
+        // An unmeasured instruction count is said so, never shown as a number.
+        assert!(
+            o.contains("| 1= (syscalls) | ping-monoio | unmeasured | 2.000 ±0.0 % |"),
+            "{o}"
+        );
+        assert!(
+            o.contains("cannot be told apart from `ping-tokio-hyper` in req/s (MDE 20 %)."),
+            "{o}"
+        );
+        assert!(
+            o.contains("Counted at c1, user-space instructions per request (MDE 0.097 %;"),
+            "{o}"
+        );
+        assert!(
+            !o.contains("Neither count"),
+            "every service differs in a count: {o}"
+        );
+        assert!(
+            o.contains("instructions/request 0.097 %, syscalls/request 0.013 %."),
+            "{o}"
+        );
+    }
+
+    #[test]
+    fn without_instruction_counts_the_rank_is_by_syscalls_and_without_counts_as_before() {
+        let mut s = counted_run();
+        for c in &mut s.results.cells {
+            if let Some(k) = c.counted.as_mut() {
+                k.instructions = None;
+                k.instructions_unmeasured = None;
+            }
+        }
+        let o = section(&s);
+        assert!(
+            o.contains("Ranked by counted cost at c1: syscalls per request;"),
+            "{o}"
+        );
+        assert_eq!(ranks(&o)[0], ("1= (syscalls)".into(), "ping-monoio".into()));
+        assert!(!o.contains("instructions/request ("), "{o}");
+
+        for c in &mut s.results.cells {
+            c.counted = None;
+        }
+        let o = section(&s);
+        assert!(
+            o.starts_with("| service | peak req/s | at | p99 at peak | server CPU/request at peak | start-up (median) | idle RSS | peak RSS | req/s vs ping-tokio-hyper at the same level |"),
+            "{o}"
+        );
         assert!(
             o.contains(
-                "| service | syscalls at c1 | syscalls at c64 | user-space instructions (c1) |"
+                "| ping-tokio-per-core | 162.9k ± 25.2 % ⚠ | c64 | 813 µs | 6.0 µs (1.19× epoll) |"
             ),
             "{o}"
         );
-        assert!(
-            o.contains("| a | 3.000 ±0.1 % | 2.036 ±0.1 % | 2,378 ±0.1 % |"),
-            "{o}"
-        );
-        assert!(o.contains("| b | unmeasured | – | unmeasured |"), "{o}");
-        let plain = [CellSummary::default()];
-        let mut o = String::new();
-        counted(&mut o, &plain.iter().collect::<Vec<_>>());
-        assert!(
-            o.is_empty(),
-            "a run without counts keeps its README section as it was"
-        );
+        assert!(!o.contains("rank") && !o.contains("Counted at"), "{o}");
+    }
+
+    #[test]
+    fn small_percentages_keep_two_significant_digits() {
+        assert_eq!(pct_brief(14.56), "15");
+        assert_eq!(pct_brief(1.0), "1");
+        assert_eq!(pct_brief(0.63), "0.63");
+        assert_eq!(pct_brief(0.0966), "0.097");
+        assert_eq!(pct_brief(0.01266), "0.013");
     }
 }
