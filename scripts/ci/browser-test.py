@@ -107,19 +107,15 @@ def variants(tmp):
     shutil.copytree(src, failed)
     res = json.loads((failed / "results.json").read_text())
     hit = {}
+    # The cell files are edited and results.json summarised again from them: a result set
+    # whose results.json does not summarise its cell files is refused at load.
     for c, status in zip(res["cells"][:2], ["failed", "unsupported"]):
-        c["status"] = status
-        c["failure"] = f"{status} in this test's copy"
-        for k in ("requests_per_s", "latency", "server_cpu_us_per_request", "startup_us", "idle_rss_bytes"):
-            c[k] = None
-        c["n"] = 0
         hit[c["key"]] = status
         cell = failed / "cells" / (c["key"] + ".json")
         cf = json.loads(cell.read_text())
         cf["status"], cf["reps"] = status, []
         cell.write_text(json.dumps(cf))
-    res["failed_cells"] = 2
-    (failed / "results.json").write_text(json.dumps(res))
+    matrix("report", str(failed), "--resummarize")
     old = tmp / "variants" / "older-shape"
     shutil.copytree(REPO / "results" / PAIR[0], old)
     (old / "run.json").unlink()
@@ -129,8 +125,7 @@ def variants(tmp):
     (old / "results.json").write_text(json.dumps(res))
     for f in sorted((old / "cells").iterdir())[::2]:
         f.unlink()
-    for d in (failed, old):
-        matrix("report", str(d), "--html")
+    matrix("report", str(old), "--html")
     return failed, old, hit
 
 
