@@ -17,6 +17,9 @@ and over HTTP on 127.0.0.1, and checks what a reader relies on:
 - on the counted run, the counted columns (syscalls, context switches, instructions per
   request) equal results.json for every row, say "unmeasured" with the reason where a
   service was not counted, and sort; runs that did not count have no such columns;
+- a counted board opens sorted by counted cost (instructions per request, services without
+  one after them by syscalls; else syscalls), and the README headline's run opens at its
+  ranking level in the headline's order; an uncounted board opens sorted by req/s;
 - the site's index stays small (each compare pair is a script of its own, loaded when it
   is picked) and the time to show a compare view is printed.
 
@@ -439,6 +442,7 @@ def counted_checks(browser, base):
     for level in sorted({c["level"] for c in results["cells"] if c.get("counted")}):
         page.goto(f"{base}/{COUNTED_RUN}/index.html#level={level}")
         page.wait_for_selector("#board tbody tr")
+        counted_default_order(page, results, level, COUNTED_RUN)
         n = rows(page).count()
         bad, shown_cols = [], []
         for col, stat, why in COUNTED:
@@ -489,8 +493,47 @@ def counted_checks(browser, base):
             m.click()
             check(page.locator(".pop li").count() == 1 and "Valgrind" in page.locator(".pop li").inner_text(), "'unmeasured' shows its reason on click")
             page.screenshot(path=str(ARTIFACTS / "run-counted-sorted.png"), full_page=False)
+    # README's headline ranks its counted run; the run's page opens at that level in that order.
+    block = (REPO / "README.md").read_text().split("<!-- pingmatrix:reference:begin -->")[1].split("<!-- pingmatrix:reference:end -->")[0]
+    run = block.split("Run `")[1].split("`")[0]
+    level = block.split("Ranked by counted cost at ")[1].split(":")[0]
+    ranked = [line.split(" | ")[1] for line in block.splitlines() if line.startswith("| ") and not line.startswith("| rank")]
+    page.goto(f"{base}/{run}/index.html#level={level}")
+    page.wait_for_selector("#board tbody tr")
+    counted_default_order(page, json.loads((REPO / "results" / run / "results.json").read_text()), level, run)
+    shown = [rows(page).nth(i).get_attribute("data-key").split("__")[0] for i in range(rows(page).count())]
+    check(ranked and shown == ranked, f"{run} {level} opens in the README headline's order {shown}")
+    page.screenshot(path=str(ARTIFACTS / "run-counted-default.png"), full_page=False)
     check(not errors, f"no console errors on the counted run's page {errors[:3]}")
     page.close()
+
+
+def counted_default_order(page, results, level, run):
+    """Before any click, a counted board is sorted by counted cost, lowest first: instructions
+    per request where the board has them (services without one after, by syscalls), else
+    syscalls per request; uncounted rows last."""
+    by_key = {c["key"]: c for c in results["cells"]}
+    keys = [rows(page).nth(i).get_attribute("data-key") for i in range(rows(page).count())]
+
+    def mean(c, col):
+        k = c.get("counted") or {}
+        st = k.get("instructions") if col == "instructions_per_request" else k.get("server", {}).get("syscalls")
+        return st and st["mean"]
+
+    col = next((col for col in ("instructions_per_request", "syscalls_per_request")
+                if any(mean(by_key[k], col) is not None for k in keys)), None)
+    if col is None:
+        return
+    then = ["syscalls_per_request"] if col == "instructions_per_request" else []
+
+    def order(k):
+        vals = [mean(by_key[k], x) for x in [col] + then]
+        return [(v is None, v or 0) for v in vals]
+
+    th = page.locator(f'#board th:has(button[data-key="{col}"])')
+    check(th.get_attribute("aria-sort") == "ascending" and "sort=" not in page.url,
+          f"{run} {level}: sorted by {col} by default, lowest first")
+    check(keys == sorted(keys, key=order), f"{run} {level}: rows in counted-cost order {[k.split('__')[0] for k in keys]}")
 
 
 if __name__ == "__main__":

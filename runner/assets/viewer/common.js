@@ -85,13 +85,17 @@ function table(columns, rows, opts) {
   const dir = opts.dir === "asc" ? 1 : -1;
   const col = columns.find((c) => c.key === sortKey);
   const sorted = rows.slice();
+  const by = (c, d) => (a, b) => {
+    const va = c.value(a), vb = c.value(b);
+    const na = va === null || va === undefined, nb = vb === null || vb === undefined;
+    if (na || nb) return na - nb; // missing values last, whatever the direction
+    return (va < vb ? -1 : va > vb ? 1 : 0) * d;
+  };
+  // opts.then: a second column, lowest first, for rows the sorted one leaves equal or missing.
+  const then = opts.then && columns.find((c) => c.key === opts.then);
   if (col) {
-    sorted.sort((a, b) => {
-      const va = col.value(a), vb = col.value(b);
-      const na = va === null || va === undefined, nb = vb === null || vb === undefined;
-      if (na || nb) return na - nb; // missing values last, whatever the direction
-      return (va < vb ? -1 : va > vb ? 1 : 0) * dir;
-    });
+    const first = by(col, dir), second = then ? by(then, 1) : () => 0;
+    sorted.sort((a, b) => first(a, b) || second(a, b));
   }
   const head = el("tr", null, columns.map((c) =>
     el("th", { scope: "col", "aria-sort": c.key === sortKey ? (dir > 0 ? "ascending" : "descending") : null, class: c.numeric ? "num" : null },

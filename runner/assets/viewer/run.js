@@ -80,7 +80,13 @@ function render() {
   const inTab = R.cells.filter((c) => tabOf(c) === tab);
   const levels = uniq(inTab.map((c) => c.level)).sort(levelOrder);
   const level = levels.includes(s.level) ? s.level : levels[levels.length > 2 ? 2 : levels.length - 1];
-  const sort = s.sort || "requests_per_s";
+  // A counted column only where this board has a count or a reason it has none.
+  const counted = COUNTED.filter((k) => inTab.some((c) => c.level === level && (k.stat(c) || k.why(c))));
+  // Where the board counted, counted cost orders it by default — instructions per request,
+  // else syscalls — as README's headline does: counts repeat where times on a shared
+  // machine do not. Services without an instruction count follow, by syscalls.
+  const countedHere = (key) => counted.some((k) => k.key === key && inTab.some((c) => c.level === level && k.stat(c)));
+  const sort = s.sort || ["instructions_per_request", "syscalls_per_request"].find(countedHere) || "requests_per_s";
   const models = uniq(R.cells.map((c) => svcInfo(c.service).model)).sort();
   const ios = uniq(R.cells.map((c) => svcInfo(c.service).io_driver)).sort();
   const offModels = (s.nomodel || "").split(",").filter(Boolean);
@@ -105,8 +111,6 @@ function render() {
       levels.map((l) => el("option", { value: l, selected: l === level }, l)))),
     filter("runtime model", models, offModels, "nomodel"), filter("I/O driver", ios, offIo, "noio")));
 
-  // A counted column only where this board has a count or a reason it has none.
-  const counted = COUNTED.filter((k) => inTab.some((c) => c.level === level && (k.stat(c) || k.why(c))));
   const m = METRICS.concat(counted).find((x) => x.key === sort);
   const band = (c) => m && c.bands[m.key];
   const cols = [
@@ -152,11 +156,12 @@ function render() {
   const sec = el("section", { id: "board" }, el("h2", null, tab + " · " + level),
     rows.length ? table(cols, rows, {
       sort: sort, dir: s.dir || (m && m.better === "lower" ? "asc" : "desc"),
+      then: sort === "instructions_per_request" && countedHere("syscalls_per_request") ? "syscalls_per_request" : null,
       onSort: (k, d) => { state.set({ sort: k, dir: d }); render(); },
       open: (c) => { state.set({ cell: c.key }); render(); document.getElementById("detail").focus(); },
       rowClass: (c, i, all) => [c.status && c.status !== "ok" ? "failed" : null, c.suspect ? "suspect" : null, i > 0 && band(c) && band(all[i - 1]) === band(c) ? "tied" : null].filter(Boolean).join(" "),
     }) : el("p", { class: "empty" }, "No cell here passes the filters."),
-    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric."));
+    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it is sorted by counted cost unless you pick a column: instructions per request (services without one after, by syscalls), else syscalls per request."));
   app.append(sec);
   app.append(charts(tab, inTab.filter(keep), levels, level));
   app.append(detail(s.cell));
