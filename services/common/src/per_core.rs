@@ -1,9 +1,20 @@
 //! Start-up of a thread-per-core service, the same in each of them: which CPU worker *i* is
 //! pinned to, starting the workers, waiting until every one has bound its listener (or
-//! failed), and counting the io_uring rings the process holds. The runtime-specific part (what
-//! a worker runs, how a runtime pins itself) stays in each service.
+//! failed), holding them until the start-up line is out, and counting the io_uring rings the
+//! process holds. The runtime-specific part (what a worker runs, how a runtime pins itself)
+//! stays in each service.
+//!
+//! Start-up is *start → print → release*: a worker that reports ready ([`Ready::serving`])
+//! waits, on a futex, until the main thread has printed the start-up line and called
+//! [`Started::release`]; only then does it enter its event loop. Natively this changes
+//! nothing a client sees (nobody connects before the line). Under Valgrind it is what lets
+//! the line come out at all: Valgrind runs one thread at a time under its own lock, and up to
+//! 3.22 it does not know that `io_uring_enter` may block, so a worker waiting for its first
+//! completion keeps that lock inside the kernel and the main thread, which still had to
+//! count the ring fds and print, never ran again (docs/counted-cost.md).
 
 use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// Where the workers run: worker *i* on the *i*-th allowed CPU, if there are enough CPUs.
 #[derive(Debug, Clone)]
@@ -33,27 +44,99 @@ impl Placement {
     }
 }
 
-/// A worker's one start-up message: `Ok(what it reports)` once it serves, `Err(why)` if it
-/// cannot start.
-pub type Ready<T> = Sender<Result<T, String>>;
+/// Closed until the main thread has printed the start-up line.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
 
-/// Workers that all reported ready: their handles (in start order) and their reports (in the
-/// order they arrived).
+impl Gate {
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*open {
+            open = self
+                .opened
+                .wait(open)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// A worker's one start-up message: [`Ready::serving`] once it can serve, [`Ready::failed`]
+/// if it cannot start.
+pub struct Ready<T> {
+    tx: Sender<Result<T, String>>,
+    gate: Arc<Gate>,
+}
+
+impl<T> Ready<T> {
+    /// Reports this worker ready with `report`, then waits until the start-up line is out
+    /// ([`Started::release`]): call it just before the event loop, never from inside it.
+    pub fn serving(self, report: T) {
+        if self.tx.send(Ok(report)).is_ok() {
+            self.gate.wait();
+        }
+        // If the main thread is gone (another worker failed), the process is exiting.
+    }
+
+    /// Reports that this worker cannot start, and why.
+    pub fn failed(self, why: impl Into<String>) {
+        let _ = self.tx.send(Err(why.into()));
+    }
+}
+
+/// Workers that all reported ready and are waiting to be released: their handles (in start
+/// order) and their reports (in the order they arrived).
 pub struct Started<H, T> {
     pub handles: Vec<H>,
     pub reports: Vec<T>,
+    gate: Arc<Gate>,
+}
+
+impl<H, T> Started<H, T> {
+    /// Lets every worker enter its event loop: call it once the start-up line is printed.
+    /// Returns the handles, to join.
+    pub fn release(mut self) -> Vec<H> {
+        self.gate.open();
+        std::mem::take(&mut self.handles)
+    }
+}
+
+impl<H, T> Drop for Started<H, T> {
+    /// Never leaves a worker waiting, whatever path the main thread takes.
+    fn drop(&mut self) {
+        self.gate.open();
+    }
 }
 
 /// Starts `workers` workers with `spawn(i, ready)` (a thread, an executor: whatever handle it
 /// returns) and waits for each one's ready message. The first start-up failure is the error.
+/// The workers then wait for [`Started::release`].
 pub fn start<H, T>(
     workers: usize,
     mut spawn: impl FnMut(usize, Ready<T>) -> Result<H, String>,
 ) -> Result<Started<H, T>, String> {
     let (ready_tx, ready_rx) = mpsc::channel();
+    let gate = Arc::new(Gate::default());
     let mut handles = Vec::with_capacity(workers);
     for i in 0..workers {
-        handles.push(spawn(i, ready_tx.clone())?);
+        let ready = Ready {
+            tx: ready_tx.clone(),
+            gate: gate.clone(),
+        };
+        match spawn(i, ready) {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                gate.open();
+                return Err(e);
+            }
+        }
     }
     // Only the workers hold senders now: if they all die, `recv` fails instead of blocking.
     drop(ready_tx);
@@ -61,11 +144,21 @@ pub fn start<H, T>(
     for _ in 0..workers {
         match ready_rx.recv() {
             Ok(Ok(report)) => reports.push(report),
-            Ok(Err(e)) => return Err(format!("worker failed to start: {e}")),
-            Err(_) => return Err("a worker exited during start-up".into()),
+            Ok(Err(e)) => {
+                gate.open();
+                return Err(format!("worker failed to start: {e}"));
+            }
+            Err(_) => {
+                gate.open();
+                return Err("a worker exited during start-up".into());
+            }
         }
     }
-    Ok(Started { handles, reports })
+    Ok(Started {
+        handles,
+        reports,
+        gate,
+    })
 }
 
 /// [`start`] with one OS thread per worker, named `{name}-{i}`, running `work(cpu, ready)`
@@ -128,24 +221,53 @@ mod tests {
     }
 
     #[test]
-    fn start_waits_for_every_report() {
+    fn start_waits_for_every_report_and_holds_workers_until_released() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let past = Arc::new(AtomicUsize::new(0));
         let placement = Placement::for_workers(3);
-        let started = start_threads("t", 3, &placement, |cpu, ready: Ready<Option<usize>>| {
-            let _ = ready.send(Ok(cpu));
-        })
+        let counter = past.clone();
+        let started = start_threads(
+            "t",
+            3,
+            &placement,
+            move |cpu, ready: Ready<Option<usize>>| {
+                ready.serving(cpu);
+                counter.fetch_add(1, Ordering::SeqCst);
+            },
+        )
         .unwrap();
         assert_eq!(started.handles.len(), 3);
         assert_eq!(started.reports.len(), 3);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(
+            past.load(Ordering::SeqCst),
+            0,
+            "a worker ran before release"
+        );
+        for h in started.release() {
+            h.join().unwrap();
+        }
+        assert_eq!(past.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn a_dropped_start_releases_its_workers() {
+        let placement = Placement::for_workers(1);
+        let mut started =
+            start_threads("t", 1, &placement, |_, ready: Ready<()>| ready.serving(())).unwrap();
+        let handles = std::mem::take(&mut started.handles);
+        drop(started);
+        for h in handles {
+            h.join().unwrap();
+        }
     }
 
     #[test]
     fn a_failed_or_vanished_worker_is_the_error() {
         let failed = start(2, |i, ready: Ready<()>| {
-            let _ = ready.send(if i == 1 {
-                Err("no ring".into())
-            } else {
-                Ok(())
-            });
+            if i == 1 {
+                ready.failed("no ring");
+            }
             Ok(())
         });
         assert_eq!(

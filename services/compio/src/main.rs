@@ -68,7 +68,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     .print()?;
 
-    for t in started.handles {
+    for t in started.release() {
         let _ = t.join();
     }
     anyhow::bail!("all workers exited")
@@ -83,7 +83,7 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<DriverT
     let rt = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = ready.send(Err(format!("cannot build the compio runtime: {e}")));
+            ready.failed(format!("cannot build the compio runtime: {e}"));
             return;
         }
     };
@@ -92,12 +92,12 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<DriverT
         let listener = match reuseport_listener(listen) {
             Ok(l) => l,
             Err(e) => {
-                let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
+                ready.failed(format!("cannot listen on {listen}: {e}"));
                 return;
             }
         };
-        let _ = ready.send(Ok(driver));
-        drop(ready);
+        // Waits until the start-up line is out (ping_common::per_core).
+        ready.serving(driver);
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => compio::runtime::spawn(conn::serve(stream)).detach(),

@@ -48,7 +48,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     .print()?;
 
-    for t in started.handles {
+    for t in started.release() {
         let _ = t.join();
     }
     anyhow::bail!("all workers exited")

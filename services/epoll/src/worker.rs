@@ -77,12 +77,11 @@ pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core:
     })();
     match worker {
         Ok(mut w) => {
-            let _ = ready.send(Ok(()));
-            drop(ready);
+            ready.serving(());
             w.event_loop();
         }
         Err(e) => {
-            let _ = ready.send(Err(e));
+            ready.failed(e);
         }
     }
 }

@@ -67,7 +67,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     .print()?;
 
-    for e in started.handles {
+    for e in started.release() {
         let _ = e.join();
     }
     anyhow::bail!("all executors exited")
@@ -81,12 +81,12 @@ async fn serve(listen: SocketAddr, ready: per_core::Ready<()>) {
         // SAFETY: the fd is a bound, listening TCP socket we own and hand over (into_raw_fd).
         Ok(l) => unsafe { TcpListener::from_raw_fd(l.into_raw_fd()) },
         Err(e) => {
-            let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
+            ready.failed(format!("cannot listen on {listen}: {e}"));
             return;
         }
     };
-    let _ = ready.send(Ok(()));
-    drop(ready);
+    // Waits until the start-up line is out (ping_common::per_core).
+    ready.serving(());
     loop {
         match listener.accept().await {
             Ok(stream) => {

@@ -49,7 +49,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     .print()?;
 
-    for t in started.handles {
+    for t in started.release() {
         let _ = t.join();
     }
     anyhow::bail!("all workers exited")

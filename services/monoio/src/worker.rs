@@ -22,7 +22,7 @@ pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core:
     if let Some(cpu) = cpu
         && let Err(e) = monoio::utils::bind_to_cpu_set([cpu])
     {
-        let _ = ready.send(Err(format!("cannot pin to cpu {cpu}: {e:?}")));
+        ready.failed(format!("cannot pin to cpu {cpu}: {e:?}"));
         return;
     }
     let rt = RuntimeBuilder::<FusionDriver>::new()
@@ -32,7 +32,7 @@ pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core:
     let mut rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = ready.send(Err(format!("cannot build the monoio runtime: {e}")));
+            ready.failed(format!("cannot build the monoio runtime: {e}"));
             return;
         }
     };
@@ -50,12 +50,12 @@ pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core:
         let listener = match listener {
             Ok(l) => l,
             Err(e) => {
-                let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
+                ready.failed(format!("cannot listen on {listen}: {e}"));
                 return;
             }
         };
-        let _ = ready.send(Ok(driver));
-        drop(ready);
+        // Waits until the start-up line is out (ping_common::per_core).
+        ready.serving(driver);
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {

@@ -47,7 +47,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     .print()?;
 
-    for t in started.handles {
+    for t in started.release() {
         let _ = t.join();
     }
     anyhow::bail!("all workers exited")
@@ -58,7 +58,7 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<()>) {
     if let Some(cpu) = cpu
         && let Err(e) = per_core::pin_current_thread(cpu)
     {
-        let _ = ready.send(Err(e));
+        ready.failed(e);
         return;
     }
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -67,7 +67,7 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<()>) {
     {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = ready.send(Err(format!("cannot build the tokio runtime: {e}")));
+            ready.failed(format!("cannot build the tokio runtime: {e}"));
             return;
         }
     };
@@ -76,12 +76,11 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<()>) {
             match hyper_stack::accept::listener(listen, ping_common::listen::Share::PerCore) {
                 Ok(l) => l,
                 Err(e) => {
-                    let _ = ready.send(Err(format!("cannot listen on {listen}: {e}")));
+                    ready.failed(format!("cannot listen on {listen}: {e}"));
                     return;
                 }
             };
-        let _ = ready.send(Ok(()));
-        drop(ready);
+        ready.serving(());
         // Tasks on this thread's current_thread runtime: they never leave this core.
         let service = || service_fn(|req| hyper_stack::handler::handle(SERVICE, req));
         match hyper_stack::serve(listener, service).await {}
