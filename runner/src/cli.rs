@@ -130,7 +130,8 @@ pub struct RunArgs {
     pub flamegraph_no_inline: bool,
     /// Instructions per request: after each repetition of a closed-loop cell at one
     /// connection, run the service under Valgrind (cachegrind) for 2,000 and 6,000 requests
-    /// and record the slope (user space only). io_uring services read "unmeasured".
+    /// and record the slope (user space only). io_uring services are counted on io_uring
+    /// (docs/counted-cost.md).
     #[arg(long)]
     pub count_instructions: bool,
 }

@@ -7,8 +7,10 @@
 # counted cost, which does not depend on who saturates: syscalls per request (perf stat -p
 # around loadgen -c CONNECTIONS -n N and -n 3N on one start, the difference over 2N, so
 # connecting and closing cancel) and user-space instructions per request (cachegrind, c1,
-# 2,000 and 6,000 requests, the slope; io_uring runtimes read "unmeasured": Valgrind cannot
-# run them), and the service/hello ratio of each.
+# 2,000 and 6,000 requests, the slope; io_uring runtimes read "unmeasured" here: their plain
+# hello-worlds wait in io_uring_enter holding Valgrind's lock, which this script does not work
+# around as the runner does for the services, docs/counted-cost.md), and the service/hello
+# ratio of each.
 #
 #   scripts/experiments/wrapper-cost.sh                        # 5 pairs x 10 s
 #   PAIRS=3 DURATION_S=2 scripts/experiments/wrapper-cost.sh   # quick smoke

@@ -103,7 +103,7 @@ pub fn section(o: &mut String, res: &ResultsFile) {
     };
     let _ = writeln!(
         o,
-        "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window; {syscalls}. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs; io_uring services are unmeasured there. Counted with {}. Counting's cost: {}.{by_name} What each count means: docs/counted-cost.md.\n",
+        "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window; {syscalls}. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs (io_uring services on io_uring). Counted with {}. Counting's cost: {}.{by_name} What each count means: docs/counted-cost.md.\n",
         crate::count::valgrind::REQUESTS.0,
         crate::count::valgrind::REQUESTS.1,
         first.tool,

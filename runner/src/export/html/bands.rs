@@ -139,7 +139,7 @@ mod tests {
         ] {
             assert!(epoll.contains_key(m), "{m} not banded: {epoll:?}");
         }
-        // io_uring services were not counted under Valgrind: no instruction band.
+        // This run predates counting io_uring services under Valgrind: no instruction band.
         let monoio = at("ping-monoio__ping__c1__pinned");
         assert!(!monoio.contains_key("instructions_per_request"));
         assert!(monoio.contains_key("syscalls_per_request"));
