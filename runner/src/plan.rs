@@ -165,6 +165,50 @@ impl Filter {
         Ok(Filter { dims })
     }
 
+    /// "; service=typo matches no service of this selection (there are: a, b)" for each
+    /// filter value no cell of `offered` has, or nothing when each matches some cell.
+    fn unmatched(&self, offered: &[CellSpec]) -> String {
+        let mut out = String::new();
+        for (dim, vals) in &self.dims {
+            let dims: &[&str] = match dim.as_deref() {
+                Some(d) => &[d][..],
+                None => &["service", "scenario", "profile", "level"],
+            };
+            let value = |c: &CellSpec, d: &str| -> String {
+                match d {
+                    "service" => c.service.clone(),
+                    "scenario" => c.scenario.clone(),
+                    "profile" => c.profile.clone(),
+                    _ => c.level.clone(),
+                }
+            };
+            for v in vals {
+                if offered
+                    .iter()
+                    .any(|c| dims.iter().any(|d| value(c, d) == *v))
+                {
+                    continue;
+                }
+                if dim.is_none() {
+                    out += &format!(
+                        "; {v} is no service, scenario, profile or level of this selection"
+                    );
+                    continue;
+                }
+                for d in dims {
+                    let mut there: Vec<String> = offered.iter().map(|c| value(c, d)).collect();
+                    there.sort();
+                    there.dedup();
+                    out += &format!(
+                        "; {d}={v} matches no {d} of this selection (there are: {})",
+                        there.join(", ")
+                    );
+                }
+            }
+        }
+        out
+    }
+
     fn keep(&self, c: &CellSpec) -> bool {
         self.dims.iter().all(|(dim, vals)| {
             let v = |x: &str| vals.iter().any(|v| v == x);
@@ -280,24 +324,29 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
     };
 
     let mut groups = Vec::new();
+    let mut offered = Vec::new();
     for (scenario, level, profile) in shared.cells() {
         if let Some(q) = quick
             && !q.cells.contains(&short(scenario, level, profile))
         {
             continue;
         }
-        let kept: Vec<CellSpec> = m
+        let all: Vec<CellSpec> = m
             .services
             .iter()
             .map(|s| shared.spec(s, scenario, level, profile, None))
-            .filter(|c| filter.keep(c))
             .collect();
+        let kept: Vec<CellSpec> = all.iter().filter(|c| filter.keep(c)).cloned().collect();
+        offered.extend(all);
         if !kept.is_empty() {
             groups.push(kept);
         }
     }
     if groups.is_empty() {
-        anyhow::bail!("the plan is empty: no cell matches the --only / --quick selection");
+        anyhow::bail!(
+            "the plan is empty: no cell matches the --only / --quick selection{}",
+            filter.unmatched(&offered)
+        );
     }
     let calibration = match (opts.calibration, &m.calibration) {
         (Calibrate::AsConfigured, None) => Vec::new(),
@@ -639,16 +688,20 @@ memory_max_mib = 400
         assert!(o.cells().all(|c| c.service == "a" && c.profile == "small"));
         // Reference cell filtered out → no drift re-run rather than a surprise cell.
         assert!(o.reference.is_none());
+        let typo = expand(
+            &m,
+            &Options {
+                quick: false,
+                only: vec!["service=zzz".into()],
+                ..Options::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        // It names what the selection could have matched.
         assert!(
-            expand(
-                &m,
-                &Options {
-                    quick: false,
-                    only: vec!["service=zzz".into()],
-                    ..Options::default()
-                }
-            )
-            .is_err()
+            typo.contains("service=zzz matches no service of this selection (there are: a, b)"),
+            "{typo}"
         );
         assert!(
             expand(

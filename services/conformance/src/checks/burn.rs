@@ -73,46 +73,41 @@ pub fn burn_iters_per_request(bin: &str) {
     );
 }
 
-/// Negative, over 10^9 or not a number: exit code 2 and a message, before any start-up line.
-pub fn burn_iters_out_of_range_exit_2(bin: &str) {
-    for value in ["-1", "1000000001", "many"] {
+/// `flag value` for each of `values`: exit code 2 and a message naming the flag (and
+/// `also`), nothing on stdout: the service exits before it binds anything.
+fn refused(bin: &str, flag: &str, values: &[&str], also: &str) {
+    for value in values {
         let out = Command::new(crate::binary::path(bin))
-            .args(["--listen", "127.0.0.1:0", "--burn-iters", value])
+            .args(["--listen", "127.0.0.1:0", flag, value])
             .stdin(Stdio::null())
             .output()
             .expect("run");
-        assert_eq!(out.status.code(), Some(2), "{bin} --burn-iters {value}");
+        assert_eq!(out.status.code(), Some(2), "{bin} {flag} {value}");
         assert!(
             out.stdout.is_empty(),
-            "{bin} --burn-iters {value}: wrote to stdout"
+            "{bin} {flag} {value}: wrote to stdout"
         );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("--burn-iters"),
-            "{bin} --burn-iters {value}: unclear message {err:?}"
+            err.contains(flag) && err.contains(also),
+            "{bin} {flag} {value}: unclear message {err:?}"
         );
     }
 }
 
-/// Negative or over 1 s: exit code 2 and a message, before any start-up line.
+/// Negative, over 10^9 or not a number: refused.
+pub fn burn_iters_out_of_range_exit_2(bin: &str) {
+    refused(bin, "--burn-iters", &["-1", "1000000001", "many"], "");
+}
+
+/// Negative or over 1 s: refused, naming the range.
 pub fn burn_ns_out_of_range_exit_2(bin: &str) {
-    for value in ["-1", "2000000000"] {
-        let out = Command::new(crate::binary::path(bin))
-            .args(["--listen", "127.0.0.1:0", "--burn-ns", value])
-            .stdin(Stdio::null())
-            .output()
-            .expect("run");
-        assert_eq!(out.status.code(), Some(2), "{bin} --burn-ns {value}");
-        assert!(
-            out.stdout.is_empty(),
-            "{bin} --burn-ns {value}: wrote to stdout"
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("--burn-ns") && err.contains("is not in 0..=1000000000"),
-            "{bin} --burn-ns {value}: unclear message {err:?}"
-        );
-    }
+    refused(
+        bin,
+        "--burn-ns",
+        &["-1", "2000000000"],
+        "is not in 0..=1000000000",
+    );
 }
 
 /// Requests and `--burn-syscalls` for [`burn_syscalls_per_request`]: 20 getppid calls.
@@ -184,23 +179,7 @@ pub fn burn_syscalls_per_request(bin: &str) {
     );
 }
 
-/// Negative, over 10^6 or not a number: exit code 2 and a message, before any start-up line.
+/// Negative, over 10^6 or not a number: refused.
 pub fn burn_syscalls_out_of_range_exit_2(bin: &str) {
-    for value in ["-1", "1000001", "often"] {
-        let out = Command::new(crate::binary::path(bin))
-            .args(["--listen", "127.0.0.1:0", "--burn-syscalls", value])
-            .stdin(Stdio::null())
-            .output()
-            .expect("run");
-        assert_eq!(out.status.code(), Some(2), "{bin} --burn-syscalls {value}");
-        assert!(
-            out.stdout.is_empty(),
-            "{bin} --burn-syscalls {value}: wrote to stdout"
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("--burn-syscalls"),
-            "{bin} --burn-syscalls {value}: unclear message {err:?}"
-        );
-    }
+    refused(bin, "--burn-syscalls", &["-1", "1000001", "often"], "");
 }
