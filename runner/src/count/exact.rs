@@ -24,6 +24,7 @@ use loadgen::{LoadModel, LoadSpec};
 use super::SyscallWindow;
 use super::perf;
 use crate::limits::Confinement;
+use crate::results::schema::HardwareCounts;
 use crate::sample::now_unix_us;
 
 /// How long the two loads (N + 3N requests) should take together at the measured rate.
@@ -195,6 +196,9 @@ pub fn window(
         Ok(s) => s,
         Err(u) => return SyscallWindow::unmeasured(u.0),
     };
+    // Its own perf, after the syscalls' one is counting: on a VM without a PMU it says so in
+    // its first interval and is gone before the loads.
+    let hw_perf = perf::Hardware::start_with(perf::hw_program(), server_pid);
     std::thread::sleep(GAP.max(RECORD_ATTACH));
     let mut loads = Vec::new();
     for n in [n1, n2] {
@@ -205,13 +209,74 @@ pub fn window(
             break;
         }
     }
+    let hw = hw_perf.map(perf::Hardware::finish);
     let points = server.finish();
     let starts: Vec<u64> = loads.iter().map(|l| l.before_mono_us).collect();
     let names = record
         .and_then(perf::Record::finish)
         .map_err(|u| u.0)
         .and_then(|calls| split_by_load(&calls, &starts));
-    tally(&points, &loads, names)
+    let mut w = tally(&points, &loads, names);
+    w.hardware = match hw {
+        Ok(tl) => loads
+            .iter()
+            .map(|l| Ok((l.responses.clone()?, l.before_us, l.after_us)))
+            .collect::<Result<Vec<_>, String>>()
+            .map_or_else(HardwareCounts::unmeasured, |ls| hardware(&tl, &ls)),
+        Err(u) => HardwareCounts::unmeasured(u.0),
+    };
+    w
+}
+
+impl HardwareCounts {
+    /// No hardware counts, for `why`.
+    pub fn unmeasured(why: impl Into<String>) -> HardwareCounts {
+        HardwareCounts {
+            unmeasured: Some(why.into()),
+            ..Default::default()
+        }
+    }
+}
+
+/// The server's hardware counts over the loads, given as (responses, before, after unix µs):
+/// each event cut at the same idle-gap points as the syscalls ([`over_load`]) and differenced
+/// over the same responses ([`difference`]). An event perf refused, scaled or did not count
+/// more in the larger load is `None`, its reason in `unmeasured`.
+pub fn hardware(tl: &perf::HwTimeline, loads: &[(u64, u64, u64)]) -> HardwareCounts {
+    let mut out = HardwareCounts::default();
+    let mut why: Vec<String> = Vec::new();
+    let mut per_event = [None; 3];
+    let mut points: Vec<(u64, [Option<f64>; 3])> = loads.iter().map(|l| (l.0, [None; 3])).collect();
+    for (i, event) in perf::HW_EVENTS.iter().enumerate() {
+        if let Err(w) = &tl.events[i] {
+            if !why.contains(w) {
+                why.push(w.clone());
+            }
+            continue;
+        }
+        let pts: Vec<(u64, f64)> = tl.points.iter().map(|p| (p.0, p.1[i])).collect();
+        let counted: Result<Vec<(u64, f64)>, String> = loads
+            .iter()
+            .map(|&(r, before, after)| Ok((r, over_load(&pts, before, after)?)))
+            .collect();
+        let d = counted.and_then(|c| {
+            for (k, (_, n)) in c.iter().enumerate() {
+                points[k].1[i] = Some(*n);
+            }
+            difference(&c)
+        });
+        match d {
+            Ok((n, r)) => {
+                per_event[i] = Some(n);
+                out.responses = r;
+            }
+            Err(e) => why.push(format!("{event}: {e}")),
+        }
+    }
+    [out.instructions_user, out.instructions_kernel, out.cycles] = per_event;
+    out.points = points;
+    out.unmeasured = (!why.is_empty()).then(|| why.join("; "));
+    out
 }
 
 fn one_load(loadgen_bin: &Path, spec: &LoadSpec, spec_file: &Path, conf: &Confinement) -> Load {
@@ -292,6 +357,7 @@ fn tally(
         server_points: server,
         loadgen_points: gen_pts,
         server_names: names,
+        hardware: HardwareCounts::default(),
     }
 }
 

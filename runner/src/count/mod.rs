@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::results::schema::{ProcessCounts, RepCounts};
+use crate::results::schema::{HardwareCounts, ProcessCounts, RepCounts};
 
 /// How often /proc is read.
 pub const INTERVAL_MS: u64 = 50;
@@ -129,6 +129,8 @@ pub struct SyscallWindow {
     pub loadgen_points: Vec<(u64, f64)>,
     /// The server's syscalls per request by name, largest first, or why not.
     pub server_names: Result<Vec<(String, f64)>, String>,
+    /// The server's hardware counters over the same loads, or why not.
+    pub hardware: HardwareCounts,
 }
 
 impl SyscallWindow {
@@ -141,7 +143,8 @@ impl SyscallWindow {
             responses: 0,
             server_points: vec![],
             loadgen_points: vec![],
-            server_names: Err(why),
+            server_names: Err(why.clone()),
+            hardware: HardwareCounts::unmeasured(why),
         }
     }
 }
@@ -185,16 +188,18 @@ pub fn rep_counts(
         },
         |l| l.window(start_unix_us, window_s, responses),
     );
-    RepCounts {
-        server: with_names(
-            with_syscalls(
-                server.window(start_unix_us, window_s, responses),
-                &sys.server,
-                sys.responses,
-                &sys.server_points,
-            ),
-            &sys.server_names,
+    let mut server = with_names(
+        with_syscalls(
+            server.window(start_unix_us, window_s, responses),
+            &sys.server,
+            sys.responses,
+            &sys.server_points,
         ),
+        &sys.server_names,
+    );
+    server.hardware = Some(sys.hardware.clone());
+    RepCounts {
+        server,
         loadgen: with_syscalls(loadgen, &sys.loadgen, sys.responses, &sys.loadgen_points),
         tool: tool(),
     }
@@ -304,6 +309,116 @@ mod tests {
                 "{c:?}"
             );
         }
+    }
+
+    /// The hardware path through a stand-in perf (what `$PINGMATRIX_PERF` names): it prints,
+    /// every 100 ms on its real clock, each event's increase of the cumulative counts in a
+    /// file the test writes — a load "runs" by raising them. Two loads of 1,000 and 3,000
+    /// responses costing 5,000 user and 12,000 kernel instructions and 40,000 cycles each,
+    /// plus a fixed cost per load (connects, accepts): per request exactly those, the fixed
+    /// costs cancelled.
+    #[test]
+    fn hardware_counts_through_a_stand_in_perf_are_the_loads_difference_per_request() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("count-hw-standin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let counts = dir.join("counts");
+        std::fs::write(&counts, "0 0 0\n").unwrap();
+        let fake = dir.join("perf");
+        std::fs::write(
+            &fake,
+            format!(
+                r#"#!/bin/sh
+# perf stat -x, -I 100 -e instructions:u,instructions:k,cycles -p <pid>, standing in.
+start=$(date +%s%N); pu=0; pk=0; pc=0
+while :; do
+  sleep 0.1
+  read u k c < {counts}
+  t=$(( ($(date +%s%N) - start) / 1000 ))
+  ts=$(printf '%d.%06d' $((t / 1000000)) $((t % 1000000)))
+  echo "$ts,$((u - pu)),,instructions:u,100000,100.00,," >&2
+  echo "$ts,$((k - pk)),,instructions:k,100000,100.00,," >&2
+  echo "$ts,$((c - pc)),,cycles,100000,100.00,," >&2
+  pu=$u; pk=$k; pc=$c
+done
+"#,
+                counts = counts.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let set = |v: [u64; 3]| {
+            let tmp = dir.join("counts.tmp");
+            std::fs::write(&tmp, format!("{} {} {}\n", v[0], v[1], v[2])).unwrap();
+            std::fs::rename(&tmp, &counts).unwrap();
+        };
+        let hw = perf::Hardware::start_with(&fake, std::process::id()).expect("counting");
+        std::thread::sleep(Duration::from_millis(300));
+        let per = [5_000, 12_000, 40_000];
+        let fixed = [777, 5_555, 9_999];
+        let mut cum = [0u64; 3];
+        let mut loads = Vec::new();
+        for responses in [1_000u64, 3_000] {
+            let before = crate::sample::now_unix_us();
+            for i in 0..3 {
+                cum[i] += responses * per[i] + fixed[i];
+            }
+            set(cum);
+            let after = crate::sample::now_unix_us();
+            std::thread::sleep(Duration::from_millis(400));
+            loads.push((responses, before, after));
+        }
+        let tl = hw.finish();
+        let _ = std::fs::remove_dir_all(&dir);
+        let h = exact::hardware(&tl, &loads);
+        assert_eq!(h.unmeasured, None, "{h:?}");
+        assert_eq!(h.responses, 2_000, "{h:?}");
+        assert_eq!(h.instructions_user_per_request(), Some(5_000.0), "{h:?}");
+        assert_eq!(h.instructions_kernel_per_request(), Some(12_000.0), "{h:?}");
+        assert_eq!(h.cycles_per_request(), Some(40_000.0), "{h:?}");
+        assert_eq!(
+            h.points[1],
+            (
+                3_000,
+                [Some(15_000_777.0), Some(36_005_555.0), Some(120_009_999.0)]
+            )
+        );
+    }
+
+    /// The same path where perf refuses an event (here the kernel's instructions): that one
+    /// unmeasured with perf's words, never 0; the others counted.
+    #[test]
+    fn hardware_counts_read_unmeasured_where_perf_cannot_count_them() {
+        let k = perf::no_hardware_counters("instructions:k <not supported>");
+        // Cumulative counts every 100 ms (µs): loads of 1,000 and 3,000 responses.
+        let tl = perf::HwTimeline {
+            points: vec![
+                (1_000_000, [0.0, 0.0, 0.0]),
+                (1_100_000, [0.0, 0.0, 0.0]),
+                (1_200_000, [2_000.0, 0.0, 5_000.0]),
+                (1_300_000, [2_000.0, 0.0, 5_000.0]),
+                (1_400_000, [2_000.0, 0.0, 5_000.0]),
+                (1_500_000, [8_000.0, 0.0, 20_000.0]),
+                (1_600_000, [8_000.0, 0.0, 20_000.0]),
+                (1_700_000, [8_000.0, 0.0, 20_000.0]),
+            ],
+            events: [Ok(()), Err(k.clone()), Ok(())],
+        };
+        let loads = [(1_000, 1_150_000, 1_160_000), (3_000, 1_450_000, 1_460_000)];
+        let h = exact::hardware(&tl, &loads);
+        assert_eq!(h.instructions_user_per_request(), Some(2.0), "{h:?}");
+        assert_eq!(h.instructions_kernel, None, "{h:?}");
+        assert_eq!(h.cycles_per_request(), Some(5.0), "{h:?}");
+        assert_eq!(h.unmeasured.as_deref(), Some(k.as_str()));
+        assert_eq!(
+            k,
+            "no hardware counters (perf: instructions:k <not supported>)"
+        );
+        // Every event refused: start_with said so, and the window records it as it was.
+        let u = HardwareCounts::unmeasured("no hardware counters (perf: <not supported>)");
+        let json = serde_json::to_string(&u).unwrap();
+        assert!(!json.contains("points"), "{json}");
+        assert_eq!(serde_json::from_str::<HardwareCounts>(&json).unwrap(), u);
     }
 
     const BURST_ENV: &str = "PINGMATRIX_COUNT_BURSTS";

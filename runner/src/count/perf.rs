@@ -205,6 +205,241 @@ impl Drop for Syscalls {
     }
 }
 
+/// The hardware events counted beside the syscalls, in this order everywhere: user-space
+/// and kernel instructions, and cycles (both modes).
+pub const HW_EVENTS: [&str; 3] = ["instructions:u", "instructions:k", "cycles"];
+
+/// The perf that counts hardware events: `$PINGMATRIX_PERF` (tests name a stand-in), else
+/// `perf` from PATH.
+pub fn hw_program() -> std::ffi::OsString {
+    std::env::var_os(crate::flamegraph::PERF_ENV).unwrap_or_else(|| "perf".into())
+}
+
+/// One `-x, -I` line of a [`HW_EVENTS`] event: perf's time (µs), the event's index, and its
+/// count in the interval — `Ok((count, percent of the interval the counter ran))`, or perf's
+/// word for why there is none (`<not supported>`). `<not counted>` is a count of 0: the
+/// process slept the whole interval, so the counter never ran.
+type HwLine = (u64, usize, Result<(f64, f64), String>);
+
+fn parse_hw_line(line: &str) -> Option<HwLine> {
+    let f: Vec<&str> = line.trim().split(',').collect();
+    if f.len() < 4 {
+        return None;
+    }
+    let i = HW_EVENTS.iter().position(|e| *e == f[3])?;
+    let t_us = (f[0].trim().parse::<f64>().ok()? * 1e6).round() as u64;
+    let v = match f[1] {
+        "<not counted>" => Ok((0.0, 100.0)),
+        w if w.starts_with('<') => Err(w.to_owned()),
+        n => Ok((
+            n.parse::<f64>().ok()?,
+            f.get(5).and_then(|p| p.parse().ok()).unwrap_or(100.0),
+        )),
+    };
+    Some((t_us, i, v))
+}
+
+/// What the hardware perf printed, folded into whole intervals.
+#[derive(Debug, Default)]
+struct HwReading {
+    /// (arrival unix µs, perf time µs, cumulative count of each event).
+    points: Vec<(u64, u64, [f64; 3])>,
+    /// Per event: perf's word where it could not count it (`<not supported>`), or the least
+    /// share of an interval the counter ran (below 100: multiplexed, the count scaled).
+    refused: [Option<String>; 3],
+    least_running: [f64; 3],
+    other: Vec<String>,
+}
+
+impl HwReading {
+    fn new() -> HwReading {
+        HwReading {
+            least_running: [100.0; 3],
+            ..Default::default()
+        }
+    }
+
+    /// Folds one line in; true when it completed an interval (a point).
+    fn take(&mut self, line: &str, cum: &mut [f64; 3], seen: &mut usize) -> bool {
+        let Some((t, i, v)) = parse_hw_line(line) else {
+            if !line.trim().is_empty() && self.other.len() < 5 {
+                self.other.push(line.trim().to_owned());
+            }
+            return false;
+        };
+        match v {
+            Ok((n, pct)) => {
+                cum[i] += n;
+                if n > 0.0 {
+                    self.least_running[i] = self.least_running[i].min(pct);
+                }
+            }
+            Err(w) => self.refused[i] = Some(w),
+        }
+        *seen += 1;
+        if *seen < HW_EVENTS.len() {
+            return false;
+        }
+        *seen = 0;
+        self.points.push((now_unix_us(), t, *cum));
+        true
+    }
+}
+
+/// Where perf could count [`HW_EVENTS`]: each event's (unix µs, cumulative count) timeline
+/// placed as [`place`] does, or why that event has none.
+#[derive(Debug, Clone)]
+pub struct HwTimeline {
+    pub points: Vec<(u64, [f64; 3])>,
+    pub events: [Result<(), String>; 3],
+}
+
+/// A running `perf stat -x, -I 100 -e instructions:u,instructions:k,cycles -p <pid>`, its own
+/// perf beside [`Syscalls`]' (whose invocation and counts it leaves as they were).
+pub struct Hardware {
+    child: Child,
+    reader: Option<JoinHandle<HwReading>>,
+}
+
+/// The words for a machine whose perf cannot count hardware events.
+pub fn no_hardware_counters(words: &str) -> String {
+    format!("no hardware counters (perf: {words})")
+}
+
+impl Hardware {
+    /// Attaches `program stat` to `pid` and waits for its first interval. Refused when perf
+    /// cannot run, or when it counts none of the events (`<not supported>` on a VM without a
+    /// PMU): then it is stopped at once.
+    pub fn start_with(program: impl Into<PathBuf>, pid: u32) -> Result<Hardware, Unmeasured> {
+        let program = program.into();
+        let events = HW_EVENTS.join(",");
+        let mut child = Command::new(&program)
+            .args([
+                "stat",
+                "-x",
+                ",",
+                "-I",
+                &INTERVAL_MS.to_string(),
+                "-e",
+                &events,
+            ])
+            .args(["-p", &pid.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Unmeasured(format!("cannot run {}: {e}", program.display())))?;
+        let stderr = child.stderr.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut r = HwReading::new();
+            let (mut cum, mut seen) = ([0.0; 3], 0);
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if r.take(&line, &mut cum, &mut seen)
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(r.refused.clone());
+                }
+            }
+            r
+        });
+        let started = Instant::now();
+        let first = rx.recv_timeout(READY_TIMEOUT).ok();
+        let mut h = Hardware {
+            child,
+            reader: Some(reader),
+        };
+        if let Some(refused) = &first
+            && refused.iter().any(Option::is_none)
+        {
+            return Ok(h);
+        }
+        let waited = started.elapsed();
+        stop_child(&mut h.child);
+        let r = h.reader.take().and_then(|j| j.join().ok());
+        Err(Unmeasured(match (first, r) {
+            (Some(refused), _) => no_hardware_counters(&refused_words(&refused)),
+            (None, Some(r)) if !r.other.is_empty() => {
+                format!("perf stat -e {events}: {}", r.other.join(" / "))
+            }
+            _ => format!(
+                "perf stat -e {events}: no count within {} ms",
+                waited.as_millis()
+            ),
+        }))
+    }
+
+    /// Stops perf; each event's timeline, or why it has none.
+    pub fn finish(mut self) -> HwTimeline {
+        stop_child(&mut self.child);
+        let r = self
+            .reader
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_else(HwReading::new);
+        timeline_of(&r)
+    }
+}
+
+/// `instructions:u <not supported>, cycles <not supported>`.
+fn refused_words(refused: &[Option<String>; 3]) -> String {
+    HW_EVENTS
+        .iter()
+        .zip(refused)
+        .filter_map(|(e, w)| w.as_ref().map(|w| format!("{e} {w}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn timeline_of(r: &HwReading) -> HwTimeline {
+    let placed: Vec<(u64, [f64; 3])> = {
+        let offset = r.points.iter().map(|p| p.0 as i128 - p.1 as i128).min();
+        r.points
+            .iter()
+            .map(|p| ((p.1 as i128 + offset.unwrap_or(0)).max(0) as u64, p.2))
+            .collect()
+    };
+    let events = std::array::from_fn(|i| match (&r.refused[i], r.least_running[i]) {
+        (Some(w), _) => Err(no_hardware_counters(&format!("{} {w}", HW_EVENTS[i]))),
+        (None, pct) if pct < 100.0 => Err(format!(
+            "{} multiplexed: its counter ran {pct:.2} % of an interval, so perf scaled the count",
+            HW_EVENTS[i]
+        )),
+        (None, _) => Ok(()),
+    });
+    HwTimeline {
+        points: placed,
+        events,
+    }
+}
+
+impl Drop for Hardware {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// SIGINT (perf prints its last interval and exits), killed after 5 s.
+fn stop_child(child: &mut Child) {
+    if child.try_wait().ok().flatten().is_none() {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The count of [`EVENT`] in the output of `perf stat -x, -o <file> -- <command>`
 /// (`count,unit,event,...`, no time column); `None` if perf printed none.
 pub fn total(text: &str) -> Option<f64> {
@@ -414,6 +649,102 @@ mod tests {
             vec![(1_101_000, 5.0), (1_201_000, 9.0), (1_301_000, 9.0)]
         );
         assert!(place(&[]).is_empty());
+    }
+
+    #[test]
+    fn hardware_lines_count_refuse_or_scale_per_event() {
+        assert_eq!(
+            parse_hw_line("     0.100180155,51234,,instructions:u,100210,100.00,,"),
+            Some((100_180, 0, Ok((51_234.0, 100.0))))
+        );
+        assert_eq!(
+            parse_hw_line("0.1,<not supported>,,instructions:k,0,100.00,,"),
+            Some((100_000, 1, Err("<not supported>".into())))
+        );
+        assert_eq!(
+            parse_hw_line("0.1,<not counted>,,cycles,0,0.00,,"),
+            Some((100_000, 2, Ok((0.0, 100.0)))),
+            "asleep the whole interval"
+        );
+        assert_eq!(
+            parse_hw_line("0.2,9000,,cycles,50000,62.50,,"),
+            Some((200_000, 2, Ok((9_000.0, 62.5))))
+        );
+        assert_eq!(parse_hw_line("0.1,5,,raw_syscalls:sys_enter,1,100,,"), None);
+        assert_eq!(parse_hw_line("Error:"), None);
+
+        // What perf prints on a VM without a PMU: every event refused, in perf's words.
+        let mut r = HwReading::new();
+        let (mut cum, mut seen) = ([0.0; 3], 0);
+        let vm = "     0.100180155,<not supported>,,instructions:u,0,100.00,,\n     0.100180155,<not supported>,,instructions:k,0,100.00,,\n     0.100180155,<not supported>,,cycles,0,100.00,,";
+        let done: Vec<bool> = vm.lines().map(|l| r.take(l, &mut cum, &mut seen)).collect();
+        assert_eq!(done, [false, false, true], "a point per whole interval");
+        assert_eq!(
+            no_hardware_counters(&refused_words(&r.refused)),
+            "no hardware counters (perf: instructions:u <not supported>, instructions:k <not supported>, cycles <not supported>)"
+        );
+        let tl = timeline_of(&r);
+        assert!(tl.events.iter().all(|e| {
+            e.as_ref()
+                .unwrap_err()
+                .starts_with("no hardware counters (perf: ")
+        }));
+
+        // Counted: cumulative per event; a scaled (multiplexed) count is not exact.
+        let mut r = HwReading::new();
+        let (mut cum, mut seen) = ([0.0; 3], 0);
+        for l in [
+            "0.1,100,,instructions:u,1,100.00,,",
+            "0.1,<not counted>,,instructions:k,0,0.00,,",
+            "0.1,300,,cycles,1,100.00,,",
+            "0.2,50,,instructions:u,1,100.00,,",
+            "0.2,200,,instructions:k,1,100.00,,",
+            "0.2,400,,cycles,1,80.00,,",
+        ] {
+            r.take(l, &mut cum, &mut seen);
+        }
+        let tl = timeline_of(&r);
+        let counts: Vec<[f64; 3]> = tl.points.iter().map(|p| p.1).collect();
+        assert_eq!(counts, [[100.0, 0.0, 300.0], [150.0, 200.0, 700.0]]);
+        assert!(tl.events[0].is_ok() && tl.events[1].is_ok());
+        assert!(
+            tl.events[2]
+                .as_ref()
+                .unwrap_err()
+                .contains("cycles multiplexed"),
+            "{:?}",
+            tl.events
+        );
+    }
+
+    #[test]
+    fn a_perf_without_hardware_counters_is_stopped_and_says_so() {
+        let dir = std::env::temp_dir().join(format!("count-hw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("perf");
+        // A VM's perf: every interval refuses every event, until interrupted.
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nwhile :; do sleep 0.1; for e in instructions:u instructions:k cycles; do echo \"     0.100180155,<not supported>,,$e,0,100.00,,\" >&2; done; done\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let started = Instant::now();
+        let err = Hardware::start_with(&fake, std::process::id())
+            .err()
+            .unwrap();
+        assert_eq!(
+            err.0,
+            "no hardware counters (perf: instructions:u <not supported>, instructions:k <not supported>, cycles <not supported>)"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "stopped at once"
+        );
+        let err = Hardware::start_with(dir.join("absent"), 1).err().unwrap();
+        assert!(err.0.contains("cannot run"), "{err:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

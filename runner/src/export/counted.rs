@@ -60,15 +60,60 @@ fn top_syscalls(p: &PerRequestSummary) -> String {
         .join(" · ")
 }
 
-fn row(c: &CellSummary, k: &CountedSummary, named: bool) -> String {
+/// perf's hardware counters per request of a row, as three cells, each a median ± CV or why
+/// it is missing.
+fn hardware(p: &PerRequestSummary) -> String {
+    let Some(h) = &p.hardware else {
+        return " – | – | – |".into();
+    };
+    [&h.instructions_user, &h.instructions_kernel, &h.cycles]
+        .iter()
+        .map(|s| match (s, &h.unmeasured) {
+            (Some(_), _) => format!(" {} |", median_cv(s)),
+            (None, Some(why)) => format!(" unmeasured: {why} |"),
+            (None, None) => " – |".into(),
+        })
+        .collect()
+}
+
+/// Whether any cell's hardware counters were counted (then results.md has their columns).
+fn hardware_measured(cells: &[&CellSummary]) -> bool {
+    cells.iter().any(|c| {
+        c.counted
+            .as_ref()
+            .and_then(|k| k.server.hardware.as_ref())
+            .is_some_and(|h| {
+                h.instructions_user.is_some()
+                    || h.instructions_kernel.is_some()
+                    || h.cycles.is_some()
+            })
+    })
+}
+
+/// Why no cell's hardware counters were counted (the first cell's reason), where a cell
+/// tried.
+fn hardware_unmeasured<'a>(cells: &[&'a CellSummary]) -> Option<&'a str> {
+    cells.iter().find_map(|c| {
+        c.counted
+            .as_ref()?
+            .server
+            .hardware
+            .as_ref()?
+            .unmeasured
+            .as_deref()
+    })
+}
+
+fn row(c: &CellSummary, k: &CountedSummary, named: bool, hw: bool) -> String {
     let s = &k.server;
     let top = if named {
         format!(" {} |", top_syscalls(s))
     } else {
         String::new()
     };
+    let hw = if hw { hardware(s) } else { String::new() };
     format!(
-        "| {} | {} |{top} {} ({}) | {} | {} | {} | {} | {} |",
+        "| {} | {} |{top} {} ({}) | {} | {} | {} | {} |{hw} {} |",
         c.service,
         syscalls(s),
         median_cv(&s.ctx_switches),
@@ -109,6 +154,22 @@ pub fn section(o: &mut String, res: &ResultsFile) {
         first.tool,
         COUNTING_COST,
     );
+    // Hardware counters: columns where any cell counted them; one line where every cell
+    // tried and could not (a VM without a PMU); nothing in runs before them.
+    let hw = hardware_measured(&cells);
+    if hw {
+        let _ = writeln!(
+            o,
+            "Hardware counters: `perf stat -e {}` on the service over the same two loads as its syscalls (the difference over the difference of responses), by its own perf: instructions in user space (`:u`) and in the kernel (`:k`), and cycles, per request — kernel work included, unlike Valgrind's user-space count beside them.\n",
+            crate::count::perf::HW_EVENTS.join(","),
+        );
+    } else if let Some(why) = hardware_unmeasured(&cells) {
+        let _ = writeln!(
+            o,
+            "Hardware counters (`perf stat -e {}`, per request over the same two loads as the syscalls): unmeasured: {why}.\n",
+            crate::count::perf::HW_EVENTS.join(","),
+        );
+    }
     let mut keys: Vec<(&str, &str, &str)> = Vec::new();
     for c in &cells {
         let k = (c.scenario.as_str(), c.level.as_str(), c.profile.as_str());
@@ -123,17 +184,25 @@ pub fn section(o: &mut String, res: &ResultsFile) {
         } else {
             ("", "")
         };
+        let (hw_head, hw_rule) = if hw {
+            (
+                " instructions:u (perf) | instructions:k (perf) | cycles (perf) |",
+                "---|---|---|",
+            )
+        } else {
+            ("", "")
+        };
         let _ = writeln!(
             o,
-            "| service | syscalls |{head} context switches (wake-ups) | faults | user µs | system µs | instructions | generator syscalls |"
+            "| service | syscalls |{head} context switches (wake-ups) | faults | user µs | system µs | instructions |{hw_head} generator syscalls |"
         );
-        let _ = writeln!(o, "|---|---|{rule}---|---|---|---|---|---|");
+        let _ = writeln!(o, "|---|---|{rule}---|---|---|---|---|{hw_rule}---|");
         for c in cells.iter().filter(|c| {
             (c.scenario.as_str(), c.level.as_str(), c.profile.as_str())
                 == (scenario, level, profile)
         }) {
             if let Some(k) = &c.counted {
-                let _ = writeln!(o, "{}", row(c, k, exact.is_some()));
+                let _ = writeln!(o, "{}", row(c, k, exact.is_some(), hw));
             }
         }
         let _ = writeln!(o);

@@ -3,7 +3,28 @@
 //! them is `summary::counted`. Counts are exact where times are noisy, so they rank services
 //! on a busy machine.
 
-use crate::results::schema::ProcessCounts;
+use crate::results::schema::{HardwareCounts, ProcessCounts};
+
+impl HardwareCounts {
+    fn per(&self, x: Option<f64>) -> Option<f64> {
+        x.filter(|_| self.responses > 0)
+            .map(|v| v / self.responses as f64)
+    }
+
+    /// User-space instructions per request, as perf's `instructions:u` counted them.
+    pub fn instructions_user_per_request(&self) -> Option<f64> {
+        self.per(self.instructions_user)
+    }
+
+    /// Kernel instructions per request (`instructions:k`): the syscalls' and interrupts' work.
+    pub fn instructions_kernel_per_request(&self) -> Option<f64> {
+        self.per(self.instructions_kernel)
+    }
+
+    pub fn cycles_per_request(&self) -> Option<f64> {
+        self.per(self.cycles)
+    }
+}
 
 impl ProcessCounts {
     fn per(&self, x: Option<f64>) -> Option<f64> {

@@ -3,8 +3,9 @@
 use loadgen::LoadModel;
 
 use super::schema::{
-    CellResult, CellSpec, CellStatus, CellSummary, CountedSummary, InstructionCount,
-    LatencySummary, PerRequestSummary, ProcessCounts, RepCounts, RepResult, SCHEMA_VERSION, Stat,
+    CellResult, CellSpec, CellStatus, CellSummary, CountedSummary, HardwareCounts, HardwareSummary,
+    InstructionCount, LatencySummary, PerRequestSummary, ProcessCounts, RepCounts, RepResult,
+    SCHEMA_VERSION, Stat,
 };
 use crate::results::churn;
 use crate::results::stats::{self, median};
@@ -192,8 +193,27 @@ impl PerRequestSummary {
             top_syscalls_unmeasured: counts
                 .iter()
                 .find_map(|c| c.syscalls_by_name_unmeasured.clone()),
+            hardware: hardware(counts),
         }
     }
+}
+
+/// Hardware counters per request over the repetitions that recorded them; `None` where none
+/// did (runs before them, and the generator).
+fn hardware(counts: &[&ProcessCounts]) -> Option<HardwareSummary> {
+    let hw: Vec<&HardwareCounts> = counts.iter().filter_map(|c| c.hardware.as_ref()).collect();
+    if hw.is_empty() {
+        return None;
+    }
+    let s = |f: fn(&HardwareCounts) -> Option<f64>| {
+        summarize(&hw.iter().filter_map(|h| f(h)).collect::<Vec<f64>>())
+    };
+    Some(HardwareSummary {
+        instructions_user: s(HardwareCounts::instructions_user_per_request),
+        instructions_kernel: s(HardwareCounts::instructions_kernel_per_request),
+        cycles: s(HardwareCounts::cycles_per_request),
+        unmeasured: hw.iter().find_map(|h| h.unmeasured.clone()),
+    })
 }
 
 /// The `k` syscall names with the most per request (by their median over the repetitions

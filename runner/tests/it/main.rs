@@ -9,6 +9,7 @@ mod config;
 mod e2e;
 mod flamegraph;
 mod floors;
+mod hardware;
 mod hosts;
 mod k8s;
 mod method;

@@ -44,6 +44,30 @@ pub struct ProcessCounts {
     pub major_faults: Option<f64>,
     pub user_us: Option<f64>,
     pub system_us: Option<f64>,
+    /// perf's hardware counters over the same two exact loads as the syscalls (the server
+    /// only); absent in runs before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<HardwareCounts>,
+}
+
+/// `instructions:u`, `instructions:k` and `cycles` (perf stat, every thread) over the exact
+/// count's two loads: the difference of their counts, cut at the same idle-gap points as the
+/// syscalls, over the difference of their responses. Kernel work is included (`:k`), unlike
+/// Valgrind's user-space count. An event perf could not count exactly is `None`, and
+/// `unmeasured` says why (on a VM without a PMU: `no hardware counters (perf: …)`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HardwareCounts {
+    pub instructions_user: Option<f64>,
+    pub instructions_kernel: Option<f64>,
+    pub cycles: Option<f64>,
+    /// The divisor: responses of the larger load minus those of the smaller.
+    #[serde(default)]
+    pub responses: u64,
+    /// (responses, [instructions:u, instructions:k, cycles]) of each load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<(u64, [Option<f64>; 3])>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<String>,
 }
 
 /// One repetition's counts: the service's and the generator's processes.
@@ -89,6 +113,21 @@ pub struct PerRequestSummary {
     pub top_syscalls: Vec<(String, Stat)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_syscalls_unmeasured: Option<String>,
+    /// perf's hardware counters per request (server only), where the repetitions recorded
+    /// them; absent in runs before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<HardwareSummary>,
+}
+
+/// Hardware counters per request over a cell's repetitions: each event's median and spread,
+/// or why none (the first repetition's reason).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HardwareSummary {
+    pub instructions_user: Option<Stat>,
+    pub instructions_kernel: Option<Stat>,
+    pub cycles: Option<Stat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<String>,
 }
 
 /// A cell's counted cost (results.json `counted`): per-request counts of the service and the
