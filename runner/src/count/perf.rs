@@ -240,7 +240,7 @@ fn parse_hw_line(line: &str) -> Option<HwLine> {
 }
 
 /// What the hardware perf printed, folded into whole intervals.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct HwReading {
     /// (arrival unix µs, perf time µs, cumulative count of each event).
     points: Vec<(u64, u64, [f64; 3])>,
@@ -251,14 +251,18 @@ struct HwReading {
     other: Vec<String>,
 }
 
-impl HwReading {
-    fn new() -> HwReading {
+impl Default for HwReading {
+    fn default() -> HwReading {
         HwReading {
+            points: vec![],
+            refused: Default::default(),
             least_running: [100.0; 3],
-            ..Default::default()
+            other: vec![],
         }
     }
+}
 
+impl HwReading {
     /// Folds one line in; true when it completed an interval (a point).
     fn take(&mut self, line: &str, cum: &mut [f64; 3], seen: &mut usize) -> bool {
         let Some((t, i, v)) = parse_hw_line(line) else {
@@ -332,7 +336,7 @@ impl Hardware {
         let stderr = child.stderr.take().expect("piped");
         let (tx, rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
-            let mut r = HwReading::new();
+            let mut r = HwReading::default();
             let (mut cum, mut seen) = ([0.0; 3], 0);
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -377,7 +381,7 @@ impl Hardware {
             .reader
             .take()
             .and_then(|h| h.join().ok())
-            .unwrap_or_else(HwReading::new);
+            .unwrap_or_default();
         timeline_of(&r)
     }
 }
@@ -674,7 +678,7 @@ mod tests {
         assert_eq!(parse_hw_line("Error:"), None);
 
         // What perf prints on a VM without a PMU: every event refused, in perf's words.
-        let mut r = HwReading::new();
+        let mut r = HwReading::default();
         let (mut cum, mut seen) = ([0.0; 3], 0);
         let vm = "     0.100180155,<not supported>,,instructions:u,0,100.00,,\n     0.100180155,<not supported>,,instructions:k,0,100.00,,\n     0.100180155,<not supported>,,cycles,0,100.00,,";
         let done: Vec<bool> = vm.lines().map(|l| r.take(l, &mut cum, &mut seen)).collect();
@@ -691,7 +695,7 @@ mod tests {
         }));
 
         // Counted: cumulative per event; a scaled (multiplexed) count is not exact.
-        let mut r = HwReading::new();
+        let mut r = HwReading::default();
         let (mut cum, mut seen) = ([0.0; 3], 0);
         for l in [
             "0.1,100,,instructions:u,1,100.00,,",
