@@ -14,7 +14,8 @@
 #
 # Settings (environment), validated before anything runs: SERVICE (default ping-tokio-hyper),
 # GATE_METRICS (syscalls_per_request,ctx_switches_per_request,instructions_per_request,time),
-# THRESHOLD_PCT (5, the timing arm's), REPS (6, at least 3), DURATION_MS (1000),
+# THRESHOLD_PCT (5, the timing arm's), REPS (5, at least 3), CONFIRM_REPS (3, the confirming
+# run's: counts repeat, so three rounds confirm what five found), DURATION_MS (1000),
 # HEAD_ARGS (extra service arguments for HEAD only, e.g. "--burn-iters 30" or
 # "--burn-syscalls 20" to inject a known cost and see the gate fail), CONFIRM (1; 0 fails on
 # the first measurement), OUT (target/gate).
@@ -34,7 +35,8 @@ if [ "${1:-}" = --refuse-dirty ]; then refuse_dirty=true; shift; fi
 service=${SERVICE:-ping-tokio-hyper}
 metrics=${GATE_METRICS:-syscalls_per_request,ctx_switches_per_request,instructions_per_request,time}
 threshold=${THRESHOLD_PCT:-5}
-reps=${REPS:-6}
+reps=${REPS:-5}
+confirm_reps=${CONFIRM_REPS:-3}
 duration_ms=${DURATION_MS:-1000}
 confirm=${CONFIRM:-1}
 out=${OUT:-target/gate}
@@ -44,6 +46,8 @@ out=${OUT:-target/gate}
     bad "SERVICE=$service is not a service of services/services.toml ($(service_names))"
 { [[ $reps =~ ^[0-9]+$ ]] && ((10#$reps >= 3 && 10#$reps <= 100)); } ||
     bad "REPS must be a whole number from 3 to 100 (a paired interval needs 3), got '$reps'"
+{ [[ $confirm_reps =~ ^[0-9]+$ ]] && ((10#$confirm_reps >= 3 && 10#$confirm_reps <= 100)); } ||
+    bad "CONFIRM_REPS must be a whole number from 3 to 100, got '$confirm_reps'"
 { [[ $duration_ms =~ ^[0-9]+$ ]] && ((10#$duration_ms >= 200 && 10#$duration_ms <= 600000)); } ||
     bad "DURATION_MS must be a whole number of ms from 200 to 600000, got '$duration_ms'"
 [[ $confirm =~ ^[01]$ ]] || bad "CONFIRM must be 0 or 1, got '$confirm'"
@@ -91,13 +95,13 @@ cannot_judge() {
 head_line=""
 [ ${#head_args[@]} -eq 0 ] || head_line="args = [$(printf '"%s", ' "${head_args[@]}" | sed 's/, $//')]"
 
-# gate_config FILE FIRST SECOND SCENARIOS: the gate's matrix with the variants in that order
+# gate_config FILE FIRST SECOND SCENARIOS REPS: the gate's matrix with the variants in that order
 # (the confirming run swaps them, so order effects cannot repeat a regression), for the named
 # scenarios: `ping` (closed loop, c1: every count exact, instructions under Valgrind; req/s)
 # and `ping-open` (5,000 req/s: server CPU/request). Each is also run base against base (the
 # calibration), so every metric is judged against its own A/A noise in that cell.
 gate_config() {
-    local file=$1 first=$2 second=$3 scenarios=$4 variants="" cells="" body=""
+    local file=$1 first=$2 second=$3 scenarios=$4 rounds=$5 variants="" cells="" body=""
     for v in "$first" "$second"; do
         if [ "$v" = base ]; then
             variants+=$'\n[[services.variants]]\nname = "base"\nrev = "'"$base"$'"\n'
@@ -122,7 +126,7 @@ gate_config() {
 [defaults]
 warmup_ms = 300
 duration_ms = $duration_ms
-repetitions = $reps
+repetitions = $rounds
 cooldown_ms = 100
 baseline = "$service@base"
 drift_points = 0
@@ -143,12 +147,12 @@ loadgen_cpus = "1"
 TOML
 }
 
-# measure NAME FIRST SECOND SCENARIOS: one run into $out/NAME; prints its results directory.
+# measure NAME FIRST SECOND SCENARIOS REPS: one run into $out/NAME; prints its results directory.
 measure() {
     local name=$1 config="$out/$1.toml" rc run
-    gate_config "$config" "$2" "$3" "$4"
+    gate_config "$config" "$2" "$3" "$4" "$5"
     rm -rf "${out:?}/$name"
-    say "$name: building (cached by content) and running $service@base and $service@head, $reps rounds …"
+    say "$name: building (cached by content) and running $service@base and $service@head, $5 rounds …"
     set +e
     "$matrix" run --config "$config" --out "$out/$name" --only "service=$service@base,$service@head" \
         --count-instructions >&2
@@ -169,7 +173,7 @@ verdict() {
         "$run/results.json" "$service@base" "$service@head" "$threshold" "$metrics" >"$summary"
 }
 
-# measured NAME FIRST SECOND: measure's directory, or the gate fails saying why (2 stays 2).
+# measured NAME FIRST SECOND SCENARIOS REPS: measure's directory, or the gate fails saying why (2 stays 2).
 measured() {
     local dir rc=0
     dir=$(measure "$@") || rc=$?
@@ -177,7 +181,7 @@ measured() {
     [ "$rc" -eq 0 ] || cannot_judge "the $1 run made no result directory (see the log above)"
     echo "$dir"
 }
-first=$(measured first base head "ping ping-open") || exit $?
+first=$(measured first base head "ping ping-open" "$reps") || exit $?
 set +e
 verdict "$first"
 rc=$?
@@ -189,7 +193,7 @@ if [ "$rc" -eq 3 ]; then
 rows = json.load(open(sys.argv[1]))["rows"]
 print(" ".join(sorted({r["cell"].split("/")[0] for r in rows if r["arm"] == "counted" and r["verdict"] == "regressed"})))' "$out/gate.json")
         say "a counted regression in $scenarios: measuring again in fresh processes, head first …"
-        again=$(measured confirm head base "$scenarios") || exit $?
+        again=$(measured confirm head base "$scenarios" "$confirm_reps") || exit $?
         set +e
         verdict "$first" --confirm "$again/results.json"
         rc=$?
