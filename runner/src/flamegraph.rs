@@ -26,9 +26,7 @@ use crate::results::schema::{CellFlamegraph, CellResult, CellSpec, FlamegraphPro
 /// The directory under the run directory that holds the flame graphs.
 pub const DIR: &str = "flamegraphs";
 
-/// Environment variable naming the perf binary (default `perf` from PATH). Tests set it to a
-/// missing file to exercise the "not available" path.
-pub const PERF_ENV: &str = "PINGMATRIX_PERF";
+pub use crate::count::perf::PERF_ENV;
 
 /// perf as probed for this run, with the recording options every cell uses.
 pub struct Profiler {
@@ -40,9 +38,8 @@ impl Profiler {
     /// Probes perf once (`$PINGMATRIX_PERF` or `perf`); samples at `frequency_hz`, inlined
     /// frames resolved if `inline`.
     pub fn probe(frequency_hz: u32, inline: bool) -> Profiler {
-        let program = std::env::var_os(PERF_ENV).unwrap_or_else(|| "perf".into());
         Profiler {
-            perf: Perf::probe_with(program),
+            perf: Perf::probe_with(crate::count::perf::program()),
             options: Options {
                 frequency_hz,
                 inline,

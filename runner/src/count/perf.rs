@@ -209,10 +209,14 @@ impl Drop for Syscalls {
 /// and kernel instructions, and cycles (both modes).
 pub const HW_EVENTS: [&str; 3] = ["instructions:u", "instructions:k", "cycles"];
 
-/// The perf that counts hardware events: `$PINGMATRIX_PERF` (tests name a stand-in), else
-/// `perf` from PATH.
-pub fn hw_program() -> std::ffi::OsString {
-    std::env::var_os(crate::flamegraph::PERF_ENV).unwrap_or_else(|| "perf".into())
+/// Environment variable naming the perf binary (default `perf` from PATH). Tests name a
+/// stand-in, or a missing file to exercise the "not available" path.
+pub const PERF_ENV: &str = "PINGMATRIX_PERF";
+
+/// The perf that records and counts hardware events: `$PINGMATRIX_PERF`, else `perf` from
+/// PATH.
+pub fn program() -> std::ffi::OsString {
+    std::env::var_os(PERF_ENV).unwrap_or_else(|| "perf".into())
 }
 
 /// One `-x, -I` line of a [`HW_EVENTS`] event: perf's time (µs), the event's index, and its
