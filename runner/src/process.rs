@@ -54,12 +54,21 @@ impl Output {
         let t2 = tail.clone();
         let readers = vec![
             std::thread::spawn(move || {
-                for line in BufReader::new(std::fs::File::from(out_r)).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        // Nobody listens any more: keep draining so the child never blocks.
-                        continue;
+                // Bytes, not `lines()`: a line that is not UTF-8 must neither end the reader
+                // nor close the pipe (the service would die of SIGPIPE on its next write).
+                let mut r = BufReader::new(std::fs::File::from(out_r));
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match r.read_until(b'\n', &mut buf) {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(_) => break,
                     }
+                    // Nobody listening any more is no reason to stop: keep draining so the
+                    // child never blocks.
+                    let _ = tx.send(decode_line(&buf));
                 }
             }),
             std::thread::spawn(move || {
@@ -103,6 +112,14 @@ impl Output {
             status: None,
         }
     }
+}
+
+/// One line read from a child's output: decoded lossily (bytes that are not UTF-8 become
+/// U+FFFD), without its line ending.
+fn decode_line(raw: &[u8]) -> String {
+    let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    String::from_utf8_lossy(raw).into_owned()
 }
 
 /// A close-on-exec pipe: (read end, write end).
@@ -483,6 +500,25 @@ mod tests {
         assert_eq!(p.stderr_tail().as_deref(), Some("err"));
         assert_eq!(p.collect_stdout(), "out");
         assert!(launch_method().is_some());
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_neither_ends_the_reader_nor_kills_the_child() {
+        // More than a pipe's buffer after the bad line: had the reader stopped there, the
+        // child would die of SIGPIPE.
+        let mut p = launch(
+            "sh",
+            &["-c", "printf 'bad \\377 line\\r\\n'; seq 1 100000; exit 0"],
+            &Confinement::default(),
+            &[],
+        );
+        let st = p.wait_timeout(Duration::from_secs(20)).expect("exits");
+        assert_eq!(st.code(), Some(0), "{st}");
+        let out = p.collect_stdout();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "bad \u{fffd} line");
+        assert_eq!(lines.len(), 100_001);
+        assert_eq!(lines.last(), Some(&"100000"));
     }
 
     #[test]
