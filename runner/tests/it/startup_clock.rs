@@ -128,6 +128,7 @@ fn warm_up_start_answers_and_leaves_no_process() {
         LOCAL,
         1,
         &[],
+        "/ping",
         &conf,
         &probe,
         Duration::from_secs(5),
@@ -178,6 +179,7 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
         LOCAL,
         1,
         &[],
+        "/ping",
         &conf,
         &probe,
         Duration::from_secs(5),
@@ -194,8 +196,17 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
     // Started, but exits before answering: the exit status and its stderr.
     std::fs::write(&exits, "#!/bin/sh\necho gone >&2\nexit 4\n").unwrap();
     std::fs::set_permissions(&exits, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let f = warm::warm_up(&exits, LOCAL, 1, &[], &conf, &probe, Duration::from_secs(5))
-        .expect_err("exits at once");
+    let f = warm::warm_up(
+        &exits,
+        LOCAL,
+        1,
+        &[],
+        "/ping",
+        &conf,
+        &probe,
+        Duration::from_secs(5),
+    )
+    .expect_err("exits at once");
     assert_eq!(f.stage, Stage::Startup, "started, no answer");
     assert!(f.reason.contains("exited during start-up"), "{}", f.reason);
     assert_eq!(f.stderr_tail.as_deref(), Some("gone"));
