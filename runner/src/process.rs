@@ -16,7 +16,11 @@ use std::time::{Duration, Instant};
 
 use crate::limits::Confinement;
 
+pub mod guard;
 mod launch;
+pub mod tree;
+
+pub use tree::Tree;
 
 const TAIL_LINES: usize = 40;
 
@@ -33,6 +37,9 @@ pub struct Proc {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     readers: Vec<JoinHandle<()>>,
     status: Option<ExitStatus>,
+    /// A service's cgroups ([`Proc::launch`]): its whole process tree is killed with it.
+    /// None for the generator and helper commands (their process group only).
+    tree_cgroups: Option<Vec<std::path::PathBuf>>,
 }
 
 /// The child's stdout/stderr pipes and the threads draining them, set up before the child
@@ -110,6 +117,7 @@ impl Output {
             stderr_tail: self.tail,
             readers: self.readers,
             status: None,
+            tree_cgroups: None,
         }
     }
 }
@@ -182,7 +190,10 @@ impl Proc {
         launcher_cpus: &[u32],
     ) -> std::io::Result<Proc> {
         if LAUNCH.get().is_some_and(|m| m != VFORK) {
-            return Proc::spawn(command(program, args), confinement);
+            return Proc::spawn(service_command(program, args), confinement).map(|mut p| {
+                p.tree_cgroups = Some(confinement.cgroup_dirs().to_vec());
+                p
+            });
         }
         let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
             .map_err(std::io::Error::from)?;
@@ -205,28 +216,84 @@ impl Proc {
         match started {
             (Ok(l), output, at) => {
                 let _ = LAUNCH.set(VFORK.into());
-                Ok(output.into_proc(l.pid, at, Some(l.exec_at_ns)))
+                let mut p = output.into_proc(l.pid, at, Some(l.exec_at_ns));
+                p.tree_cgroups = Some(confinement.cgroup_dirs().to_vec());
+                Ok(p)
             }
             (Err(f), _, _) if f.refused() => {
                 let _ = LAUNCH.set(format!(
                     "fork: clone(CLONE_VM|CLONE_VFORK) refused ({}); start-up includes the child's execve tearing down its copy of the runner's memory",
                     std::io::Error::from(f)
                 ));
-                Proc::spawn(command(program, args), confinement)
+                Proc::spawn(service_command(program, args), confinement).map(|mut p| {
+                    p.tree_cgroups = Some(confinement.cgroup_dirs().to_vec());
+                    p
+                })
             }
             (Err(f), _, _) => Err(f.into()),
         }
     }
 
     /// Exit status if the process has exited (reaps it). Before reaping, the rest of the
-    /// process group is SIGKILLed while the zombie leader still reserves the group id, so a
-    /// group signal can never reach a recycled pid.
+    /// process group (and of a service's tree) is SIGKILLed while the zombie leader still
+    /// reserves the group id, so a group signal can never reach a recycled pid.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() && self.leader_exited() {
             self.signal_group(libc::SIGKILL);
+            self.kill_members();
             self.status = self.reap();
         }
         self.status
+    }
+
+    /// A service's whole process tree ([`Tree`]); for any other child, its own process.
+    pub fn tree(&self) -> Tree {
+        Tree::new(self.pid, self.tree_cgroups.clone().unwrap_or_default())
+    }
+
+    /// SIGKILLs every member of a service's tree but the leader (whose pid stays reserved
+    /// until it is reaped).
+    fn kill_members(&self) {
+        if self.tree_cgroups.is_none() || self.status.is_some() {
+            return;
+        }
+        for p in self.tree().members() {
+            if p != self.pid {
+                // SAFETY: kill(2) of a process of the service's tree, found just now.
+                unsafe { libc::kill(p as i32, libc::SIGKILL) };
+            }
+        }
+    }
+
+    /// After a service's leader is gone: SIGKILLs what is left of its tree — members of its
+    /// cgroups and descendants re-parented to the runner (a daemon's double fork) — and
+    /// reaps them. Returns "pid N (name)" for each that was still running outside the
+    /// service's process group (it had left the group: setsid, a daemon).
+    pub fn reap_rest(&mut self) -> Vec<String> {
+        if self.tree_cgroups.is_none() {
+            return Vec::new();
+        }
+        let mut escaped = Vec::new();
+        for _ in 0..8 {
+            let mut left: Vec<u32> = self
+                .tree_cgroups
+                .iter()
+                .flatten()
+                .flat_map(|d| tree::cgroup_procs(d))
+                .collect();
+            left.extend(tree::descendants(&left));
+            for p in &left {
+                // SAFETY: kill(2) of a process in the service's cgroup.
+                unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+            }
+            let reaped = reap_orphans_outside(self.pid);
+            escaped.extend(reaped.iter().cloned());
+            if left.is_empty() && reaped.is_empty() && orphans().is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        escaped
     }
 
     /// Waits for the leader and reaps it.
@@ -300,11 +367,13 @@ impl Proc {
         }
     }
 
-    /// SIGKILL the group and reap.
+    /// SIGKILL the group (a service: its whole tree) and reap.
     pub fn kill(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
             self.signal_group(libc::SIGKILL);
+            self.kill_members();
             self.status = self.reap();
+            self.reap_rest();
         }
         self.status
     }
@@ -318,10 +387,11 @@ impl Proc {
     }
 }
 
-/// `program args…` as a `Command`.
-fn command(program: &Path, args: &[OsString]) -> Command {
+/// A service's `program args…` as a `Command`, its environment marked
+/// ([`guard::RUNNER_ENV`]).
+fn service_command(program: &Path, args: &[OsString]) -> Command {
     let mut cmd = Command::new(program);
-    cmd.args(args);
+    cmd.args(args).env(guard::RUNNER_ENV, guard::marker());
     cmd
 }
 
@@ -386,42 +456,79 @@ pub fn become_subreaper() {
 
 /// Kills and reaps every child of this process that no `Proc` owns — orphans re-parented
 /// here after escaping their process group — until none is left. Call it when no `Proc` is
-/// alive. Returns "pid N (name)" for each.
+/// alive. Returns "pid N (name)" for each that was still running.
 pub fn reap_orphans() -> Vec<String> {
-    let me = std::process::id();
+    reap_orphans_outside(0)
+}
+
+/// [`reap_orphans`], reporting only those still running outside process group `pgid`
+/// (members of the group were SIGKILLed with it and are only waiting to be reaped).
+fn reap_orphans_outside(pgid: u32) -> Vec<String> {
     let mut killed = Vec::new();
     // Killing one may orphan its own children in turn: a few rounds.
     for _ in 0..8 {
-        let orphans = children_of(me);
-        if orphans.is_empty() {
+        let found = orphans();
+        if found.is_empty() {
             break;
         }
-        for (pid, name) in orphans {
+        for p in found {
             // SAFETY: kill/waitpid on our own child.
             unsafe {
-                libc::kill(pid as i32, libc::SIGKILL);
-                libc::waitpid(pid as i32, std::ptr::null_mut(), 0);
+                libc::kill(p.pid as i32, libc::SIGKILL);
+                libc::waitpid(p.pid as i32, std::ptr::null_mut(), 0);
             }
-            killed.push(format!("pid {pid} ({name})"));
+            if p.state != 'Z' && p.pgid != pgid {
+                killed.push(format!("pid {} ({})", p.pid, p.name));
+            }
         }
     }
     killed
 }
 
-/// (pid, command name) of the processes whose parent is `parent`, from /proc.
-fn children_of(parent: u32) -> Vec<(u32, String)> {
+/// The children of this process that are not its helpers (the guardian).
+fn orphans() -> Vec<ProcStat> {
+    let me = std::process::id();
+    let guard = guard::pid();
+    let direct = tree::children(me);
+    processes()
+        .into_iter()
+        .filter(|p| direct.contains(&p.pid) && Some(p.pid) != guard)
+        .collect()
+}
+
+/// One line of `/proc/<pid>/stat`, the fields the runner reads.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcStat {
+    pub pid: u32,
+    pub name: String,
+    pub state: char,
+    pub ppid: u32,
+    pub pgid: u32,
+}
+
+/// Parses "pid (comm) state ppid pgrp …" (comm may hold spaces and parentheses).
+fn parse_stat(stat: &str) -> Option<ProcStat> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    let (pid, name) = head.split_once(" (")?;
+    let mut f = rest.split_whitespace();
+    Some(ProcStat {
+        pid: pid.trim().parse().ok()?,
+        name: name.to_string(),
+        state: f.next()?.chars().next()?,
+        ppid: f.next()?.parse().ok()?,
+        pgid: f.next()?.parse().ok()?,
+    })
+}
+
+/// Every process in /proc.
+pub(crate) fn processes() -> Vec<ProcStat> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.flatten()
         .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            // "pid (comm) state ppid …": comm may hold spaces and parentheses.
-            let (head, rest) = stat.rsplit_once(')')?;
-            let name = head.split_once('(')?.1.to_string();
-            let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == parent).then_some((pid, name))
+            e.file_name().to_str()?.parse::<u32>().ok()?;
+            parse_stat(&std::fs::read_to_string(e.path().join("stat")).ok()?)
         })
         .collect()
 }

@@ -91,6 +91,54 @@ pub fn sample(pid: u32) -> Option<Sample> {
     })
 }
 
+/// Sampling a whole process tree: the sum over its members of CPU, RSS and threads. A
+/// member that exits keeps the CPU it had at its last sample, so the tree's CPU never runs
+/// backwards (what it ran after that sample is lost: at most one interval's worth).
+#[derive(Debug, Default)]
+pub struct TreeSampler {
+    tree: crate::process::Tree,
+    last_cpu_us: std::collections::BTreeMap<u32, f64>,
+}
+
+impl TreeSampler {
+    pub fn new(tree: crate::process::Tree) -> TreeSampler {
+        TreeSampler {
+            tree,
+            last_cpu_us: Default::default(),
+        }
+    }
+
+    /// One sample of the tree now; None once no member is left.
+    pub fn sample(&mut self) -> Option<Sample> {
+        let mut any = None;
+        let (mut rss, mut hwm, mut threads) = (0, 0, 0);
+        for pid in self.tree.members() {
+            let Some(s) = sample(pid) else { continue };
+            self.last_cpu_us.insert(pid, s.cpu_us);
+            rss += s.rss_bytes;
+            hwm += s.hwm_bytes;
+            threads += s.threads;
+            any = Some(s.t_unix_us);
+        }
+        Some(Sample {
+            t_unix_us: any?,
+            cpu_us: self.last_cpu_us.values().sum(),
+            rss_bytes: rss,
+            hwm_bytes: hwm,
+            threads,
+        })
+    }
+}
+
+/// RSS, peak RSS and threads of a whole tree now (summed over its members), as [`status`].
+pub fn tree_status(tree: &crate::process::Tree) -> Option<(u64, u64, u32)> {
+    let all: Vec<_> = tree.members().into_iter().filter_map(status).collect();
+    (!all.is_empty()).then(|| {
+        all.iter()
+            .fold((0, 0, 0), |(r, h, t), s| (r + s.0, h + s.1, t + s.2))
+    })
+}
+
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<Vec<Sample>>,
@@ -98,17 +146,24 @@ pub struct Sampler {
 
 impl Sampler {
     pub fn start(pid: u32) -> Sampler {
+        Sampler::start_tree(crate::process::Tree::new(pid, vec![]))
+    }
+
+    /// Samples a service's whole process tree ([`TreeSampler`]); for a service that is one
+    /// process, that process exactly as [`sample`] reads it.
+    pub fn start_tree(tree: crate::process::Tree) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
         let handle = std::thread::spawn(move || {
+            let mut t = TreeSampler::new(tree);
             let mut out = Vec::new();
             while !s2.load(Ordering::Relaxed) {
-                if let Some(s) = sample(pid) {
+                if let Some(s) = t.sample() {
                     out.push(s);
                 }
                 std::thread::sleep(Duration::from_millis(INTERVAL_MS));
             }
-            if let Some(s) = sample(pid) {
+            if let Some(s) = t.sample() {
                 out.push(s);
             }
             out

@@ -206,6 +206,7 @@ fn changed_binaries(
 pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     interrupt::install();
     crate::process::become_subreaper();
+    crate::process::guard::start();
     let (store, mut run, m, plan) = match &args.resume {
         Some(dir) => resume_run(dir)?,
         None => {

@@ -77,6 +77,47 @@ pub fn read(pid: u32) -> Option<ProcRead> {
     })
 }
 
+/// Reads of a whole process tree: each counter summed over the members; a member that
+/// exits keeps the counts of its last read, so no counter runs backwards.
+#[derive(Debug, Default)]
+pub struct TreeReads {
+    tree: crate::process::Tree,
+    last: std::collections::BTreeMap<u32, ProcRead>,
+}
+
+impl TreeReads {
+    pub fn new(tree: crate::process::Tree) -> TreeReads {
+        TreeReads {
+            tree,
+            last: Default::default(),
+        }
+    }
+
+    /// The tree's counters now; None once no member is left.
+    pub fn read(&mut self) -> Option<ProcRead> {
+        let mut at = None;
+        for pid in self.tree.members() {
+            if let Some(r) = read(pid) {
+                at = Some(r.t_unix_us);
+                self.last.insert(pid, r);
+            }
+        }
+        let mut sum = ProcRead {
+            t_unix_us: at?,
+            ..ProcRead::default()
+        };
+        for r in self.last.values() {
+            sum.voluntary_ctx_switches += r.voluntary_ctx_switches;
+            sum.involuntary_ctx_switches += r.involuntary_ctx_switches;
+            sum.minor_faults += r.minor_faults;
+            sum.major_faults += r.major_faults;
+            sum.user_us += r.user_us;
+            sum.system_us += r.system_us;
+        }
+        Some(sum)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

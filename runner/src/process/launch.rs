@@ -77,7 +77,7 @@ impl From<Failed> for io::Error {
 /// than its own mapping (whose unmapping would flush TLBs on the service's CPU).
 const STACK: usize = 64 * 1024;
 
-/// Starts `program` with `args` and the runner's environment, stdin/stdout/stderr on the
+/// Starts `program` with `args` and the runner's environment (marked, [`super::guard`]), stdin/stdout/stderr on the
 /// given fds, `setup` applied in the child. Returns once the child has exec'd; a failure in
 /// the child (setup or exec) comes back as its errno, the child reaped.
 pub fn launch(
@@ -93,7 +93,14 @@ pub fn launch(
         .map(cstring)
         .collect::<io::Result<Vec<_>>>()
         .map_err(Failed::Child)?;
+    // The runner's environment, marked: every process of the service's tree inherits the
+    // marker, by which the guardian finds them if the runner is killed (`super::guard`).
     let env_owned = std::env::vars_os()
+        .filter(|(k, _)| k != super::guard::RUNNER_ENV)
+        .chain(std::iter::once((
+            super::guard::RUNNER_ENV.into(),
+            super::guard::marker().into(),
+        )))
         .map(|(k, v)| {
             let mut kv = k;
             kv.push("=");
