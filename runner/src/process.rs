@@ -40,6 +40,8 @@ pub struct Proc {
     /// A service's cgroups ([`Proc::launch`]): its whole process tree is killed with it.
     /// None for the generator and helper commands (their process group only).
     tree_cgroups: Option<Vec<std::path::PathBuf>>,
+    /// Members of the tree found running outside its process group when it was killed.
+    escaped: Vec<String>,
 }
 
 /// The child's stdout/stderr pipes and the threads draining them, set up before the child
@@ -118,6 +120,7 @@ impl Output {
             readers: self.readers,
             status: None,
             tree_cgroups: None,
+            escaped: Vec::new(),
         }
     }
 }
@@ -252,15 +255,25 @@ impl Proc {
     }
 
     /// SIGKILLs every member of a service's tree but the leader (whose pid stays reserved
-    /// until it is reaped).
-    fn kill_members(&self) {
+    /// until it is reaped), noting those that were running outside its process group.
+    fn kill_members(&mut self) {
         if self.tree_cgroups.is_none() || self.status.is_some() {
             return;
         }
         for p in self.tree().members() {
-            if p != self.pid {
-                // SAFETY: kill(2) of a process of the service's tree, found just now.
-                unsafe { libc::kill(p as i32, libc::SIGKILL) };
+            if p == self.pid {
+                continue;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| parse_stat(&s));
+            // SAFETY: kill(2) of a process of the service's tree, found just now.
+            unsafe { libc::kill(p as i32, libc::SIGKILL) };
+            if let Some(s) = stat
+                && s.state != 'Z'
+                && s.pgid != self.pid
+            {
+                self.escaped.push(format!("pid {} ({})", s.pid, s.name));
             }
         }
     }
@@ -273,7 +286,7 @@ impl Proc {
         if self.tree_cgroups.is_none() {
             return Vec::new();
         }
-        let mut escaped = Vec::new();
+        let mut escaped = std::mem::take(&mut self.escaped);
         for _ in 0..8 {
             let mut left: Vec<u32> = self
                 .tree_cgroups
@@ -287,7 +300,11 @@ impl Proc {
                 unsafe { libc::kill(*p as i32, libc::SIGKILL) };
             }
             let reaped = reap_orphans_outside(self.pid);
-            escaped.extend(reaped.iter().cloned());
+            for r in &reaped {
+                if !escaped.contains(r) {
+                    escaped.push(r.clone());
+                }
+            }
             if left.is_empty() && reaped.is_empty() && orphans().is_empty() {
                 break;
             }
@@ -373,7 +390,8 @@ impl Proc {
             self.signal_group(libc::SIGKILL);
             self.kill_members();
             self.status = self.reap();
-            self.reap_rest();
+            // Kept for the stop's record ([`Proc::reap_rest`] again finds nothing left).
+            self.escaped = self.reap_rest();
         }
         self.status
     }
