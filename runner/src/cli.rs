@@ -51,7 +51,12 @@ pub enum Command {
     /// of its stdin closes — the runner exited, however — kills every process the runner
     /// started a service in that is still there.
     #[command(hide = true)]
-    Guard { runner: u32 },
+    Guard {
+        runner: u32,
+        /// The runner's marker ([`crate::process::guard::marker`]).
+        #[arg(long)]
+        marker: String,
+    },
 }
 
 /// Which matrix file and which part of it.

@@ -40,6 +40,9 @@ pub struct Proc {
     /// A service's cgroups ([`Proc::launch`]): its whole process tree is killed with it.
     /// None for the generator and helper commands (their process group only).
     tree_cgroups: Option<Vec<std::path::PathBuf>>,
+    /// A service's launch id ([`guard::next_service`]), in the environment of every process
+    /// of its tree: which orphans re-parented to the runner are its own.
+    service: Option<u64>,
     /// Members of the tree found running outside its process group when it was killed.
     escaped: Vec<String>,
 }
@@ -120,6 +123,7 @@ impl Output {
             readers: self.readers,
             status: None,
             tree_cgroups: None,
+            service: None,
             escaped: Vec::new(),
         }
     }
@@ -192,11 +196,15 @@ impl Proc {
         confinement: &Confinement,
         launcher_cpus: &[u32],
     ) -> std::io::Result<Proc> {
+        let service = guard::next_service();
+        let as_service = |mut p: Proc| {
+            p.tree_cgroups = Some(confinement.cgroup_dirs().to_vec());
+            p.service = Some(service);
+            p
+        };
         if LAUNCH.get().is_some_and(|m| m != VFORK) {
-            return Proc::spawn(service_command(program, args), confinement).map(|mut p| {
-                p.tree_cgroups = Some(confinement.cgroup_dirs().to_vec());
-                p
-            });
+            return Proc::spawn(service_command(program, args, service), confinement)
+                .map(as_service);
         }
         let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
             .map_err(std::io::Error::from)?;
@@ -211,6 +219,7 @@ impl Proc {
             let l = launch::launch(
                 program,
                 args,
+                &guard::service_env(service),
                 (&stdin, &output.stdout, &output.stderr),
                 &setup,
             );
@@ -219,19 +228,14 @@ impl Proc {
         match started {
             (Ok(l), output, at) => {
                 let _ = LAUNCH.set(VFORK.into());
-                let mut p = output.into_proc(l.pid, at, Some(l.exec_at_ns));
-                p.tree_cgroups = Some(confinement.cgroup_dirs().to_vec());
-                Ok(p)
+                Ok(as_service(output.into_proc(l.pid, at, Some(l.exec_at_ns))))
             }
             (Err(f), _, _) if f.refused() => {
                 let _ = LAUNCH.set(format!(
                     "fork: clone(CLONE_VM|CLONE_VFORK) refused ({}); start-up includes the child's execve tearing down its copy of the runner's memory",
                     std::io::Error::from(f)
                 ));
-                Proc::spawn(service_command(program, args), confinement).map(|mut p| {
-                    p.tree_cgroups = Some(confinement.cgroup_dirs().to_vec());
-                    p
-                })
+                Proc::spawn(service_command(program, args, service), confinement).map(as_service)
             }
             (Err(f), _, _) => Err(f.into()),
         }
@@ -282,30 +286,35 @@ impl Proc {
     /// cgroups and descendants re-parented to the runner (a daemon's double fork) — and
     /// reaps them. Returns "pid N (name)" for each that was still running outside the
     /// service's process group (it had left the group: setsid, a daemon).
+    ///
+    /// Only the service's own orphans are reaped ([`orphans`]): never another child of this
+    /// process, which may be another service, the generator, a helper — or, where the
+    /// runner's code runs inside a test binary, another test's child, whose own wait would
+    /// then fail with ECHILD.
     pub fn reap_rest(&mut self) -> Vec<String> {
-        if self.tree_cgroups.is_none() {
+        let (Some(cgroups), Some(service)) = (self.tree_cgroups.clone(), self.service) else {
             return Vec::new();
-        }
+        };
+        let whose = Whose::Service {
+            id: service,
+            leader: self.pid,
+            cgroups: &cgroups,
+        };
         let mut escaped = std::mem::take(&mut self.escaped);
         for _ in 0..8 {
-            let mut left: Vec<u32> = self
-                .tree_cgroups
-                .iter()
-                .flatten()
-                .flat_map(|d| tree::cgroup_procs(d))
-                .collect();
+            let mut left: Vec<u32> = cgroups.iter().flat_map(|d| tree::cgroup_procs(d)).collect();
             left.extend(tree::descendants(&left));
             for p in &left {
                 // SAFETY: kill(2) of a process in the service's cgroup.
                 unsafe { libc::kill(*p as i32, libc::SIGKILL) };
             }
-            let reaped = reap_orphans_outside(self.pid);
+            let reaped = reap_orphans_of(&whose);
             for r in &reaped {
                 if !escaped.contains(r) {
                     escaped.push(r.clone());
                 }
             }
-            if left.is_empty() && reaped.is_empty() && orphans().is_empty() {
+            if left.is_empty() && reaped.is_empty() && orphans(&whose).is_empty() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -405,11 +414,11 @@ impl Proc {
     }
 }
 
-/// A service's `program args…` as a `Command`, its environment marked
-/// ([`guard::RUNNER_ENV`]).
-fn service_command(program: &Path, args: &[OsString]) -> Command {
+/// A service's `program args…` as a `Command`, its environment marked as launch `service`
+/// ([`guard::service_env`]).
+fn service_command(program: &Path, args: &[OsString], service: u64) -> Command {
     let mut cmd = Command::new(program);
-    cmd.args(args).env(guard::RUNNER_ENV, guard::marker());
+    cmd.args(args).envs(guard::service_env(service));
     cmd
 }
 
@@ -472,30 +481,56 @@ pub fn become_subreaper() {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
-/// Kills and reaps every child of this process that no `Proc` owns — orphans re-parented
-/// here after escaping their process group — until none is left. Call it when no `Proc` is
-/// alive. Returns "pid N (name)" for each that was still running.
-pub fn reap_orphans() -> Vec<String> {
-    reap_orphans_outside(0)
+/// Is this process a subreaper ([`become_subreaper`])? Only then can orphans be
+/// re-parented to it.
+fn is_subreaper() -> bool {
+    let mut on: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int.
+    let r = unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut on as *mut libc::c_int) };
+    r == 0 && on != 0
 }
 
-/// [`reap_orphans`], reporting only those still running outside process group `pgid`
-/// (members of the group were SIGKILLed with it and are only waiting to be reaped).
-fn reap_orphans_outside(pgid: u32) -> Vec<String> {
+/// Whose orphans to reap.
+enum Whose<'a> {
+    /// Any service's this runner launched (carrying its marker).
+    AnyService,
+    /// Launch `id`'s, whose first process is `leader` (reaped by pid, never here).
+    Service {
+        id: u64,
+        leader: u32,
+        cgroups: &'a [std::path::PathBuf],
+    },
+}
+
+/// Kills and reaps the orphans of every service this runner launched — its processes
+/// re-parented here after escaping their process group — until none is left. Call it when
+/// no `Proc` is alive. Returns "pid N (name)" for each that was still running.
+pub fn reap_orphans() -> Vec<String> {
+    reap_orphans_of(&Whose::AnyService)
+}
+
+/// Kills and reaps the orphans of `whose` ([`orphans`]); for one service, reports only
+/// those still running outside its process group (members of the group were SIGKILLed
+/// with it and are only waiting to be reaped).
+fn reap_orphans_of(whose: &Whose) -> Vec<String> {
+    let group = match whose {
+        Whose::AnyService => 0,
+        Whose::Service { leader, .. } => *leader,
+    };
     let mut killed = Vec::new();
     // Killing one may orphan its own children in turn: a few rounds.
     for _ in 0..8 {
-        let found = orphans();
+        let found = orphans(whose);
         if found.is_empty() {
             break;
         }
         for p in found {
-            // SAFETY: kill/waitpid on our own child.
+            // SAFETY: kill/waitpid on our own child, an orphan of a service of ours.
             unsafe {
                 libc::kill(p.pid as i32, libc::SIGKILL);
                 libc::waitpid(p.pid as i32, std::ptr::null_mut(), 0);
             }
-            if p.state != 'Z' && p.pgid != pgid {
+            if p.state != 'Z' && p.pgid != group {
                 killed.push(format!("pid {} ({})", p.pid, p.name));
             }
         }
@@ -503,14 +538,39 @@ fn reap_orphans_outside(pgid: u32) -> Vec<String> {
     killed
 }
 
-/// The children of this process that are not its helpers (the guardian).
-fn orphans() -> Vec<ProcStat> {
-    let me = std::process::id();
+/// The children of this process that are orphans of `whose`: re-parented here (only a
+/// subreaper has any), and a service's by its marker in their environment, or — for one
+/// service, as a zombie's environment cannot be read — by its process group or cgroups.
+/// Never a service's leader (its `Proc` reaps it), the guardian, or any other child: those
+/// belong to whoever spawned them, who will wait for them.
+fn orphans(whose: &Whose) -> Vec<ProcStat> {
+    if !is_subreaper() {
+        return Vec::new();
+    }
+    let direct = tree::children(std::process::id());
+    if direct.is_empty() {
+        return Vec::new();
+    }
     let guard = guard::pid();
-    let direct = tree::children(me);
-    processes()
+    let in_groups: Vec<u32> = match whose {
+        Whose::Service { cgroups, .. } => {
+            cgroups.iter().flat_map(|d| tree::cgroup_procs(d)).collect()
+        }
+        Whose::AnyService => Vec::new(),
+    };
+    direct
         .into_iter()
-        .filter(|p| direct.contains(&p.pid) && Some(p.pid) != guard)
+        .filter(|p| Some(*p) != guard)
+        .filter_map(|p| parse_stat(&std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?))
+        .filter(|p| match whose {
+            Whose::AnyService => guard::carries_marker(p.pid, None),
+            Whose::Service { id, leader, .. } => {
+                p.pid != *leader
+                    && (p.pgid == *leader
+                        || in_groups.contains(&p.pid)
+                        || guard::carries_marker(p.pid, Some(*id)))
+            }
+        })
         .collect()
 }
 

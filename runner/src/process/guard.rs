@@ -17,12 +17,49 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The environment variable marking a service's processes: the runner's pid.
+/// The environment variable marking a service's processes: this runner ([`marker`]).
 pub const RUNNER_ENV: &str = "PINGMATRIX_RUNNER";
 
-/// The marker's value for this runner.
-pub fn marker() -> String {
-    std::process::id().to_string()
+/// The environment variable naming which of the runner's service launches a process
+/// belongs to ([`next_service`]): the runner reaps only the orphans of the service it stops.
+pub const SERVICE_ENV: &str = "PINGMATRIX_SERVICE";
+
+/// The marker's value for this runner: its pid and the moment it first asked, so a later
+/// process that is given the same pid (the guardian outlives the runner) is not taken for it.
+pub fn marker() -> &'static str {
+    static MARKER: OnceLock<String> = OnceLock::new();
+    MARKER.get_or_init(|| format!("{}-{}", std::process::id(), super::mono_ns()))
+}
+
+/// A new service launch's id in this runner.
+pub fn next_service() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The environment entries marking the processes of service launch `id`.
+pub fn service_env(id: u64) -> [(&'static str, String); 2] {
+    [
+        (RUNNER_ENV, marker().to_string()),
+        (SERVICE_ENV, id.to_string()),
+    ]
+}
+
+/// Does `pid` carry this runner's marker (and, given `service`, that launch's id) in its
+/// environment? False where the environment cannot be read (a zombie, another user's).
+pub fn carries_marker(pid: u32, service: Option<u64>) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let runner = format!("{RUNNER_ENV}={}", marker());
+    let id = service.map(|s| format!("{SERVICE_ENV}={s}"));
+    let mut vars = env.split(|b| *b == 0);
+    let (mut has_runner, mut has_id) = (false, id.is_none());
+    for kv in &mut vars {
+        has_runner |= kv == runner.as_bytes();
+        has_id |= id.as_ref().is_some_and(|i| kv == i.as_bytes());
+    }
+    has_runner && has_id
 }
 
 /// The guardian's pid and the write end of its stdin (held until the runner exits).
@@ -43,11 +80,17 @@ pub fn start() {
         let exe = std::env::current_exe()?;
         let (read, write) = std::io::pipe()?;
         let child = Command::new(exe)
-            .args(["guard", &std::process::id().to_string()])
+            .args([
+                "guard",
+                &std::process::id().to_string(),
+                "--marker",
+                marker(),
+            ])
             .stdin(Stdio::from(OwnedFd::from(read)))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .env_remove(RUNNER_ENV)
+            .env_remove(SERVICE_ENV)
             // Its own group: a Ctrl-C at the terminal is the runner's to handle.
             .process_group(0)
             .spawn()?;
@@ -63,12 +106,13 @@ pub fn start() {
 
 use std::os::unix::process::CommandExt;
 
-/// `matrix guard <runner>`: waits for its stdin to close, then kills what the runner left.
-pub fn main(runner: u32) -> ExitCode {
+/// `matrix guard <runner> --marker <marker>`: waits for its stdin to close, then kills what
+/// the runner left: the processes carrying its marker, and those in its cgroups.
+pub fn main(runner: u32, marker: &str) -> ExitCode {
     let mut sink = [0u8; 64];
     let mut stdin = std::io::stdin();
     while !matches!(stdin.read(&mut sink), Ok(0) | Err(_)) {}
-    let marker = format!("{RUNNER_ENV}={runner}");
+    let marker = format!("{RUNNER_ENV}={marker}");
     let groups = runner_cgroups(runner);
     for _ in 0..100 {
         let mut left = marked(&marker);

@@ -146,6 +146,38 @@ fn warm_up_start_answers_and_leaves_no_process() {
     );
 }
 
+/// Stopping a service used to SIGKILL and reap every child of the calling process that no
+/// `Proc` owned, taking them all for the service's orphans. Inside this test binary those
+/// are the other tests' `matrix` children: their own wait then failed with ECHILD ("No
+/// child processes"). A child the service did not start is left to whoever started it.
+#[test]
+fn stopping_a_service_leaves_the_callers_other_children_alone() {
+    let _machine = support::busy();
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut other = std::process::Command::new("sleep")
+        .arg("30")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (conf, probe) = server_confinement();
+    let addr = spawn::free_addr(LOCAL).unwrap();
+    let mut proc = spawn::spawn(&responder(), addr, 1, &[], &conf, &probe).expect("launch");
+    on_cpus(&probe, || {
+        startup::wait_ready(&mut proc, addr, Duration::from_secs(5))
+    })
+    .expect("the responder answers");
+    let escaped = proc.reap_rest();
+    drop(proc);
+    let waited = other.try_wait();
+    let _ = other.kill();
+    let end = other.wait();
+    assert!(
+        matches!(waited, Ok(None)),
+        "another child of this process after the stop: {waited:?} (escaped {escaped:?})"
+    );
+    assert!(end.is_ok(), "{end:?}");
+}
+
 /// A file that exists but cannot be exec'd (no execute permission).
 fn not_executable(dir: &Path) -> PathBuf {
     let p = dir.join("not-executable");
