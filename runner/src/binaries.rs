@@ -19,6 +19,14 @@ pub fn display_path(p: &Path) -> String {
         .to_string()
 }
 
+/// The file's sha256 as read now (hex): what run.json records of a binary, and what a
+/// binary is checked against before it runs (shipped to a host, taken from the variant cache).
+pub fn sha256_file(p: &Path) -> Result<String, String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+    Ok(format!("{:x}", Sha256::digest(&bytes)))
+}
+
 /// Directory of the running executable.
 pub fn exe_dir() -> Option<PathBuf> {
     std::env::current_exe()

@@ -219,7 +219,7 @@ fn measure(
     let spec = cell.load_spec(session.start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
     let pid = session.proc.pid;
-    let server_counter = count::Counter::start_proc(pid);
+    let server_counter = count::Counter::start_proc_tree(session.proc.tree());
     let mut loadgen_counter = None;
     let sampled = session.sample_while(&confs.server, || {
         if let Some(w) = window.as_deref_mut() {
@@ -253,7 +253,7 @@ fn measure(
             &spec,
             &spec_file,
             &confs.loadgen,
-            pid,
+            &session.proc.tree().members(),
             run.report.requests_per_s,
         ),
         _ => count::SyscallWindow::unmeasured("the measured load did not complete"),

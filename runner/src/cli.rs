@@ -47,6 +47,16 @@ pub enum Command {
     /// JSON lines on stdin/stdout; exits, stopping what it started, when stdin closes).
     #[command(hide = true)]
     Agent,
+    /// The runner's guardian (started by `matrix run` and the agent): when the runner's end
+    /// of its stdin closes — the runner exited, however — kills every process the runner
+    /// started a service in that is still there.
+    #[command(hide = true)]
+    Guard {
+        runner: u32,
+        /// The runner's marker ([`crate::process::guard::marker`]).
+        #[arg(long)]
+        marker: String,
+    },
 }
 
 /// Which matrix file and which part of it.

@@ -78,7 +78,8 @@ fn one_start(binary: &Path, limits: Option<&ProfileLimits>) -> Result<(u64, Opti
     // As every service start: warm, after an unmeasured one.
     let timeout = Duration::from_secs(5);
     let ip = IpAddr::from([127, 0, 0, 1]);
-    warm::warm_up(binary, ip, 1, &[], &conf, &probe_cpus, timeout).map_err(|f| f.reason)?;
+    warm::warm_up(binary, ip, 1, &[], "/ping", &conf, &probe_cpus, timeout)
+        .map_err(|f| f.reason)?;
     let addr = spawn::free_addr(ip).map_err(|e| format!("no free port: {e}"))?;
     let mut proc: Proc = spawn::spawn(binary, addr, 1, &[], &conf, &probe_cpus)
         .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::cmd(args),
         Command::Site(args) => cmd::site::cmd(args),
         Command::Agent => runner::agent::main(),
+        Command::Guard { runner, marker } => Ok(runner::process::guard::main(*runner, marker)),
         Command::K8s(runner::cli::K8sCommand::Render(args)) => cmd::k8s::render(args),
         Command::Ingest(args) => cmd::k8s::ingest(args),
     };

@@ -16,7 +16,11 @@ use std::time::{Duration, Instant};
 
 use crate::limits::Confinement;
 
+pub mod guard;
 mod launch;
+pub mod tree;
+
+pub use tree::Tree;
 
 const TAIL_LINES: usize = 40;
 
@@ -33,6 +37,14 @@ pub struct Proc {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     readers: Vec<JoinHandle<()>>,
     status: Option<ExitStatus>,
+    /// A service's cgroups ([`Proc::launch`]): its whole process tree is killed with it.
+    /// None for the generator and helper commands (their process group only).
+    tree_cgroups: Option<Vec<std::path::PathBuf>>,
+    /// A service's launch id ([`guard::next_service`]), in the environment of every process
+    /// of its tree: which orphans re-parented to the runner are its own.
+    service: Option<u64>,
+    /// Members of the tree found running outside its process group when it was killed.
+    escaped: Vec<String>,
 }
 
 /// The child's stdout/stderr pipes and the threads draining them, set up before the child
@@ -54,12 +66,21 @@ impl Output {
         let t2 = tail.clone();
         let readers = vec![
             std::thread::spawn(move || {
-                for line in BufReader::new(std::fs::File::from(out_r)).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        // Nobody listens any more: keep draining so the child never blocks.
-                        continue;
+                // Bytes, not `lines()`: a line that is not UTF-8 must neither end the reader
+                // nor close the pipe (the service would die of SIGPIPE on its next write).
+                let mut r = BufReader::new(std::fs::File::from(out_r));
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match r.read_until(b'\n', &mut buf) {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(_) => break,
                     }
+                    // Nobody listening any more is no reason to stop: keep draining so the
+                    // child never blocks.
+                    let _ = tx.send(decode_line(&buf));
                 }
             }),
             std::thread::spawn(move || {
@@ -101,8 +122,19 @@ impl Output {
             stderr_tail: self.tail,
             readers: self.readers,
             status: None,
+            tree_cgroups: None,
+            service: None,
+            escaped: Vec::new(),
         }
     }
+}
+
+/// One line read from a child's output: decoded lossily (bytes that are not UTF-8 become
+/// U+FFFD), without its line ending.
+fn decode_line(raw: &[u8]) -> String {
+    let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    String::from_utf8_lossy(raw).into_owned()
 }
 
 /// A close-on-exec pipe: (read end, write end).
@@ -164,8 +196,15 @@ impl Proc {
         confinement: &Confinement,
         launcher_cpus: &[u32],
     ) -> std::io::Result<Proc> {
+        let service = guard::next_service();
+        let as_service = |mut p: Proc| {
+            p.tree_cgroups = Some(confinement.cgroup_dirs().to_vec());
+            p.service = Some(service);
+            p
+        };
         if LAUNCH.get().is_some_and(|m| m != VFORK) {
-            return Proc::spawn(command(program, args), confinement);
+            return Proc::spawn(service_command(program, args, service), confinement)
+                .map(as_service);
         }
         let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
             .map_err(std::io::Error::from)?;
@@ -180,6 +219,7 @@ impl Proc {
             let l = launch::launch(
                 program,
                 args,
+                &guard::service_env(service),
                 (&stdin, &output.stdout, &output.stderr),
                 &setup,
             );
@@ -188,28 +228,98 @@ impl Proc {
         match started {
             (Ok(l), output, at) => {
                 let _ = LAUNCH.set(VFORK.into());
-                Ok(output.into_proc(l.pid, at, Some(l.exec_at_ns)))
+                Ok(as_service(output.into_proc(l.pid, at, Some(l.exec_at_ns))))
             }
             (Err(f), _, _) if f.refused() => {
                 let _ = LAUNCH.set(format!(
                     "fork: clone(CLONE_VM|CLONE_VFORK) refused ({}); start-up includes the child's execve tearing down its copy of the runner's memory",
                     std::io::Error::from(f)
                 ));
-                Proc::spawn(command(program, args), confinement)
+                Proc::spawn(service_command(program, args, service), confinement).map(as_service)
             }
             (Err(f), _, _) => Err(f.into()),
         }
     }
 
     /// Exit status if the process has exited (reaps it). Before reaping, the rest of the
-    /// process group is SIGKILLed while the zombie leader still reserves the group id, so a
-    /// group signal can never reach a recycled pid.
+    /// process group (and of a service's tree) is SIGKILLed while the zombie leader still
+    /// reserves the group id, so a group signal can never reach a recycled pid.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() && self.leader_exited() {
             self.signal_group(libc::SIGKILL);
+            self.kill_members();
             self.status = self.reap();
         }
         self.status
+    }
+
+    /// A service's whole process tree ([`Tree`]); for any other child, its own process.
+    pub fn tree(&self) -> Tree {
+        Tree::new(self.pid, self.tree_cgroups.clone().unwrap_or_default())
+    }
+
+    /// SIGKILLs every member of a service's tree but the leader (whose pid stays reserved
+    /// until it is reaped), noting those that were running outside its process group.
+    fn kill_members(&mut self) {
+        if self.tree_cgroups.is_none() || self.status.is_some() {
+            return;
+        }
+        for p in self.tree().members() {
+            if p == self.pid {
+                continue;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| parse_stat(&s));
+            // SAFETY: kill(2) of a process of the service's tree, found just now.
+            unsafe { libc::kill(p as i32, libc::SIGKILL) };
+            if let Some(s) = stat
+                && s.state != 'Z'
+                && s.pgid != self.pid
+            {
+                self.escaped.push(format!("pid {} ({})", s.pid, s.name));
+            }
+        }
+    }
+
+    /// After a service's leader is gone: SIGKILLs what is left of its tree — members of its
+    /// cgroups and descendants re-parented to the runner (a daemon's double fork) — and
+    /// reaps them. Returns "pid N (name)" for each that was still running outside the
+    /// service's process group (it had left the group: setsid, a daemon).
+    ///
+    /// Only the service's own orphans are reaped ([`orphans`]): never another child of this
+    /// process, which may be another service, the generator, a helper — or, where the
+    /// runner's code runs inside a test binary, another test's child, whose own wait would
+    /// then fail with ECHILD.
+    pub fn reap_rest(&mut self) -> Vec<String> {
+        let (Some(cgroups), Some(service)) = (self.tree_cgroups.clone(), self.service) else {
+            return Vec::new();
+        };
+        let whose = Whose::Service {
+            id: service,
+            leader: self.pid,
+            cgroups: &cgroups,
+        };
+        let mut escaped = std::mem::take(&mut self.escaped);
+        for _ in 0..8 {
+            let mut left: Vec<u32> = cgroups.iter().flat_map(|d| tree::cgroup_procs(d)).collect();
+            left.extend(tree::descendants(&left));
+            for p in &left {
+                // SAFETY: kill(2) of a process in the service's cgroup.
+                unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+            }
+            let reaped = reap_orphans_of(&whose);
+            for r in &reaped {
+                if !escaped.contains(r) {
+                    escaped.push(r.clone());
+                }
+            }
+            if left.is_empty() && reaped.is_empty() && orphans(&whose).is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        escaped
     }
 
     /// Waits for the leader and reaps it.
@@ -283,11 +393,14 @@ impl Proc {
         }
     }
 
-    /// SIGKILL the group and reap.
+    /// SIGKILL the group (a service: its whole tree) and reap.
     pub fn kill(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
             self.signal_group(libc::SIGKILL);
+            self.kill_members();
             self.status = self.reap();
+            // Kept for the stop's record ([`Proc::reap_rest`] again finds nothing left).
+            self.escaped = self.reap_rest();
         }
         self.status
     }
@@ -301,10 +414,11 @@ impl Proc {
     }
 }
 
-/// `program args…` as a `Command`.
-fn command(program: &Path, args: &[OsString]) -> Command {
+/// A service's `program args…` as a `Command`, its environment marked as launch `service`
+/// ([`guard::service_env`]).
+fn service_command(program: &Path, args: &[OsString], service: u64) -> Command {
     let mut cmd = Command::new(program);
-    cmd.args(args);
+    cmd.args(args).envs(guard::service_env(service));
     cmd
 }
 
@@ -367,44 +481,132 @@ pub fn become_subreaper() {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
-/// Kills and reaps every child of this process that no `Proc` owns — orphans re-parented
-/// here after escaping their process group — until none is left. Call it when no `Proc` is
-/// alive. Returns "pid N (name)" for each.
+/// Is this process a subreaper ([`become_subreaper`])? Only then can orphans be
+/// re-parented to it.
+fn is_subreaper() -> bool {
+    let mut on: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int.
+    let r = unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut on as *mut libc::c_int) };
+    r == 0 && on != 0
+}
+
+/// Whose orphans to reap.
+enum Whose<'a> {
+    /// Any service's this runner launched (carrying its marker).
+    AnyService,
+    /// Launch `id`'s, whose first process is `leader` (reaped by pid, never here).
+    Service {
+        id: u64,
+        leader: u32,
+        cgroups: &'a [std::path::PathBuf],
+    },
+}
+
+/// Kills and reaps the orphans of every service this runner launched — its processes
+/// re-parented here after escaping their process group — until none is left. Call it when
+/// no `Proc` is alive. Returns "pid N (name)" for each that was still running.
 pub fn reap_orphans() -> Vec<String> {
-    let me = std::process::id();
+    reap_orphans_of(&Whose::AnyService)
+}
+
+/// Kills and reaps the orphans of `whose` ([`orphans`]); for one service, reports only
+/// those still running outside its process group (members of the group were SIGKILLed
+/// with it and are only waiting to be reaped).
+fn reap_orphans_of(whose: &Whose) -> Vec<String> {
+    let group = match whose {
+        Whose::AnyService => 0,
+        Whose::Service { leader, .. } => *leader,
+    };
     let mut killed = Vec::new();
     // Killing one may orphan its own children in turn: a few rounds.
     for _ in 0..8 {
-        let orphans = children_of(me);
-        if orphans.is_empty() {
+        let found = orphans(whose);
+        if found.is_empty() {
             break;
         }
-        for (pid, name) in orphans {
-            // SAFETY: kill/waitpid on our own child.
+        for p in found {
+            // SAFETY: kill/waitpid on our own child, an orphan of a service of ours.
             unsafe {
-                libc::kill(pid as i32, libc::SIGKILL);
-                libc::waitpid(pid as i32, std::ptr::null_mut(), 0);
+                libc::kill(p.pid as i32, libc::SIGKILL);
+                libc::waitpid(p.pid as i32, std::ptr::null_mut(), 0);
             }
-            killed.push(format!("pid {pid} ({name})"));
+            if p.state != 'Z' && p.pgid != group {
+                killed.push(format!("pid {} ({})", p.pid, p.name));
+            }
         }
     }
     killed
 }
 
-/// (pid, command name) of the processes whose parent is `parent`, from /proc.
-fn children_of(parent: u32) -> Vec<(u32, String)> {
+/// The children of this process that are orphans of `whose`: re-parented here (only a
+/// subreaper has any), and a service's by its marker in their environment, or — for one
+/// service, as a zombie's environment cannot be read — by its process group or cgroups.
+/// Never a service's leader (its `Proc` reaps it), the guardian, or any other child: those
+/// belong to whoever spawned them, who will wait for them.
+fn orphans(whose: &Whose) -> Vec<ProcStat> {
+    if !is_subreaper() {
+        return Vec::new();
+    }
+    let direct = tree::children(std::process::id());
+    if direct.is_empty() {
+        return Vec::new();
+    }
+    let guard = guard::pid();
+    let in_groups: Vec<u32> = match whose {
+        Whose::Service { cgroups, .. } => {
+            cgroups.iter().flat_map(|d| tree::cgroup_procs(d)).collect()
+        }
+        Whose::AnyService => Vec::new(),
+    };
+    direct
+        .into_iter()
+        .filter(|p| Some(*p) != guard)
+        .filter_map(|p| parse_stat(&std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?))
+        .filter(|p| match whose {
+            Whose::AnyService => guard::carries_marker(p.pid, None),
+            Whose::Service { id, leader, .. } => {
+                p.pid != *leader
+                    && (p.pgid == *leader
+                        || in_groups.contains(&p.pid)
+                        || guard::carries_marker(p.pid, Some(*id)))
+            }
+        })
+        .collect()
+}
+
+/// One line of `/proc/<pid>/stat`, the fields the runner reads.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcStat {
+    pub pid: u32,
+    pub name: String,
+    pub state: char,
+    pub ppid: u32,
+    pub pgid: u32,
+}
+
+/// Parses "pid (comm) state ppid pgrp …" (comm may hold spaces and parentheses).
+fn parse_stat(stat: &str) -> Option<ProcStat> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    let (pid, name) = head.split_once(" (")?;
+    let mut f = rest.split_whitespace();
+    Some(ProcStat {
+        pid: pid.trim().parse().ok()?,
+        name: name.to_string(),
+        state: f.next()?.chars().next()?,
+        ppid: f.next()?.parse().ok()?,
+        pgid: f.next()?.parse().ok()?,
+    })
+}
+
+/// Every process in /proc.
+pub(crate) fn processes() -> Vec<ProcStat> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.flatten()
         .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            // "pid (comm) state ppid …": comm may hold spaces and parentheses.
-            let (head, rest) = stat.rsplit_once(')')?;
-            let name = head.split_once('(')?.1.to_string();
-            let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == parent).then_some((pid, name))
+            e.file_name().to_str()?.parse::<u32>().ok()?;
+            parse_stat(&std::fs::read_to_string(e.path().join("stat")).ok()?)
         })
         .collect()
 }
@@ -483,6 +685,25 @@ mod tests {
         assert_eq!(p.stderr_tail().as_deref(), Some("err"));
         assert_eq!(p.collect_stdout(), "out");
         assert!(launch_method().is_some());
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_neither_ends_the_reader_nor_kills_the_child() {
+        // More than a pipe's buffer after the bad line: had the reader stopped there, the
+        // child would die of SIGPIPE.
+        let mut p = launch(
+            "sh",
+            &["-c", "printf 'bad \\377 line\\r\\n'; seq 1 100000; exit 0"],
+            &Confinement::default(),
+            &[],
+        );
+        let st = p.wait_timeout(Duration::from_secs(20)).expect("exits");
+        assert_eq!(st.code(), Some(0), "{st}");
+        let out = p.collect_stdout();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "bad \u{fffd} line");
+        assert_eq!(lines.len(), 100_001);
+        assert_eq!(lines.last(), Some(&"100000"));
     }
 
     #[test]

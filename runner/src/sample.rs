@@ -1,8 +1,12 @@
 //! Sampling a process's CPU time and memory from /proc at a fixed rate on a side thread,
 //! then cutting the samples to the generator's measured window.
 //!
-//! CPU = sum of per-thread run time from /proc/<pid>/task/*/schedstat (ns resolution),
-//! falling back to utime+stime from /proc/<pid>/stat (clock ticks) where schedstat is absent.
+//! CPU = the process's CPU-time clock (`clock_getcpuclockid`: ns resolution, every thread's
+//! run time including threads that have exited), falling back to utime+stime from
+//! /proc/<pid>/stat (clock ticks, also counting exited threads) where that clock cannot be
+//! read. (A sum over the live threads' schedstat, as this once was, runs backwards when a
+//! thread exits: a thread-per-connection server lost its connections' CPU when they closed,
+//! and its window's CPU came out as nothing.)
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,34 +38,33 @@ fn clk_tck() -> f64 {
     if t > 0 { t as f64 } else { 100.0 }
 }
 
-fn schedstat_cpu_us(pid: u32) -> Option<f64> {
-    let mut total_ns: u64 = 0;
-    let mut any = false;
-    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .ok()?
-        .flatten()
-    {
-        if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat"))
-            && let Some(ns) = s
-                .split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        {
-            total_ns += ns;
-            any = true;
+/// The process's CPU-time clock now (µs): the run time of all its threads, live and exited.
+fn clock_cpu_us(pid: u32) -> Option<f64> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: clock_getcpuclockid writes one clockid_t; clock_gettime one timespec.
+    unsafe {
+        if libc::clock_getcpuclockid(pid as libc::pid_t, &mut clock) != 0 {
+            return None;
         }
+        let mut ts: libc::timespec = std::mem::zeroed();
+        if libc::clock_gettime(clock, &mut ts) != 0 {
+            return None;
+        }
+        Some(ts.tv_sec as f64 * 1e6 + ts.tv_nsec as f64 / 1e3)
     }
-    any.then_some(total_ns as f64 / 1000.0)
 }
 
-fn stat_cpu_us(pid: u32) -> Option<f64> {
+/// utime+stime (µs) and the start time (clock ticks since boot: with the pid, which process
+/// this is) from /proc/<pid>/stat.
+fn stat_cpu_us(pid: u32) -> Option<(f64, u64)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the ")" of comm: state is field 3; utime/stime are 14/15.
-    let rest = &s[s.rfind(')')? + 2..];
+    // Fields after the ")" of comm: state is field 3; utime/stime are 14/15, starttime 22.
+    let rest = s.get(s.rfind(')')? + 2..)?;
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ut: f64 = f.get(11)?.parse().ok()?;
     let st: f64 = f.get(12)?.parse().ok()?;
-    Some((ut + st) / clk_tck() * 1e6)
+    let start: u64 = f.get(19)?.parse().ok()?;
+    Some(((ut + st) / clk_tck() * 1e6, start))
 }
 
 /// `VmRSS`, `VmHWM` (bytes) and `Threads` from /proc/<pid>/status.
@@ -80,14 +83,78 @@ pub fn status(pid: u32) -> Option<(u64, u64, u32)> {
 }
 
 pub fn sample(pid: u32) -> Option<Sample> {
+    sample_of(pid).map(|(_, s)| s)
+}
+
+/// [`sample`], with the process's start time: a pid and its start time name one process.
+fn sample_of(pid: u32) -> Option<(u64, Sample)> {
+    let (stat_cpu, start) = stat_cpu_us(pid)?;
     let (rss, hwm, threads) = status(pid)?;
-    let cpu = schedstat_cpu_us(pid).or_else(|| stat_cpu_us(pid))?;
-    Some(Sample {
-        t_unix_us: now_unix_us(),
-        cpu_us: cpu,
-        rss_bytes: rss,
-        hwm_bytes: hwm,
-        threads,
+    let cpu = clock_cpu_us(pid).unwrap_or(stat_cpu);
+    Some((
+        start,
+        Sample {
+            t_unix_us: now_unix_us(),
+            cpu_us: cpu,
+            rss_bytes: rss,
+            hwm_bytes: hwm,
+            threads,
+        },
+    ))
+}
+
+/// Sampling a whole process tree: the sum over its members of CPU, RSS and threads. A
+/// member that exits keeps the CPU it had at its last sample, so the tree's CPU never runs
+/// backwards (what it ran after that sample is lost: at most one interval's worth). Members
+/// are told apart by pid and start time: a pid the kernel gives to a new member is a new
+/// member, not the old one's CPU falling back.
+#[derive(Debug, Default)]
+pub struct TreeSampler {
+    tree: crate::process::Tree,
+    last_cpu_us: std::collections::BTreeMap<(u32, u64), f64>,
+}
+
+impl TreeSampler {
+    pub fn new(tree: crate::process::Tree) -> TreeSampler {
+        TreeSampler {
+            tree,
+            last_cpu_us: Default::default(),
+        }
+    }
+
+    /// One sample of the tree now; None once no member is left.
+    pub fn sample(&mut self) -> Option<Sample> {
+        let mut any = None;
+        let (mut rss, mut hwm, mut threads) = (0, 0, 0);
+        for pid in self.tree.members() {
+            let Some((start, s)) = sample_of(pid) else {
+                continue;
+            };
+            // Never below an earlier sample of the same process (the tick-resolution
+            // fallback and the clock may alternate).
+            let cpu = self.last_cpu_us.entry((pid, start)).or_insert(s.cpu_us);
+            *cpu = cpu.max(s.cpu_us);
+            rss += s.rss_bytes;
+            hwm += s.hwm_bytes;
+            threads += s.threads;
+            any = Some(s.t_unix_us);
+        }
+        Some(Sample {
+            t_unix_us: any?,
+            cpu_us: self.last_cpu_us.values().sum(),
+            rss_bytes: rss,
+            hwm_bytes: hwm,
+            threads,
+        })
+    }
+}
+
+/// RSS, peak RSS and threads of a whole tree now (summed over its members), as [`status`].
+pub fn tree_status(tree: &crate::process::Tree) -> Option<(u64, u64, u32)> {
+    let all: Vec<_> = tree.members().into_iter().filter_map(status).collect();
+    (!all.is_empty()).then(|| {
+        all.iter()
+            .fold((0, 0, 0), |(r, h, t), s| (r + s.0, h + s.1, t + s.2))
     })
 }
 
@@ -98,17 +165,24 @@ pub struct Sampler {
 
 impl Sampler {
     pub fn start(pid: u32) -> Sampler {
+        Sampler::start_tree(crate::process::Tree::new(pid, vec![]))
+    }
+
+    /// Samples a service's whole process tree ([`TreeSampler`]); for a service that is one
+    /// process, that process exactly as [`sample`] reads it.
+    pub fn start_tree(tree: crate::process::Tree) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
         let handle = std::thread::spawn(move || {
+            let mut t = TreeSampler::new(tree);
             let mut out = Vec::new();
             while !s2.load(Ordering::Relaxed) {
-                if let Some(s) = sample(pid) {
+                if let Some(s) = t.sample() {
                     out.push(s);
                 }
                 std::thread::sleep(Duration::from_millis(INTERVAL_MS));
             }
-            if let Some(s) = sample(pid) {
+            if let Some(s) = t.sample() {
                 out.push(s);
             }
             out
@@ -150,9 +224,26 @@ pub fn usage_in_window(
         .iter()
         .filter(|s| s.t_unix_us >= start_unix_us && s.t_unix_us <= end)
         .collect();
-    let cpu_us = match (cpu_at(samples, start_unix_us), cpu_at(samples, end)) {
-        (Some(a), Some(b)) if b >= a => Some(b - a),
-        _ => None,
+    let (cpu_us, cpu_unmeasured) = match (cpu_at(samples, start_unix_us), cpu_at(samples, end)) {
+        (Some(a), Some(b)) if b >= a => (Some(b - a), None),
+        (Some(a), Some(b)) => (
+            None,
+            Some(format!(
+                "the service's CPU time ran backwards across the window ({a:.0} µs at its start, {b:.0} µs at its end)"
+            )),
+        ),
+        (a, _) => (
+            None,
+            Some(format!(
+                "no read of the service's CPU time {} the window ({} samples of its processes in all)",
+                if a.is_none() {
+                    "at or before the start of"
+                } else {
+                    "at or after the end of"
+                },
+                samples.len()
+            )),
+        ),
     };
     let rss: Vec<u64> = inside.iter().map(|s| s.rss_bytes).collect();
     ServerUsage {
@@ -162,6 +253,7 @@ pub fn usage_in_window(
         cpu_us_per_request: cpu_us
             .filter(|_| responses > 0)
             .map(|c| c / responses as f64),
+        cpu_unmeasured,
         cpu_cores_busy: cpu_us
             .filter(|_| window_s > 0.0)
             .map(|c| c / (window_s * 1e6)),
@@ -205,14 +297,59 @@ mod tests {
     }
 
     #[test]
-    fn window_outside_samples_gives_none() {
+    fn window_outside_samples_gives_none_with_the_reason() {
         let samples = vec![s(0, 0.0, 1), s(100, 10.0, 1)];
-        assert_eq!(usage_in_window(&samples, 1_000_000, 1.0, 10).cpu_us, None);
+        let u = usage_in_window(&samples, 1_000_000, 1.0, 10);
+        assert_eq!(u.cpu_us, None);
+        let reason = u.cpu_unmeasured.unwrap_or_default();
+        assert!(
+            reason.contains("at or before the start of the window"),
+            "{reason}"
+        );
+        let samples = vec![s(0, 0.0, 1), s(1_500_000, 10.0, 1)];
+        let u = usage_in_window(&samples, 1_000_000, 1.0, 10);
+        assert_eq!(u.cpu_us, None);
+        let reason = u.cpu_unmeasured.unwrap_or_default();
+        assert!(
+            reason.contains("at or after the end of the window"),
+            "{reason}"
+        );
+        let backwards = vec![s(0, 50.0, 1), s(2_000_000, 10.0, 1)];
+        let u = usage_in_window(&backwards, 0, 1.0, 10);
+        assert_eq!(u.cpu_us_per_request, None);
+        assert!(u.cpu_unmeasured.unwrap().contains("ran backwards"));
+        let ok = usage_in_window(&[s(0, 0.0, 1), s(2_000_000, 10.0, 1)], 0, 1.0, 10);
+        assert_eq!(ok.cpu_unmeasured, None);
     }
 
     #[test]
     fn samples_self() {
         let me = sample(std::process::id()).unwrap();
         assert!(me.rss_bytes > 0 && me.threads >= 1);
+    }
+
+    /// A thread-per-connection server's CPU once ran backwards when a connection's thread
+    /// exited (its run time left the sum over live threads): its window read no CPU at all.
+    #[test]
+    fn a_process_keeps_the_cpu_of_its_threads_that_exited() {
+        let me = std::process::id();
+        let before = sample(me).unwrap().cpu_us;
+        // A thread that runs 50 ms of CPU (its own clock), then exits.
+        std::thread::spawn(|| {
+            let thread_ns = || {
+                // SAFETY: clock_gettime writes one timespec.
+                let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+                unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+                ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+            };
+            let mut x = 0u64;
+            while thread_ns() < 50_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        })
+        .join()
+        .unwrap();
+        let after = sample(me).unwrap().cpu_us;
+        assert!(after - before >= 49_000.0, "{before} → {after} µs");
     }
 }

@@ -30,6 +30,7 @@ const EXIT_GRACE_S: u64 = 3;
 pub fn main() -> anyhow::Result<std::process::ExitCode> {
     crate::interrupt::install();
     crate::process::become_subreaper();
+    crate::process::guard::start();
     let requests = watch_stdin();
     reply(&Reply::Hello {
         pid: std::process::id(),

@@ -119,6 +119,9 @@ fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
     let run = store.read_run()?;
     let path = PathBuf::from(&run.config_path);
     let mut m = config::validate::parse(&path, &run.config_toml, exe_dir().as_deref())?;
+    // A variant's `rev` (say HEAD) may name another commit by now: the resumed cells run the
+    // commit the run started with, as run.json records it.
+    pin_recorded_commits(&mut m, &run.environment.variants);
     let opts = Options {
         quick: run.quick,
         only: run.only.clone(),
@@ -132,12 +135,78 @@ fn resume_run(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
     let plan = plan::expand(&m, &opts)?;
     // The builds are cached by content, so this finds the binaries the run started with.
     crate::variant::prepare(&mut m, &plan_services(&plan), &mut |n| eprintln!("{n}"))?;
+    check_same_binaries(&run, &m, &plan)?;
     Ok((store, run, m, plan))
+}
+
+/// Points every variant at the commit `recorded` (run.json) says it resolved to when the run
+/// started.
+fn pin_recorded_commits(m: &mut Matrix, recorded: &[crate::results::variants::VariantRecord]) {
+    for s in &mut m.services {
+        if let Some(v) = s.variant.as_mut()
+            && let Some(r) = recorded.iter().find(|r| r.service == s.name)
+        {
+            v.commit.clone_from(&r.commit);
+        }
+    }
+}
+
+/// A resumed run measures the programs it started with: every binary the rest of the plan
+/// runs (its services and loadgen) must have the sha256 run.json recorded for it, or one
+/// service name would stand for two programs. Err (exit 2) names each that changed.
+fn check_same_binaries(run: &RunRecord, m: &Matrix, plan: &Plan) -> anyhow::Result<()> {
+    let mut used = plan_services(plan);
+    used.insert("loadgen".into());
+    let now = crate::env::provenance::binary_builds(
+        &binaries(m)
+            .into_iter()
+            .filter(|(name, _)| used.contains(name))
+            .collect(),
+    );
+    let changed = changed_binaries(&run.environment.binary_builds, &now);
+    anyhow::ensure!(
+        changed.is_empty(),
+        "cannot resume {}: {}; resuming would measure one name with two programs (put the \
+         recorded binaries back, or start a new run)",
+        run.run_id,
+        changed.join("; ")
+    );
+    Ok(())
+}
+
+/// The binaries in `now` whose sha256 differs from the one `recorded` (run.json) holds for
+/// the same name, each as "NAME: PATH has sha256 X…, run.json records Y…". A name recorded
+/// without a hash (unreadable then) is not compared.
+fn changed_binaries(
+    recorded: &BTreeMap<String, crate::results::schema::BinaryBuild>,
+    now: &BTreeMap<String, crate::results::schema::BinaryBuild>,
+) -> Vec<String> {
+    let short = |h: &str| h[..h.len().min(12)].to_string();
+    now.iter()
+        .filter_map(|(name, b)| {
+            let want = recorded.get(name)?.sha256.as_deref()?;
+            match b.sha256.as_deref() {
+                Some(h) if h == want => None,
+                Some(h) => Some(format!(
+                    "{name}: {} has sha256 {}…, run.json records {}…",
+                    b.path,
+                    short(h),
+                    short(want)
+                )),
+                None => Some(format!(
+                    "{name}: {} cannot be read (run.json records sha256 {}…)",
+                    b.path,
+                    short(want)
+                )),
+            }
+        })
+        .collect()
 }
 
 pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     interrupt::install();
     crate::process::become_subreaper();
+    crate::process::guard::start();
     let (store, mut run, m, plan) = match &args.resume {
         Some(dir) => resume_run(dir)?,
         None => {
@@ -272,5 +341,100 @@ impl RepRunner for Local<'_> {
 
     fn cool_down(&mut self, ms: u64) -> bool {
         interrupt::sleep_ms(ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::schema::BinaryBuild;
+
+    fn build(path: &str, sha: Option<&str>) -> BinaryBuild {
+        BinaryBuild {
+            path: path.into(),
+            sha256: sha.map(String::from),
+            build_commit: None,
+            build_dirty: None,
+        }
+    }
+
+    #[test]
+    fn a_binary_whose_hash_differs_from_run_json_is_named() {
+        let recorded = BTreeMap::from([
+            ("a".to_string(), build("a", Some("aaaa"))),
+            ("b".to_string(), build("b", Some("bbbb"))),
+            ("c".to_string(), build("c", Some("cccc"))),
+            ("d".to_string(), build("d", None)),
+        ]);
+        let now = BTreeMap::from([
+            ("a".to_string(), build("bin/a", Some("aaaa"))),
+            ("b".to_string(), build("bin/b", Some("b222"))),
+            ("c".to_string(), build("bin/c", None)),
+            ("d".to_string(), build("bin/d", Some("dddd"))),
+            ("new".to_string(), build("bin/new", Some("eeee"))),
+        ]);
+        assert_eq!(
+            changed_binaries(&recorded, &now),
+            [
+                "b: bin/b has sha256 b222…, run.json records bbbb…",
+                "c: bin/c cannot be read (run.json records sha256 cccc…)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_resumed_variant_runs_the_commit_run_json_recorded() {
+        let text = r#"
+[defaults]
+loadgen = "/bin/true"
+
+[[services]]
+name = "svc"
+binary = "/bin/true"
+
+[[scenarios]]
+name = "ping"
+path = "/ping"
+load = { model = "closed", connections = [1] }
+
+[[profiles]]
+name = "p"
+server_cpus = "0"
+loadgen_cpus = "0"
+"#;
+        let mut m = config::validate::parse(Path::new("m.toml"), text, None).unwrap();
+        let mut v = m.services[0].clone();
+        v.name = "svc@v".into();
+        v.variant = Some(crate::config::VariantDef {
+            base: "svc".into(),
+            name: "v".into(),
+            binary_name: "svc".into(),
+            rev: "HEAD".into(),
+            // What HEAD resolves to now, after a commit made since the run started.
+            commit: "2".repeat(40),
+            repo: PathBuf::from("."),
+            pins: Default::default(),
+        });
+        m.services.push(v);
+        let recorded = crate::results::variants::VariantRecord {
+            service: "svc@v".into(),
+            base: "svc".into(),
+            variant: "v".into(),
+            rev: "HEAD".into(),
+            commit: "1".repeat(40),
+            pins: Default::default(),
+            resolved: Default::default(),
+            cargo_lock_sha256: "00".into(),
+            cache_key: "k".into(),
+            build_command: "cargo build".into(),
+            cached: false,
+            binary: None,
+            binary_sha256: None,
+            error: None,
+        };
+        pin_recorded_commits(&mut m, &[recorded]);
+        let v = m.services[1].variant.as_ref().unwrap();
+        assert_eq!(v.commit, "1".repeat(40));
+        assert!(m.services[0].variant.is_none());
     }
 }

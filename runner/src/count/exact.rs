@@ -179,20 +179,28 @@ pub fn split_by_load(calls: &[(u64, u64)], starts_mono_us: &[u64]) -> Result<Vec
     Ok(out)
 }
 
-/// Runs the exact-count window against the server `server_pid`, whose timed window measured
-/// `req_per_s`.
+/// Runs the exact-count window against the server's processes `server_pids` (its whole
+/// process tree; perf counts them together), whose timed window measured `req_per_s`.
 pub fn window(
     loadgen_bin: &Path,
     spec: &LoadSpec,
     spec_file: &Path,
     conf: &Confinement,
-    server_pid: u32,
+    server_pids: &[u32],
     req_per_s: f64,
 ) -> SyscallWindow {
+    if server_pids.is_empty() {
+        return SyscallWindow::unmeasured("the service has no process left to count");
+    }
+    let server_pid = server_pids
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     let (n1, n2) = requests_for(spec, req_per_s);
     let record_out = spec_file.with_extension("perf.data");
-    let record = perf::Record::start(server_pid, &record_out);
-    let server = match perf::Syscalls::start(server_pid) {
+    let record = perf::Record::start(&server_pid, &record_out);
+    let server = match perf::Syscalls::start(&server_pid) {
         Ok(s) => s,
         Err(u) => return SyscallWindow::unmeasured(u.0),
     };

@@ -52,17 +52,34 @@ impl Counter {
 
     /// Starts the /proc reads beside `syscalls` (a started perf, or why there is none).
     pub fn start_with(pid: u32, syscalls: Result<perf::Syscalls, perf::Unmeasured>) -> Counter {
+        Counter::start_reads(move || proc::read(pid), syscalls)
+    }
+
+    /// Counts a service's whole process tree from /proc: the sum over its members
+    /// ([`proc::TreeReads`]).
+    pub fn start_proc_tree(tree: crate::process::Tree) -> Counter {
+        let mut reads = proc::TreeReads::new(tree);
+        Counter::start_reads(
+            move || reads.read(),
+            Err(perf::Unmeasured("not counted in this window".into())),
+        )
+    }
+
+    fn start_reads(
+        mut read: impl FnMut() -> Option<proc::ProcRead> + Send + 'static,
+        syscalls: Result<perf::Syscalls, perf::Unmeasured>,
+    ) -> Counter {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
         // The first read before returning: the window cannot start before it.
-        let first = proc::read(pid);
+        let first = read();
         let reads = std::thread::spawn(move || {
             let mut out: Vec<proc::ProcRead> = first.into_iter().collect();
             while !s2.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(INTERVAL_MS));
-                out.extend(proc::read(pid));
+                out.extend(read());
             }
-            out.extend(proc::read(pid));
+            out.extend(read());
             out
         });
         Counter {

@@ -92,13 +92,17 @@ fn read_lines(stderr: impl std::io::Read) -> Reading {
 
 impl Syscalls {
     /// `perf` from PATH; see [`Syscalls::start_with`].
-    pub fn start(pid: u32) -> Result<Syscalls, Unmeasured> {
+    pub fn start(pid: impl std::fmt::Display) -> Result<Syscalls, Unmeasured> {
         Syscalls::start_with("perf", pid)
     }
 
-    /// Attaches `program stat` to `pid` and waits until it has printed its first interval (it
-    /// is counting), or says why it cannot count.
-    pub fn start_with(program: impl Into<PathBuf>, pid: u32) -> Result<Syscalls, Unmeasured> {
+    /// Attaches `program stat` to `pid` (one pid, or several comma-separated: counted
+    /// together) and waits until it has printed its first interval (it is counting), or says
+    /// why it cannot count.
+    pub fn start_with(
+        program: impl Into<PathBuf>,
+        pid: impl std::fmt::Display,
+    ) -> Result<Syscalls, Unmeasured> {
         let program = program.into();
         let mut child = Command::new(&program)
             .args([
@@ -511,7 +515,7 @@ pub struct Record {
 impl Record {
     /// Starts recording `pid` into `out`. perf record says nothing when it is ready: the
     /// caller waits, and checks the recording's count against `perf stat`'s.
-    pub fn start(pid: u32, out: &std::path::Path) -> Result<Record, Unmeasured> {
+    pub fn start(pid: impl std::fmt::Display, out: &std::path::Path) -> Result<Record, Unmeasured> {
         let child = Command::new("perf")
             .args([
                 "record",

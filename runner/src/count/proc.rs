@@ -46,10 +46,23 @@ fn parse_switches(status: &str) -> Option<(u64, u64)> {
     ))
 }
 
+/// Field 22 (starttime, clock ticks since boot) of a `stat` line: with the pid, which
+/// process this is.
+fn parse_start(line: &str) -> Option<u64> {
+    let rest = line.get(line.rfind(')')? + 2..)?;
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
 /// Reads `pid`'s counters now; `None` once the process is gone.
 pub fn read(pid: u32) -> Option<ProcRead> {
+    read_of(pid).map(|(_, r)| r)
+}
+
+/// [`read`], with the process's start time.
+fn read_of(pid: u32) -> Option<(u64, ProcRead)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (minflt, majflt, utime, stime) = parse_stat(&stat)?;
+    let start = parse_start(&stat)?;
     let (mut vol, mut invol) = (0, 0);
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
@@ -66,15 +79,60 @@ pub fn read(pid: u32) -> Option<ProcRead> {
         }
     }
     let tick_us = 1e6 / clk_tck();
-    Some(ProcRead {
-        t_unix_us: crate::sample::now_unix_us(),
-        voluntary_ctx_switches: vol,
-        involuntary_ctx_switches: invol,
-        minor_faults: minflt,
-        major_faults: majflt,
-        user_us: utime as f64 * tick_us,
-        system_us: stime as f64 * tick_us,
-    })
+    Some((
+        start,
+        ProcRead {
+            t_unix_us: crate::sample::now_unix_us(),
+            voluntary_ctx_switches: vol,
+            involuntary_ctx_switches: invol,
+            minor_faults: minflt,
+            major_faults: majflt,
+            user_us: utime as f64 * tick_us,
+            system_us: stime as f64 * tick_us,
+        },
+    ))
+}
+
+/// Reads of a whole process tree: each counter summed over the members; a member that
+/// exits keeps the counts of its last read, so no counter runs backwards. Members are told
+/// apart by pid and start time (a reused pid is a new member).
+#[derive(Debug, Default)]
+pub struct TreeReads {
+    tree: crate::process::Tree,
+    last: std::collections::BTreeMap<(u32, u64), ProcRead>,
+}
+
+impl TreeReads {
+    pub fn new(tree: crate::process::Tree) -> TreeReads {
+        TreeReads {
+            tree,
+            last: Default::default(),
+        }
+    }
+
+    /// The tree's counters now; None once no member is left.
+    pub fn read(&mut self) -> Option<ProcRead> {
+        let mut at = None;
+        for pid in self.tree.members() {
+            if let Some((start, r)) = read_of(pid) {
+                at = Some(r.t_unix_us);
+                self.last.insert((pid, start), r);
+            }
+        }
+        let mut sum = ProcRead {
+            t_unix_us: at?,
+            ..ProcRead::default()
+        };
+        for r in self.last.values() {
+            sum.voluntary_ctx_switches += r.voluntary_ctx_switches;
+            sum.involuntary_ctx_switches += r.involuntary_ctx_switches;
+            sum.minor_faults += r.minor_faults;
+            sum.major_faults += r.major_faults;
+            sum.user_us += r.user_us;
+            sum.system_us += r.system_us;
+        }
+        Some(sum)
+    }
 }
 
 #[cfg(test)]
@@ -84,6 +142,7 @@ mod tests {
     #[test]
     fn parses_stat_with_spaces_in_comm() {
         let line = "42 (a b) S 1 42 42 0 -1 4194560 1234 0 7 0 250 40 0 0 20 0 3 0 1 0 0";
+        assert_eq!(parse_start(line), Some(1));
         assert_eq!(parse_stat(line), Some((1234, 7, 250, 40)));
         assert_eq!(parse_stat("garbage"), None);
     }

@@ -12,8 +12,6 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-
 use super::ssh::{Remote, quote, run_with_input};
 use super::work_dir::checked_sha;
 use crate::results::schema::ShippedBinary;
@@ -26,8 +24,7 @@ pub fn sha256_file(p: &Path) -> Result<String, String> {
     if let Some(h) = seen.get(p) {
         return Ok(h.clone());
     }
-    let bytes = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
-    let h = format!("{:x}", Sha256::digest(&bytes));
+    let h = crate::binaries::sha256_file(p)?;
     seen.insert(p.to_path_buf(), h.clone());
     Ok(h)
 }

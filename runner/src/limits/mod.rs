@@ -195,6 +195,11 @@ impl Confinement {
         Ok(())
     }
 
+    /// The cgroup directories the process is started in (empty: affinity only).
+    pub fn cgroup_dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
     /// What the child does between fork (or clone) and exec to enter this confinement.
     pub fn child_setup(&self) -> ChildSetup {
         ChildSetup {

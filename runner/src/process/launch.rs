@@ -77,12 +77,14 @@ impl From<Failed> for io::Error {
 /// than its own mapping (whose unmapping would flush TLBs on the service's CPU).
 const STACK: usize = 64 * 1024;
 
-/// Starts `program` with `args` and the runner's environment, stdin/stdout/stderr on the
+/// Starts `program` with `args` and the runner's environment, `marks` set in it (or
+/// replacing the runner's own: [`super::guard::service_env`]), stdin/stdout/stderr on the
 /// given fds, `setup` applied in the child. Returns once the child has exec'd; a failure in
 /// the child (setup or exec) comes back as its errno, the child reaped.
 pub fn launch(
     program: &Path,
     args: &[OsString],
+    marks: &[(&str, String)],
     (stdin, stdout, stderr): (&OwnedFd, &OwnedFd, &OwnedFd),
     setup: &ChildSetup,
 ) -> Result<Launched, Failed> {
@@ -93,7 +95,12 @@ pub fn launch(
         .map(cstring)
         .collect::<io::Result<Vec<_>>>()
         .map_err(Failed::Child)?;
+    // The runner's environment, marked: every process of the service's tree inherits the
+    // marks, by which the runner finds its orphans and the guardian finds them all if the
+    // runner is killed (`super::guard`).
     let env_owned = std::env::vars_os()
+        .filter(|(k, _)| !marks.iter().any(|(m, _)| k == m))
+        .chain(marks.iter().map(|(k, v)| (k.into(), v.into())))
         .map(|(k, v)| {
             let mut kv = k;
             kv.push("=");

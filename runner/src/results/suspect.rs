@@ -112,6 +112,9 @@ fn rep_reasons(cell: &CellResult, rep: &RepResult) -> Vec<String> {
     {
         r.push(format!("rep {rep_no}: OOM kill inside the memory limit"));
     }
+    if let Some(why) = &rep.server.cpu_unmeasured {
+        r.push(format!("rep {rep_no}: server CPU unmeasured: {why}"));
+    }
     r
 }
 

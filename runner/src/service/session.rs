@@ -110,6 +110,7 @@ impl Session {
             l.ip,
             l.workers,
             l.args,
+            l.args.ready_path(l.path),
             conf,
             l.probe_cpus,
             l.startup_timeout,
@@ -162,7 +163,7 @@ impl Session {
                 outcome,
             }));
         }
-        s.start.idle_rss_bytes = sample::status(s.proc.pid).map(|st| st.0);
+        s.start.idle_rss_bytes = sample::tree_status(&s.proc.tree()).map(|st| st.0);
         Ok((s, outcome))
     }
 
@@ -171,7 +172,7 @@ impl Session {
     fn wait_ready(&mut self, l: &Launch) -> Result<(), StageError> {
         let (proc, addr) = (&mut self.proc, self.addr);
         let r = cpus::on_cpus(l.probe_cpus, || {
-            startup::wait_ready(proc, addr, l.startup_timeout)
+            startup::wait_ready_at(proc, addr, l.args.ready_path(l.path), l.startup_timeout)
         })
         .map_err(|e| StageError::at(Stage::Startup, e))?;
         self.start.connect_us = Some(r.connect_us);
@@ -224,7 +225,7 @@ impl Session {
     /// Samples the service's CPU and memory, and its cgroup's counters, while `f` runs.
     pub fn sample_while<T>(&self, conf: &Confinement, f: impl FnOnce() -> T) -> Sampled<T> {
         let before = conf.counters();
-        let sampler = Sampler::start(self.proc.pid);
+        let sampler = Sampler::start_tree(self.proc.tree());
         let value = f();
         let samples = sampler.finish();
         let after = conf.counters();

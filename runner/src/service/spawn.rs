@@ -49,6 +49,15 @@ impl<'a> From<&'a Vec<String>> for Argv<'a> {
 }
 
 impl Argv<'_> {
+    /// The path readiness polls: /ping for a suite service (every one has it), the
+    /// scenario's `path` for a server the suite did not write.
+    pub fn ready_path<'p>(&self, path: &'p str) -> &'p str {
+        match self {
+            Argv::Contract(_) => "/ping",
+            Argv::External(_) => path,
+        }
+    }
+
     /// The arguments for one start on `addr`.
     pub fn for_start(&self, addr: SocketAddr, workers: u32) -> Vec<OsString> {
         match self {

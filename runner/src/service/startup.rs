@@ -1,5 +1,6 @@
-//! Start-up time: exec → TCP connect accepted → first `HTTP/1.1 200` on /ping, at µs
-//! resolution. Timing the 200, not the open port: some runtimes accept long before serving.
+//! Start-up time: exec → TCP connect accepted → first `HTTP/1.1 200` on /ping (a suite
+//! service) or on the scenario's path (a server the suite did not write, which need not
+//! have /ping), at µs resolution. Timing the 200, not the open port: some runtimes accept long before serving.
 //! The clock starts at the child's own timestamp just before `execve` (`Proc::exec_at_ns`),
 //! so nothing the runner does to launch it counts; the child is launched vfork-style
 //! (`Proc::launch`), so that execve costs what it costs from any launcher rather than
@@ -29,6 +30,17 @@ const RETRY: Duration = Duration::from_micros(50);
 /// Polls until /ping answers 200, the process exits, the timeout passes or we are
 /// interrupted (error text says which).
 pub fn wait_ready(proc: &mut Proc, addr: SocketAddr, timeout: Duration) -> Result<Ready, String> {
+    wait_ready_at(proc, addr, "/ping", timeout)
+}
+
+/// [`wait_ready`] polling `path` (a request target such as `/ping` or `/sleep?ms=5`).
+pub fn wait_ready_at(
+    proc: &mut Proc,
+    addr: SocketAddr,
+    path: &str,
+    timeout: Duration,
+) -> Result<Ready, String> {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     let t0_ns = proc.exec_at_ns.unwrap_or(proc.spawned_at_ns);
     let launch_us = proc
         .exec_at_ns
@@ -53,7 +65,7 @@ pub fn wait_ready(proc: &mut Proc, addr: SocketAddr, timeout: Duration) -> Resul
         match TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
             Ok(mut s) => {
                 connect_us.get_or_insert(since());
-                match probe(&mut s) {
+                match probe(&mut s, request.as_bytes()) {
                     Ok(()) => {
                         return Ok(Ready {
                             connect_us: connect_us.unwrap_or(0),
@@ -75,12 +87,11 @@ pub fn wait_ready(proc: &mut Proc, addr: SocketAddr, timeout: Duration) -> Resul
     }
 }
 
-fn probe(s: &mut TcpStream) -> Result<(), String> {
+fn probe(s: &mut TcpStream, request: &[u8]) -> Result<(), String> {
     s.set_read_timeout(Some(Duration::from_secs(1)))
         .map_err(|e| e.to_string())?;
     let _ = s.set_nodelay(true);
-    s.write_all(b"GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        .map_err(|e| format!("write: {e}"))?;
+    s.write_all(request).map_err(|e| format!("write: {e}"))?;
     let mut buf = [0u8; 64];
     let mut n = 0;
     while n < 12 {

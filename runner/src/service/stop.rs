@@ -1,5 +1,5 @@
-//! Stopping a service: SIGTERM to its process group, SIGKILL after the grace period, reap,
-//! then check the port is really free for the next cell.
+//! Stopping a service: SIGTERM to its process group, SIGKILL after the grace period (to its
+//! whole process tree), reap, then check the port is really free for the next cell.
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
@@ -21,7 +21,9 @@ pub fn stop(proc: &mut Proc, port: u16, grace: Duration) -> StopRecord {
     };
     // (Stragglers in the group were SIGKILLed by `try_wait`/`kill` before the reap.)
     let stop_ms = t0.elapsed().as_millis() as u64;
-    let escaped_killed = crate::process::reap_orphans();
+    // What is left of the service's tree (its cgroups, descendants re-parented to the
+    // runner); those still running outside its process group are named.
+    let escaped_killed = proc.reap_rest();
     let mut free = port_is_free(port);
     let until = Instant::now() + Duration::from_secs(2);
     while !free && Instant::now() < until {

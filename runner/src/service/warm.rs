@@ -24,13 +24,16 @@ use crate::limits::Confinement;
 use crate::results::schema::{Stage, StageError};
 use crate::service::{spawn, startup};
 
-/// Starts `binary` as [`spawn::spawn`] does, waits for its first 200 from `probe_cpus`
-/// (within `timeout`) and kills its process group. Returns its exec → first 200 in µs.
+/// Starts `binary` as [`spawn::spawn`] does, waits for its first 200 on `ready_path` from
+/// `probe_cpus` (within `timeout`) and kills its process group. Returns its exec → first 200
+/// in µs.
+#[allow(clippy::too_many_arguments)]
 pub fn warm_up<'a>(
     binary: &Path,
     ip: IpAddr,
     workers: u32,
     argv: impl Into<spawn::Argv<'a>>,
+    ready_path: &str,
     confinement: &Confinement,
     probe_cpus: &[u32],
     timeout: Duration,
@@ -41,8 +44,9 @@ pub fn warm_up<'a>(
     let addr = spawn::free_addr(ip).map_err(|e| at_spawn(format!("no free port: {e}")))?;
     let mut proc = spawn::spawn(binary, addr, workers, argv, confinement, probe_cpus)
         .map_err(|e| at_spawn(format!("cannot start {}: {e}", binary.display())))?;
-    let ready =
-        crate::limits::cpus::on_cpus(probe_cpus, || startup::wait_ready(&mut proc, addr, timeout));
+    let ready = crate::limits::cpus::on_cpus(probe_cpus, || {
+        startup::wait_ready_at(&mut proc, addr, ready_path, timeout)
+    });
     // SIGKILL to the group and reaped: the measured start follows at once, and nothing of
     // the warm-up outlives this call.
     proc.kill();

@@ -53,16 +53,32 @@ pub fn command_text(v: &VariantDef, dir: &Path) -> String {
 }
 
 /// A variant built before with the same content (its record and binary are there).
-pub fn cached(dir: &Path, service: &str) -> Option<VariantRecord> {
-    let text = std::fs::read(dir.join(RECORD)).ok()?;
-    let mut r: VariantRecord = serde_json::from_slice(&text).ok()?;
-    let bin = r.binary.as_ref()?;
+/// Err(why) when the record is there but the binary no longer has the sha256 it records
+/// (replaced or damaged since the build): it must be built again, not run under the record.
+pub fn cached(dir: &Path, service: &str) -> Result<Option<VariantRecord>, String> {
+    let Some(text) = std::fs::read(dir.join(RECORD)).ok() else {
+        return Ok(None);
+    };
+    let Ok(mut r) = serde_json::from_slice::<VariantRecord>(&text) else {
+        return Ok(None);
+    };
+    let Some(bin) = r.binary.as_ref() else {
+        return Ok(None);
+    };
     if r.error.is_some() || !Path::new(bin).exists() {
-        return None;
+        return Ok(None);
+    }
+    // Re-hashed at every use: the record's hash is the one run.json will carry.
+    let now = crate::binaries::sha256_file(Path::new(bin))?;
+    if r.binary_sha256.as_deref() != Some(now.as_str()) {
+        return Err(format!(
+            "{bin} has sha256 {now}, its build record says {}",
+            r.binary_sha256.as_deref().unwrap_or("nothing")
+        ));
     }
     r.cached = true;
     r.service = service.to_string();
-    Some(r)
+    Ok(Some(r))
 }
 
 pub fn build(
@@ -136,4 +152,55 @@ pub fn build(
         let _ = std::fs::write(dir.join(RECORD), json);
     }
     rec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache directory holding a built variant: its record and its binary.
+    fn cache_dir(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "pingmatrix-variant-cache-{}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        let bin = dir.join("bin").join("ping-x");
+        std::fs::write(&bin, b"the binary as built").unwrap();
+        let rec = VariantRecord {
+            service: "ping-x@v".into(),
+            base: "ping-x".into(),
+            variant: "v".into(),
+            rev: "HEAD".into(),
+            commit: "c".repeat(40),
+            pins: Default::default(),
+            resolved: Default::default(),
+            cargo_lock_sha256: "00".into(),
+            cache_key: "k".into(),
+            build_command: "cargo build".into(),
+            cached: false,
+            binary: Some(bin.display().to_string()),
+            binary_sha256: Some(crate::binaries::sha256_file(&bin).unwrap()),
+            error: None,
+        };
+        std::fs::write(dir.join(RECORD), serde_json::to_vec(&rec).unwrap()).unwrap();
+        (dir, bin)
+    }
+
+    #[test]
+    fn a_cached_binary_is_rehashed_and_refused_when_it_changed_since_its_build() {
+        let (dir, bin) = cache_dir("rehash");
+        let r = cached(&dir, "ping-x@v").unwrap().expect("cached");
+        assert!(r.cached);
+        assert_eq!(
+            r.binary_sha256,
+            Some(crate::binaries::sha256_file(&bin).unwrap())
+        );
+        // Replaced after the build: its record's hash is no longer the binary's.
+        std::fs::write(&bin, b"another program").unwrap();
+        let why = cached(&dir, "ping-x@v").expect_err("not the recorded binary");
+        assert!(why.contains("its build record says"), "{why}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

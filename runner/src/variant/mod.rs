@@ -79,7 +79,11 @@ pub fn prepare(
         let root = cache_root(&v.repo);
         let key = cache_key(&v, &rustc);
         let dir = root.join(&key);
-        let rec = match build::cached(&dir, &s.name) {
+        let cached = build::cached(&dir, &s.name).unwrap_or_else(|why| {
+            note(&format!("variant {}: cached build not used: {why}", s.name));
+            None
+        });
+        let rec = match cached {
             Some(r) => {
                 note(&format!("variant {}: cached ({})", s.name, dir.display()));
                 r

@@ -572,6 +572,46 @@ fn resume_refuses_a_second_matrix_selection() {
     }
 }
 
+/// `--resume` used to resolve the binaries anew without checking them against the sha256
+/// run.json recorded: after a rebuild, one service name was measured with two programs.
+#[test]
+fn resume_refuses_a_binary_that_changed_since_the_run_started() {
+    let _machine = support::busy();
+    let d = Scratch::new("resume-rebuilt");
+    let svc = script(&d.0, "svc", "exit 3");
+    let m = d.0.join("m.toml");
+    std::fs::write(&m, matrix_toml(&[("svc", svc.clone())], 1, "")).unwrap();
+    let out = d.0.join("results");
+    let o = run_quiet(&m, &out, &["--only", "scenario=ping"], None)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let run_dir = only_run_dir(&out);
+    // "Rebuilt": same path, other bytes.
+    script(&d.0, "svc", "exit 4");
+    let o = run_matrix(
+        &["run", "--quiet", "--resume", run_dir.to_str().unwrap()],
+        None,
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        err.contains("cannot resume") && err.contains("svc: ") && err.contains("run.json records"),
+        "{err}"
+    );
+    // The recorded program back: the resume goes ahead.
+    script(&d.0, "svc", "exit 3");
+    let o = run_matrix(
+        &["run", "--quiet", "--resume", run_dir.to_str().unwrap()],
+        None,
+    )
+    .output()
+    .unwrap();
+    assert_ne!(o.status.code(), Some(2), "{}", out_text(&o));
+}
+
 /// Provenance used to come from the matrix file's directory (a config kept elsewhere
 /// recorded another repository's commit, or none) and binaries were recorded by path only.
 #[test]

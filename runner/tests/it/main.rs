@@ -18,5 +18,6 @@ mod report;
 mod sensitivity;
 mod startup_clock;
 mod support;
+mod trees;
 mod unmeasured;
 mod untrusted;

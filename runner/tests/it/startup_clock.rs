@@ -128,6 +128,7 @@ fn warm_up_start_answers_and_leaves_no_process() {
         LOCAL,
         1,
         &[],
+        "/ping",
         &conf,
         &probe,
         Duration::from_secs(5),
@@ -143,6 +144,38 @@ fn warm_up_start_answers_and_leaves_no_process() {
         before,
         "the warm-up start outlived the call"
     );
+}
+
+/// Stopping a service used to SIGKILL and reap every child of the calling process that no
+/// `Proc` owned, taking them all for the service's orphans. Inside this test binary those
+/// are the other tests' `matrix` children: their own wait then failed with ECHILD ("No
+/// child processes"). A child the service did not start is left to whoever started it.
+#[test]
+fn stopping_a_service_leaves_the_callers_other_children_alone() {
+    let _machine = support::busy();
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut other = std::process::Command::new("sleep")
+        .arg("30")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (conf, probe) = server_confinement();
+    let addr = spawn::free_addr(LOCAL).unwrap();
+    let mut proc = spawn::spawn(&responder(), addr, 1, &[], &conf, &probe).expect("launch");
+    on_cpus(&probe, || {
+        startup::wait_ready(&mut proc, addr, Duration::from_secs(5))
+    })
+    .expect("the responder answers");
+    let escaped = proc.reap_rest();
+    drop(proc);
+    let waited = other.try_wait();
+    let _ = other.kill();
+    let end = other.wait();
+    assert!(
+        matches!(waited, Ok(None)),
+        "another child of this process after the stop: {waited:?} (escaped {escaped:?})"
+    );
+    assert!(end.is_ok(), "{end:?}");
 }
 
 /// A file that exists but cannot be exec'd (no execute permission).
@@ -178,6 +211,7 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
         LOCAL,
         1,
         &[],
+        "/ping",
         &conf,
         &probe,
         Duration::from_secs(5),
@@ -194,8 +228,17 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
     // Started, but exits before answering: the exit status and its stderr.
     std::fs::write(&exits, "#!/bin/sh\necho gone >&2\nexit 4\n").unwrap();
     std::fs::set_permissions(&exits, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let f = warm::warm_up(&exits, LOCAL, 1, &[], &conf, &probe, Duration::from_secs(5))
-        .expect_err("exits at once");
+    let f = warm::warm_up(
+        &exits,
+        LOCAL,
+        1,
+        &[],
+        "/ping",
+        &conf,
+        &probe,
+        Duration::from_secs(5),
+    )
+    .expect_err("exits at once");
     assert_eq!(f.stage, Stage::Startup, "started, no answer");
     assert!(f.reason.contains("exited during start-up"), "{}", f.reason);
     assert_eq!(f.stderr_tail.as_deref(), Some("gone"));

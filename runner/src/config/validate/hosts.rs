@@ -12,7 +12,7 @@ use toml::Spanned;
 
 use super::Errs;
 use super::names::Names;
-use crate::config::schema::{HostEntry, Profile, Scenario};
+use crate::config::schema::{HostEntry, Profile, Scenario, Service};
 use crate::config::{HostDef, LOCAL_HOST, ProfileDef, ScenarioDef};
 use crate::results::schema::Placement;
 use loadgen::LoadModel;
@@ -276,6 +276,43 @@ pub(super) fn check_split(
     }
 }
 
+/// A server the suite did not write (`command`) cannot run on a multi-host profile: the
+/// agent on the server host starts suite services only (`--listen`/`--workers`, no
+/// placeholders). Every service runs every scenario on every profile the scenario allows,
+/// so the `command` is refused when any scenario runs on a multi-host profile.
+pub(super) fn check_external(
+    errs: &mut Errs,
+    raw: &[Service],
+    scenarios: &[ScenarioDef],
+    profiles: &[ProfileDef],
+) {
+    let multi_host = profiles
+        .iter()
+        .filter(|p| p.placement.is_some())
+        .find_map(|p| {
+            let s = scenarios
+                .iter()
+                .find(|s| s.profiles.as_ref().is_none_or(|ps| ps.contains(&p.name)))?;
+            Some((p.name.as_str(), s.name.as_str()))
+        });
+    let Some((profile, scenario)) = multi_host else {
+        return;
+    };
+    for (i, s) in raw.iter().enumerate() {
+        let Some(c) = &s.command else { continue };
+        errs.at(
+            c.span(),
+            format!("services[{i}].command"),
+            format!(
+                "a `command` service cannot run on multi-host profile {profile:?} (scenario \
+                 {scenario:?} runs there): the server host's agent starts suite services only; \
+                 restrict the multi-host profile to scenarios of their own (the scenarios' \
+                 `profiles`) in a matrix file without `command` services"
+            ),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{GOOD, parse_str};
@@ -320,5 +357,54 @@ loadgen_hosts = ["gen1", "local"]
         let p = m.profiles[1].placement.as_ref().unwrap();
         assert_eq!(p.server_host, "srv");
         assert_eq!(p.loadgen_hosts, ["gen1", "local"]);
+    }
+
+    #[test]
+    fn a_command_service_on_a_multi_host_profile_is_refused_with_its_position() {
+        let text = with(
+            r#"
+[[services]]
+name = "ext"
+command = ["srv", "--port", "{port}"]
+
+[[hosts]]
+name = "srv"
+host = "127.0.10.1"
+
+[[profiles]]
+name = "remote"
+server_cpus = "0"
+loadgen_cpus = "0"
+server_host = "srv"
+"#,
+        );
+        let e = parse_str(&text).unwrap_err();
+        let m: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("command = "))
+            .unwrap()
+            + 1;
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].starts_with(&format!("m.toml:{line}:11: services[1].command: a `command` service cannot run on multi-host profile \"remote\"")),
+            "{m:?}"
+        );
+        // The same service with the multi-host profile kept to scenarios of its own: no
+        // scenario runs there, nothing to refuse.
+        let local_only = text
+            .replace(
+                "load = { model = \"closed\", connections = [1, 16] }",
+                "load = { model = \"closed\", connections = [1, 16] }\nprofiles = [\"pinned\"]",
+            )
+            .replace(
+                "max_connections = 4 }",
+                "max_connections = 4 }\nprofiles = [\"pinned\"]",
+            );
+        assert!(
+            parse_str(&local_only).is_ok(),
+            "{:?}",
+            parse_str(&local_only).err()
+        );
     }
 }

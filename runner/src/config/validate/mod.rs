@@ -167,6 +167,7 @@ fn check(
     let profiles = profiles::check(errs, &f.profiles, &host.allowed_cpus, &hosts);
     let scenarios = scenarios::check(errs, &f.scenarios, &profiles, host, d.loadgen_threads);
     hosts::check_split(errs, &f.scenarios, &scenarios, &profiles);
+    hosts::check_external(errs, &f.services, &scenarios, &profiles);
     let cells = cells::Cells {
         services: &services,
         scenarios: &scenarios,

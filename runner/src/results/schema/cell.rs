@@ -489,6 +489,9 @@ pub struct ServerUsage {
     /// utime+stime over the window, interpolated at the window edges.
     pub cpu_us: Option<f64>,
     pub cpu_us_per_request: Option<f64>,
+    /// Why `cpu_us` is None: the CPU time could not be read around the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_unmeasured: Option<String>,
     /// Server CPU / window length (1.0 = one core busy).
     pub cpu_cores_busy: Option<f64>,
     pub rss_mean_bytes: Option<u64>,

@@ -1,0 +1,273 @@
+//! Servers the suite did not write, in the shapes they come in: serving from a forked worker
+//! behind `sh -c`, daemonizing (double fork), answering only on the scenario's path. The
+//! service is measured and stopped as its whole process tree, and nothing it started
+//! outlives the run — not even when the runner is SIGKILLed.
+
+use crate::support;
+use crate::support::live::*;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// An HTTP/1.1 keep-alive responder: argv host, port, mode. `fork`: a forked child serves
+/// while the parent waits; `daemon`: double fork and setsid, the first process exits at
+/// once; `json-only`: /json answers 200, everything else 404.
+const SERVER: &str = r#"
+import os, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+host, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        if self.path == "/ping" and mode != "json-only":
+            body, ctype, status = b"pong", "text/plain", 200
+        elif self.path == "/json":
+            body, ctype, status = b'{"message":"Hello, World!"}', "application/json", 200
+        else:
+            body, ctype, status = b"no", "text/plain", 404
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+
+def serve():
+    ThreadingHTTPServer((host, port), H).serve_forever()
+
+if mode == "fork":
+    if os.fork() == 0:
+        serve()
+    os.wait()
+elif mode == "daemon":
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            serve()
+        os._exit(0)
+    os._exit(0)
+else:
+    serve()
+"#;
+
+/// `[[services]]` entries running the fixture: (name, command).
+fn matrix(dir: &Path, services: &[(&str, Vec<String>)], defaults: &str) -> std::path::PathBuf {
+    let script = dir.join("server.py");
+    std::fs::write(&script, SERVER).unwrap();
+    let mut entries = String::new();
+    for (name, argv) in services {
+        let argv: Vec<String> = argv
+            .iter()
+            .map(|a| format!("{:?}", a.replace("SCRIPT", script.to_str().unwrap())))
+            .collect();
+        entries += &format!(
+            "\n[[services]]\nname = \"{name}\"\ncommand = [{}]\n",
+            argv.join(", ")
+        );
+    }
+    write_config(dir, &tiny_matrix(&[], 1, defaults, &entries))
+}
+
+fn argv(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+/// Processes whose environment holds `PINGMATRIX_E2E_MARKER=marker`.
+fn marked(marker: &str) -> Vec<String> {
+    let needle = format!("PINGMATRIX_E2E_MARKER={marker}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            e.file_name().to_str()?.parse::<u32>().ok()?;
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            env.split(|b| *b == 0)
+                .any(|kv| kv == needle.as_bytes())
+                .then(|| {
+                    let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
+                    cmd.replace('\0', " ")
+                })
+        })
+        .collect()
+}
+
+/// Waits up to 10 s for every marked process to be gone; what is left.
+fn left_after(marker: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = marked(marker);
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills whatever a failed test left (by marker), so a failure does not leak processes.
+struct Sweep(String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        let needle = format!("PINGMATRIX_E2E_MARKER={}", self.0);
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            if std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+            {
+                // SAFETY: SIGKILL to a process this test started (it carries its marker).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+fn cell(run: &Path, key: &str) -> serde_json::Value {
+    read(&run.join("cells").join(format!("{key}.json")))
+}
+
+/// Behind `sh -c` and serving from a forked worker, a server used to read CPU/request
+/// 0.0 µs and syscalls/request 0 (the runner read the one pid it started), flagged only with
+/// a false "left the service's process group".
+#[test]
+fn a_server_behind_sh_c_serving_from_a_forked_worker_is_measured_as_a_whole() {
+    let _machine = support::quiet();
+    let d = Scratch::new("tree-fork");
+    let marker = format!("{}-{}", std::process::id(), line!());
+    let _sweep = Sweep(marker.clone());
+    let m = matrix(
+        &d.0,
+        &[(
+            "forked",
+            argv(&["sh", "-c", "python3 SCRIPT {host} {port} fork; :"]),
+        )],
+        "count_syscalls = true",
+    );
+    let out_dir = d.0.join("out");
+    let o = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=ping"])
+        .env("PINGMATRIX_E2E_MARKER", &marker)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let c = cell(&only_run_dir(&out_dir), "forked__ping__c4__pinned");
+    let rep = &c["reps"][0];
+    let cpu = rep["server"]["cpu_us_per_request"].as_f64().unwrap_or(0.0);
+    // Python serving HTTP costs tens of µs a request; sh and the waiting parent nothing.
+    assert!(cpu > 5.0, "CPU/request {cpu} µs: {rep}");
+    let server = &rep["counts"]["server"];
+    match server["syscalls"].as_f64() {
+        Some(n) => {
+            let per = n / server["syscall_window_responses"]
+                .as_f64()
+                .unwrap()
+                .max(1.0);
+            assert!(per > 0.5, "syscalls/request {per}: {server}");
+        }
+        None => assert!(server["syscalls_unmeasured"].as_str().is_some(), "{server}"),
+    }
+    let reasons = c["suspect_reasons"].to_string();
+    assert!(
+        !reasons.contains("left the service's process group"),
+        "{reasons}"
+    );
+    assert!(left_after(&marker).is_empty());
+}
+
+/// A daemonizing server (double fork) was never reaped: its warm-up start kept listening
+/// after the run, or a later cell was blamed for it. Readiness used to poll /ping only, so
+/// a server without /ping never started.
+#[test]
+fn a_daemonizing_server_leaves_nothing_and_readiness_polls_the_scenarios_path() {
+    let _machine = support::busy();
+    let d = Scratch::new("tree-daemon");
+    let marker = format!("{}-{}", std::process::id(), line!());
+    let _sweep = Sweep(marker.clone());
+    let m = matrix(
+        &d.0,
+        &[
+            (
+                "daemon",
+                argv(&["python3", "SCRIPT", "{host}", "{port}", "daemon"]),
+            ),
+            (
+                "json-only",
+                argv(&["python3", "SCRIPT", "{host}", "{port}", "json-only"]),
+            ),
+        ],
+        "",
+    );
+    let out_dir = d.0.join("out");
+    let o = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=open"])
+        .env("PINGMATRIX_E2E_MARKER", &marker)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let left = marked(&marker);
+    assert!(left.is_empty(), "outlived the run: {left:?}");
+    let run = only_run_dir(&out_dir);
+    let daemon = cell(&run, "daemon__open__r300__pinned");
+    assert_eq!(daemon["status"], "failed", "{daemon}");
+    assert!(
+        daemon["failure"]
+            .to_string()
+            .contains("exited during start-up"),
+        "{daemon}"
+    );
+    let json_only = cell(&run, "json-only__open__r300__pinned");
+    assert_eq!(json_only["status"], "ok", "{json_only}");
+}
+
+/// SIGKILL of the runner used to leave a `command` server's children running: only its
+/// first process had the parent-death signal.
+#[test]
+fn sigkill_of_the_runner_leaves_no_process_of_a_forking_server() {
+    let _machine = support::busy();
+    let d = Scratch::new("tree-sigkill");
+    let marker = format!("{}-{}", std::process::id(), line!());
+    let _sweep = Sweep(marker.clone());
+    let m = matrix(
+        &d.0,
+        &[(
+            "forked",
+            argv(&["sh", "-c", "python3 SCRIPT {host} {port} fork; :"]),
+        )],
+        "",
+    );
+    // Long windows: the runner is killed while the server runs.
+    let text = std::fs::read_to_string(&m)
+        .unwrap()
+        .replace("duration_ms = 250", "duration_ms = 20000");
+    std::fs::write(&m, text).unwrap();
+    let mut child = matrix_at(
+        &m,
+        &d.0.join("out"),
+        &["run", "--quiet", "--only", "scenario=ping"],
+    )
+    .env("PINGMATRIX_E2E_MARKER", &marker)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    // Both python processes (parent and forked worker) of the measured start are up.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while marked(&marker)
+        .iter()
+        .filter(|p| p.contains("server.py") && !p.starts_with("sh "))
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "the server never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Past the warm-up start, into the measured one.
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+    let left = left_after(&marker);
+    assert!(left.is_empty(), "outlived the runner: {left:?}");
+}
