@@ -206,7 +206,7 @@ pub fn window(
     };
     // Its own perf, after the syscalls' one is counting: on a VM without a PMU it says so in
     // its first interval and is gone before the loads.
-    let hw_perf = perf::Hardware::start_with(perf::program(), server_pid);
+    let hw_perf = perf::Hardware::start_with(perf::program(), &server_pid);
     std::thread::sleep(GAP.max(RECORD_ATTACH));
     let mut loads = Vec::new();
     for n in [n1, n2] {

@@ -322,7 +322,11 @@ impl Hardware {
     /// Attaches `program stat` to `pid` and waits for its first interval. Refused when perf
     /// cannot run, or when it counts none of the events (`<not supported>` on a VM without a
     /// PMU): then it is stopped at once.
-    pub fn start_with(program: impl Into<PathBuf>, pid: u32) -> Result<Hardware, Unmeasured> {
+    /// `pid`: one pid, or several joined by commas (a service's whole process tree).
+    pub fn start_with(
+        program: impl Into<PathBuf>,
+        pid: impl std::fmt::Display,
+    ) -> Result<Hardware, Unmeasured> {
         let program = program.into();
         let events = HW_EVENTS.join(",");
         let mut child = Command::new(&program)
