@@ -238,6 +238,11 @@ fn a_variant_at_head_builds_and_serves() {
     let text = base.replacen("\n[[scenarios]]", &format!("\n{variant}\n[[scenarios]]"), 1);
     let (m, out_dir) = in_checkout("head", &text);
     let dir = m.parent().unwrap().join("variants");
+    // Read before the run: the commit the variant resolves `HEAD` to as it starts.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
     let out = matrix_at(
         &m,
         &out_dir,
@@ -259,10 +264,6 @@ fn a_variant_at_head_builds_and_serves() {
     assert_eq!(v["status"], "ok", "{v}");
     let rec: serde_json::Value = read(&run.join("run.json"));
     let variant = &rec["environment"]["variants"][0];
-    let head = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .unwrap();
     assert_eq!(
         variant["commit"].as_str(),
         Some(String::from_utf8_lossy(&head.stdout).trim()),
