@@ -334,6 +334,24 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(find_package(&d, "x"), Some(d.clone()));
         assert_eq!(find_package(&d, "y"), None);
+        // The cache key takes the content: an edited path is another build.
+        let patches = [(
+            "x".to_string(),
+            PatchDef {
+                source: PatchSource::Path {
+                    written: "x".into(),
+                    dir: d.clone(),
+                },
+                at: "m.toml:1:1".into(),
+            },
+        )]
+        .into();
+        let before = key_text(&resolve(&patches, &d).unwrap()[0]);
+        std::fs::write(d.join("src/lib.rs"), "pub fn f() {  }\n").unwrap();
+        let after = resolve(&patches, &d).unwrap();
+        assert_ne!(before, key_text(&after[0]));
+        assert_eq!(after[0].commit, None, "not in a git repository");
+        assert_eq!(record(&after[0]).path.as_deref(), Some("x"));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

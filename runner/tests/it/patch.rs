@@ -143,4 +143,55 @@ fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
         )),
         "{md}"
     );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A path source whose version does not meet the tree's requirement (`httparse = "1.10"`)
+/// would be left unused by cargo — the variant would silently build the registry's crate.
+/// It is refused with the entry's location, exit 2, before anything builds.
+#[test]
+fn a_patch_cargo_would_not_use_is_refused_before_anything_builds() {
+    let scratch = Scratch::new("patch-unused");
+    let src = scratch.0.join("httparse");
+    let st = Command::new("cp")
+        .arg("-R")
+        .arg(support::registry_crate("httparse"))
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let manifest = src.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let bumped = text.replacen("\nversion = \"1.", "\nversion = \"2.", 1);
+    assert_ne!(text, bumped);
+    std::fs::write(&manifest, bumped).unwrap();
+    let variant = format!(
+        "[[services.variants]]\nname = \"v2\"\npatch = {{ httparse = {{ path = {:?} }} }}\n",
+        src.display().to_string()
+    );
+    let text = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "")
+        .replacen("\n[[scenarios]]", &format!("\n{variant}\n[[scenarios]]"), 1);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("patch-unused");
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let m = write_config(&d, &text);
+    let out_dir = d.join("out");
+    let variants = scratch.0.join("variants");
+    let out = matrix_at(&m, &out_dir, &["run", "--quiet"])
+        .env("PINGMATRIX_VARIANTS_DIR", &variants)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", out_text(&out));
+    assert!(
+        err.contains("m.toml:") && err.contains("did not use the patch of httparse"),
+        "{err}"
+    );
+    assert!(!out_dir.exists());
+    let built = std::fs::read_dir(&variants)
+        .unwrap()
+        .flatten()
+        .any(|e| e.path().join("build").exists());
+    assert!(!built, "a build directory was made");
+    std::fs::remove_dir_all(&d).unwrap();
 }
