@@ -179,7 +179,9 @@ mod tests {
         let mut o = String::new();
         table(&mut o, &[r]);
         assert!(
-            o.contains("- ping-x@b: httparse from git `file:///src/httparse` @ `head` → `0123456789ab`"),
+            o.contains(
+                "- ping-x@b: httparse from git `file:///src/httparse` @ `head` → `0123456789ab`"
+            ),
             "{o}"
         );
         let p = PatchRecord {

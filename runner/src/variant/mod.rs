@@ -148,7 +148,12 @@ fn pins_text(v: &VariantDef, patches: &[patch::Resolved]) -> String {
     let pins = v.pins.iter().map(|(k, (ver, _))| format!(", {k} = {ver}"));
     let patches = patches.iter().map(|r| {
         let c = r.commit.as_deref().unwrap_or("no commit");
-        format!(", {} from {} {}", r.krate, source_text(&r.def), &c[..c.len().min(12)])
+        format!(
+            ", {} from {} {}",
+            r.krate,
+            source_text(&r.def),
+            &c[..c.len().min(12)]
+        )
     });
     pins.chain(patches).collect()
 }
@@ -199,6 +204,9 @@ mod tests {
             cache_key(&a, &[], "rustc 1.95.0"),
             cache_key(&def("abd", &[("tokio", "1.51.0")]), &[], "rustc 1.95.0")
         );
-        assert_ne!(cache_key(&a, &[], "rustc 1.95.0"), cache_key(&a, &[], "rustc 1.96.0"));
+        assert_ne!(
+            cache_key(&a, &[], "rustc 1.95.0"),
+            cache_key(&a, &[], "rustc 1.96.0")
+        );
     }
 }

@@ -75,7 +75,13 @@ fn resolve_one(krate: &str, def: &PatchDef, cache_root: &Path) -> anyhow::Result
                 r.commit = Some(c);
                 r.dirty = git_out(
                     dir,
-                    &["status", "--porcelain", "--untracked-files=normal", "--", "."],
+                    &[
+                        "status",
+                        "--porcelain",
+                        "--untracked-files=normal",
+                        "--",
+                        ".",
+                    ],
                 )
                 .map(|s| !s.is_empty());
             }
@@ -94,7 +100,12 @@ fn resolve_one(krate: &str, def: &PatchDef, cache_root: &Path) -> anyhow::Result
                 Some(c) => c.clone(),
                 None => git_out(
                     &repo,
-                    &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")],
+                    &[
+                        "rev-parse",
+                        "--verify",
+                        "--quiet",
+                        &format!("{rev}^{{commit}}"),
+                    ],
                 )
                 .with_context(|| format!("revision {rev:?} does not exist in {url}"))?,
             };
@@ -131,8 +142,16 @@ fn mirror(cache_root: &Path, url: &str, rev: &str) -> anyhow::Result<PathBuf> {
             super::source::tail(&all.stderr, 3)
         );
     }
-    if git_out(&dir, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")])
-        .is_none()
+    if git_out(
+        &dir,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ],
+    )
+    .is_none()
     {
         let _ = fetch(&[rev]);
         if let Some(c) = git_out(&dir, &["rev-parse", "--verify", "--quiet", "FETCH_HEAD"]) {
@@ -148,7 +167,15 @@ fn mirror(cache_root: &Path, url: &str, rev: &str) -> anyhow::Result<PathBuf> {
 fn files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if let Some(list) = git_out(
         dir,
-        &["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+        &[
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+            ".",
+        ],
     ) {
         let mut v: Vec<PathBuf> = list
             .split('\0')

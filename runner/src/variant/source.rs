@@ -48,12 +48,7 @@ pub fn prepare(
                 .iter()
                 .map(|r| format!("{} (patch {})", r.def.at, r.krate))
                 .collect();
-            anyhow::anyhow!(
-                "{}: variant {}@{}: {e:#}",
-                at.join(", "),
-                v.base,
-                v.name
-            )
+            anyhow::anyhow!("{}: variant {}@{}: {e:#}", at.join(", "), v.base, v.name)
         })?;
     }
     Ok(src)

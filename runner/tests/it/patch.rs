@@ -55,7 +55,15 @@ fn httparse_repo(dir: &Path) -> (PathBuf, String, String) {
     let at = text.find(parse).expect("Request::parse in httparse") + parse.len();
     let cost = "        for i in 0..200u32 {\n            core::hint::black_box(i);\n        }\n";
     std::fs::write(&lib, format!("{}{cost}{}", &text[..at], &text[at..])).unwrap();
-    git(&repo, &["commit", "--quiet", "-am", "head: a known cost in Request::parse"]);
+    git(
+        &repo,
+        &[
+            "commit",
+            "--quiet",
+            "-am",
+            "head: a known cost in Request::parse",
+        ],
+    );
     let head = git(&repo, &["rev-parse", "HEAD"]);
     (repo, base, head)
 }
@@ -75,7 +83,11 @@ fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
     git(&repo, &["branch", "-M", "master"]);
     let text = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "")
         .replace("connections = [4]", "connections = [1]")
-        .replacen("\n[[scenarios]]", &format!("\n{variants}\n[[scenarios]]"), 1);
+        .replacen(
+            "\n[[scenarios]]",
+            &format!("\n{variants}\n[[scenarios]]"),
+            1,
+        );
     // Inside this checkout: variants are built from its history.
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("patch-httparse");
     let _ = std::fs::remove_dir_all(&d);
@@ -111,7 +123,10 @@ fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
             .as_f64()
             .unwrap_or_else(|| panic!("{service}: no instruction count: {c}"))
     };
-    let (b, h) = (per_request("ping-epoll@base"), per_request("ping-epoll@head"));
+    let (b, h) = (
+        per_request("ping-epoll@base"),
+        per_request("ping-epoll@head"),
+    );
     eprintln!("instructions/request: base {b:.1}, head {h:.1}");
     // 200 iterations of a counted loop are several hundred instructions per request.
     assert!(h > b + 200.0, "base {b}, head {h}");
@@ -169,8 +184,11 @@ fn a_patch_cargo_would_not_use_is_refused_before_anything_builds() {
         "[[services.variants]]\nname = \"v2\"\npatch = {{ httparse = {{ path = {:?} }} }}\n",
         src.display().to_string()
     );
-    let text = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "")
-        .replacen("\n[[scenarios]]", &format!("\n{variant}\n[[scenarios]]"), 1);
+    let text = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "").replacen(
+        "\n[[scenarios]]",
+        &format!("\n{variant}\n[[scenarios]]"),
+        1,
+    );
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("patch-unused");
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();

@@ -145,7 +145,9 @@ pub(super) fn check(
             );
         }
         let lock = match (&repo, &commit) {
-            (Some(r), Some(c)) if !v.patch.is_empty() => git(r, &["show", &format!("{c}:Cargo.lock")]),
+            (Some(r), Some(c)) if !v.patch.is_empty() => {
+                git(r, &["show", &format!("{c}:Cargo.lock")])
+            }
             _ => None,
         };
         let ctx = PatchCtx {
@@ -302,7 +304,11 @@ fn patch(
         (None, Some(g), Some(r)) => {
             let (url, rev) = (g.get_ref(), r.get_ref());
             if rev.is_empty() || rev.starts_with('-') || rev.chars().any(char::is_whitespace) {
-                errs.at(r.span(), format!("{f}.rev"), format!("{rev:?} is not a revision"));
+                errs.at(
+                    r.span(),
+                    format!("{f}.rev"),
+                    format!("{rev:?} is not a revision"),
+                );
                 return None;
             }
             let local = local_repo(ctx.base, url);
@@ -318,7 +324,12 @@ fn patch(
                 }
                 Some(l) => match git(
                     l,
-                    &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")],
+                    &[
+                        "rev-parse",
+                        "--verify",
+                        "--quiet",
+                        &format!("{rev}^{{commit}}"),
+                    ],
                 ) {
                     Some(c) => Some(c),
                     None => {
@@ -339,7 +350,11 @@ fn patch(
             }
         }
         (None, Some(_), None) => {
-            errs.at(span, f, "a `git` source needs a `rev` (a commit, tag or branch)");
+            errs.at(
+                span,
+                f,
+                "a `git` source needs a `rev` (a commit, tag or branch)",
+            );
             return None;
         }
         (Some(_), None, Some(_)) => {

@@ -41,7 +41,9 @@ pub fn registry_crate(name: &str) -> std::path::PathBuf {
         .to_string();
     let home = std::env::var_os("CARGO_HOME")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo")
+        });
     let src = home.join("registry").join("src");
     std::fs::read_dir(&src)
         .unwrap_or_else(|e| panic!("{}: {e}", src.display()))
