@@ -100,6 +100,33 @@ pub struct VariantDef {
     pub repo: PathBuf,
     /// crate → (version, "file:line:col" of the pin, for resolution errors).
     pub pins: std::collections::BTreeMap<String, (String, String)>,
+    /// crate → where to take it from instead (`[patch.crates-io]` in the variant's tree).
+    pub patches: std::collections::BTreeMap<String, PatchDef>,
+}
+
+/// A variant's `patch` entry, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatchDef {
+    pub source: PatchSource,
+    /// "file:line:col" of the entry, for errors found while preparing the tree.
+    pub at: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PatchSource {
+    /// A directory holding the crate's Cargo.toml: `written` as in the matrix file, `dir`
+    /// resolved (absolute).
+    Path { written: String, dir: PathBuf },
+    /// A git repository at a revision: `url` as written; `local` the repository on this
+    /// machine (a `file://` URL or a path), whose `rev` was resolved to `commit` while the
+    /// matrix file was checked. A remote URL is fetched (and `commit` resolved) when the
+    /// variant is prepared.
+    Git {
+        url: String,
+        local: Option<PathBuf>,
+        rev: String,
+        commit: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone)]

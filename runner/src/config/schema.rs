@@ -138,9 +138,26 @@ pub struct Variant {
     /// Workspace dependencies pinned to one version each, e.g. `{ tokio = "1.51.0" }`.
     #[serde(default)]
     pub pin: std::collections::BTreeMap<String, Spanned<String>>,
+    /// Dependencies taken from another source with cargo's `[patch.crates-io]` semantics,
+    /// e.g. `{ tokio = { path = "../tokio/tokio" } }` or
+    /// `{ httparse = { git = "file:///src/httparse", rev = "abc123" } }`.
+    #[serde(default)]
+    pub patch: std::collections::BTreeMap<String, Spanned<PatchSpec>>,
     /// Extra service arguments for this variant instead of the entry's `args` (e.g.
     /// `["--burn-ns", "2000"]` to inject a known slowdown).
     pub args: Option<Vec<String>>,
+}
+
+/// One `patch` entry of a variant: a local path, or a git repository and a revision.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchSpec {
+    /// A directory with the crate's Cargo.toml (relative: to the matrix file).
+    pub path: Option<Spanned<String>>,
+    /// A git URL, or a local repository (`file://` or a path relative to the matrix file).
+    pub git: Option<Spanned<String>>,
+    /// The git revision (required with `git`).
+    pub rev: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

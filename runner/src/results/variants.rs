@@ -20,6 +20,9 @@ pub struct VariantRecord {
     /// `pin`: crate → the version asked for.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pins: BTreeMap<String, String>,
+    /// `patch`: crate → the source it was taken from (`[patch.crates-io]` in the tree).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub patches: BTreeMap<String, PatchRecord>,
     /// Resolved versions of the runtime crates, read from the variant's own Cargo.lock
     /// (a crate locked at two versions lists both).
     pub resolved: BTreeMap<String, Vec<String>>,
@@ -37,4 +40,28 @@ pub struct VariantRecord {
     /// Why the build failed (the tail of cargo's output); its cells fail with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Where a patched crate came from and what content that was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatchRecord {
+    /// "path" or "git".
+    pub source: String,
+    /// The path as written in the matrix file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The git URL as written in the matrix file, and its revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rev: Option<String>,
+    /// The commit built: a git source's revision resolved; a path's repository's HEAD
+    /// (None: the path is in no git repository).
+    pub commit: Option<String>,
+    /// A path in a git repository: whether its files differ from that commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirty: Option<bool>,
+    /// A path: the sha256 of its files (names and contents), which the cache key includes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_sha256: Option<String>,
 }

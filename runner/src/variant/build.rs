@@ -88,11 +88,13 @@ pub fn build(
     root: &Path,
     dir: &Path,
     src: &Path,
+    patches: &[super::patch::Resolved],
 ) -> VariantRecord {
     let target = target_dir(dir);
     let args = cargo_args(v);
     let mut crates: Vec<&str> = super::RUNTIME_CRATES.to_vec();
     crates.extend(v.pins.keys().map(String::as_str));
+    crates.extend(v.patches.keys().map(String::as_str));
     let lock = std::fs::read(src.join("Cargo.lock")).unwrap_or_default();
     let mut rec = VariantRecord {
         service: service.to_string(),
@@ -104,6 +106,10 @@ pub fn build(
             .pins
             .iter()
             .map(|(k, (ver, _))| (k.clone(), ver.clone()))
+            .collect(),
+        patches: patches
+            .iter()
+            .map(|r| (r.krate.clone(), super::patch::record(r)))
             .collect(),
         resolved: resolved(src, &v.binary_name, &crates),
         cargo_lock_sha256: format!("{:x}", Sha256::digest(&lock)),

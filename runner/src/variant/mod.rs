@@ -10,7 +10,10 @@
 //! fail with cargo's error, and the run goes on.
 
 mod build;
+mod patch;
 mod source;
+
+pub use source::{depends_on, package_name};
 
 use std::path::{Path, PathBuf};
 
@@ -44,13 +47,17 @@ pub fn cache_root(repo: &Path) -> PathBuf {
         .unwrap_or_else(|| repo.join("target").join("variants"))
 }
 
-/// The content the build depends on: the commit, the binary, the pins, the compiler and the
-/// profile. Two variants with the same key are the same binary.
-pub fn cache_key(v: &VariantDef, rustc: &str) -> String {
+/// The content the build depends on: the commit, the binary, the pins, the patches' sources
+/// and their content, the compiler and the profile. Two variants with the same key are the
+/// same binary.
+pub(crate) fn cache_key(v: &VariantDef, patches: &[patch::Resolved], rustc: &str) -> String {
     let mut h = Sha256::new();
     h.update(format!("commit={}\nbinary={}\n", v.commit, v.binary_name));
     for (k, (ver, _)) in &v.pins {
         h.update(format!("pin {k}={ver}\n"));
+    }
+    for r in patches {
+        h.update(patch::key_text(r));
     }
     // layout: binaries built in the shared build directory may carry another variant's
     // runtime version in their start-up line (build.rs), so they are not reused.
@@ -71,33 +78,47 @@ pub fn prepare(
     let rustc = crate::env::toolchain::toolchain()
         .rustc_runtime
         .unwrap_or_else(|| "unknown".into());
-    let mut records = Vec::new();
-    for s in m.services.iter_mut() {
+    // First every variant's source: its patches resolved, its tree prepared (pins and
+    // patches resolved into its lock), so bad input stops the run before anything builds.
+    let mut ready = Vec::new();
+    for (i, s) in m.services.iter().enumerate() {
         let Some(v) = s.variant.clone().filter(|_| needed.contains(&s.name)) else {
             continue;
         };
         let root = cache_root(&v.repo);
-        let key = cache_key(&v, &rustc);
+        let patches = patch::resolve(&v.patches, &root)?;
+        let key = cache_key(&v, &patches, &rustc);
         let dir = root.join(&key);
+        // A cached build whose binary no longer has its recorded hash is not used.
         let cached = build::cached(&dir, &s.name).unwrap_or_else(|why| {
             note(&format!("variant {}: cached build not used: {why}", s.name));
             None
         });
-        let rec = match cached {
-            Some(r) => {
-                note(&format!("variant {}: cached ({})", s.name, dir.display()));
-                r
-            }
+        let tree = match cached {
+            Some(r) => Err(r),
             None => {
                 note(&format!(
                     "variant {}: preparing {} at {}{} …",
                     s.name,
                     v.binary_name,
                     &v.commit[..v.commit.len().min(12)],
-                    pins_text(&v)
+                    pins_text(&v, &patches)
                 ));
-                let tree = source::prepare(&v, &dir)?;
-                let r = build::build(&v, &s.name, &key, &root, &dir, &tree);
+                Ok(source::prepare(&v, &dir, &patches)?)
+            }
+        };
+        ready.push((i, v, patches, root, key, dir, tree));
+    }
+    let mut records = Vec::new();
+    for (i, v, patches, root, key, dir, tree) in ready {
+        let s = &mut m.services[i];
+        let rec = match tree {
+            Err(r) => {
+                note(&format!("variant {}: cached ({})", s.name, dir.display()));
+                r
+            }
+            Ok(tree) => {
+                let r = build::build(&v, &s.name, &key, &root, &dir, &tree, &patches);
                 match &r.error {
                     Some(e) => note(&format!("variant {}: build failed: {e}", s.name)),
                     None => note(&format!("variant {}: built", s.name)),
@@ -128,11 +149,26 @@ pub fn prepare(
     Ok(records)
 }
 
-fn pins_text(v: &VariantDef) -> String {
-    v.pins
-        .iter()
-        .map(|(k, (ver, _))| format!(", {k} = {ver}"))
-        .collect()
+fn pins_text(v: &VariantDef, patches: &[patch::Resolved]) -> String {
+    let pins = v.pins.iter().map(|(k, (ver, _))| format!(", {k} = {ver}"));
+    let patches = patches.iter().map(|r| {
+        let c = r.commit.as_deref().unwrap_or("no commit");
+        format!(
+            ", {} from {} {}",
+            r.krate,
+            source_text(&r.def),
+            &c[..c.len().min(12)]
+        )
+    });
+    pins.chain(patches).collect()
+}
+
+/// A patch's source as the matrix file gives it.
+fn source_text(d: &crate::config::PatchDef) -> String {
+    match &d.source {
+        crate::config::PatchSource::Path { written, .. } => written.clone(),
+        crate::config::PatchSource::Git { url, rev, .. } => format!("{url} @ {rev}"),
+    }
 }
 
 #[cfg(test)]
@@ -151,6 +187,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), (v.to_string(), "m.toml:1:1".to_string())))
                 .collect(),
+            patches: Default::default(),
         }
     }
 
@@ -161,17 +198,20 @@ mod tests {
         renamed.name = "other".into();
         renamed.pins.get_mut("tokio").unwrap().1 = "elsewhere:9:9".into();
         assert_eq!(
-            cache_key(&a, "rustc 1.95.0"),
-            cache_key(&renamed, "rustc 1.95.0")
+            cache_key(&a, &[], "rustc 1.95.0"),
+            cache_key(&renamed, &[], "rustc 1.95.0")
         );
         assert_ne!(
-            cache_key(&a, "rustc 1.95.0"),
-            cache_key(&def("abc", &[]), "rustc 1.95.0")
+            cache_key(&a, &[], "rustc 1.95.0"),
+            cache_key(&def("abc", &[]), &[], "rustc 1.95.0")
         );
         assert_ne!(
-            cache_key(&a, "rustc 1.95.0"),
-            cache_key(&def("abd", &[("tokio", "1.51.0")]), "rustc 1.95.0")
+            cache_key(&a, &[], "rustc 1.95.0"),
+            cache_key(&def("abd", &[("tokio", "1.51.0")]), &[], "rustc 1.95.0")
         );
-        assert_ne!(cache_key(&a, "rustc 1.95.0"), cache_key(&a, "rustc 1.96.0"));
+        assert_ne!(
+            cache_key(&a, &[], "rustc 1.95.0"),
+            cache_key(&a, &[], "rustc 1.96.0")
+        );
     }
 }

@@ -108,7 +108,59 @@ fn in_checkout(tag: &str, text: &str) -> (PathBuf, PathBuf) {
 fn bad_variants_and_commands_are_refused_before_anything_runs() {
     let ping = bin("ping-epoll");
     let base = tiny_matrix(&[("ping-epoll", ping, "")], 1, "", "");
-    for (tag, service, want) in [
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let httparse = support::registry_crate("httparse");
+    let patch_rows = [
+        (
+            "patch-not-a-dependency",
+            "[[services.variants]]\nname = \"v\"\npatch = { tokio = { path = \".\" } }\n"
+                .to_string(),
+            "does not depend on tokio",
+        ),
+        (
+            "patch-no-dir",
+            "[[services.variants]]\nname = \"v\"\npatch = { httparse = { path = \"no-such-dir\" } }\n"
+                .to_string(),
+            "\"no-such-dir\" is not a directory",
+        ),
+        (
+            "patch-no-manifest",
+            "[[services.variants]]\nname = \"v\"\npatch = { httparse = { path = \".\" } }\n"
+                .to_string(),
+            "no Cargo.toml of the crate \"httparse\"",
+        ),
+        (
+            "patch-other-package",
+            format!(
+                "[[services.variants]]\nname = \"v\"\npatch = {{ httparse = {{ path = {:?} }} }}\n",
+                checkout.join("stamp").display().to_string()
+            ),
+            "is the package \"pingmatrix-stamp\", not \"httparse\"",
+        ),
+        (
+            "patch-no-rev",
+            format!(
+                "[[services.variants]]\nname = \"v\"\npatch = {{ httparse = {{ git = {:?}, rev = \"no-such-rev\" }} }}\n",
+                format!("file://{}", checkout.display())
+            ),
+            "revision \"no-such-rev\" does not exist",
+        ),
+        (
+            "patch-git-without-rev",
+            "[[services.variants]]\nname = \"v\"\npatch = { httparse = { git = \"https://example.invalid/h\" } }\n"
+                .to_string(),
+            "a `git` source needs a `rev`",
+        ),
+        (
+            "patch-and-pin",
+            format!(
+                "[[services.variants]]\nname = \"v\"\npin = {{ httparse = \"1.10.1\" }}\npatch = {{ httparse = {{ path = {:?} }} }}\n",
+                httparse.display().to_string()
+            ),
+            "httparse is both pinned (to \"1.10.1\") and patched",
+        ),
+    ];
+    let rows = [
         (
             "unknown-key",
             "[[services.variants]]\nname = \"v\"\ntokio = \"1.51.0\"\n",
@@ -134,7 +186,12 @@ fn bad_variants_and_commands_are_refused_before_anything_runs() {
             "[[services]]\nname = \"x\"\ncommand = [\"srv\", \"{prot}\"]\n",
             "unknown placeholder {prot}",
         ),
-    ] {
+    ]
+    .into_iter()
+    .map(|(t, s, w)| (t.to_string(), s.to_string(), w))
+    .chain(patch_rows.map(|(t, s, w)| (t.to_string(), s, w)));
+    for (tag, service, want) in rows {
+        let (tag, service) = (tag.as_str(), service.as_str());
         // A variants table belongs to the [[services]] entry before it; a service goes last.
         let text = if service.starts_with("[[services.variants]]") {
             base.replacen("\n[[scenarios]]", &format!("\n{service}\n[[scenarios]]"), 1)

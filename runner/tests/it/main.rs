@@ -13,6 +13,7 @@ mod hardware;
 mod hosts;
 mod k8s;
 mod method;
+mod patch;
 mod regenerate;
 mod report;
 mod sensitivity;

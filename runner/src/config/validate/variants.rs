@@ -10,8 +10,8 @@ use std::process::Command;
 use super::binaries::Binaries;
 use super::names::Names;
 use super::{Errs, line_col};
-use crate::config::schema::Variant;
-use crate::config::{ServiceDef, VariantDef};
+use crate::config::schema::{PatchSpec, Variant};
+use crate::config::{PatchDef, PatchSource, ServiceDef, VariantDef};
 
 /// The checkout that holds `dir`, if any.
 fn repo_of(dir: &Path) -> Option<PathBuf> {
@@ -144,6 +144,36 @@ pub(super) fn check(
                 ),
             );
         }
+        let lock = match (&repo, &commit) {
+            (Some(r), Some(c)) if !v.patch.is_empty() => {
+                git(r, &["show", &format!("{c}:Cargo.lock")])
+            }
+            _ => None,
+        };
+        let ctx = PatchCtx {
+            base: binaries.base,
+            package: binary_name,
+            lock: lock.as_deref(),
+            commit: commit.as_deref(),
+        };
+        let mut patches = std::collections::BTreeMap::new();
+        for (krate, spec) in &v.patch {
+            let f = field(&format!("patch.{krate}"));
+            if let Some(p) = patch(errs, &f, krate, spec, &ctx) {
+                if let Some(version) = v.pin.get(krate) {
+                    errs.at(
+                        spec.span(),
+                        f.clone(),
+                        format!(
+                            "{krate} is both pinned (to {:?}) and patched: a crate comes from one \
+                             source, so give one of them",
+                            version.get_ref()
+                        ),
+                    );
+                }
+                patches.insert(krate.clone(), p);
+            }
+        }
         let full = format!("{}@{name}", base.name);
         out.push(ServiceDef {
             name: full.clone(),
@@ -158,11 +188,193 @@ pub(super) fn check(
                 commit: commit.unwrap_or_default(),
                 repo: repo.clone().unwrap_or_default(),
                 pins,
+                patches,
             }),
             unavailable: None,
         });
     }
     out
+}
+
+/// What a patch is checked against: the matrix file's directory (relative paths), the
+/// package whose dependencies it may replace and the variant's Cargo.lock at its commit.
+struct PatchCtx<'a> {
+    base: &'a Path,
+    package: &'a str,
+    lock: Option<&'a str>,
+    commit: Option<&'a str>,
+}
+
+fn relative_to(base: &Path, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+/// A git source on this machine: a `file://` URL or a path (relative to the matrix file);
+/// None for a URL of another host (`https://…`, `ssh://…`, `user@host:path`).
+fn local_repo(base: &Path, url: &str) -> Option<PathBuf> {
+    if let Some(p) = url.strip_prefix("file://") {
+        return Some(PathBuf::from(p));
+    }
+    let scp_like = url
+        .split_once(':')
+        .is_some_and(|(host, _)| !host.contains('/') && host.len() > 1);
+    if url.contains("://") || scp_like {
+        return None;
+    }
+    Some(relative_to(base, url))
+}
+
+/// One `patch.<crate>` entry: the source's shape, that the variant's tree depends on the
+/// crate, and that the source exists (a path with the crate's Cargo.toml; a local git
+/// repository with the revision).
+fn patch(
+    errs: &mut Errs,
+    f: &str,
+    krate: &str,
+    spec: &toml::Spanned<PatchSpec>,
+    ctx: &PatchCtx,
+) -> Option<PatchDef> {
+    let span = spec.span();
+    let (line, col) = line_col(errs.text, span.start);
+    let at = format!("{}:{line}:{col}", errs.file);
+    let s = spec.get_ref();
+    if !is_crate_name(krate) {
+        errs.at(span, f, format!("{krate:?} is not a crate name"));
+        return None;
+    }
+    if let (Some(lock), Some(commit)) = (ctx.lock, ctx.commit)
+        && !crate::variant::depends_on(lock, ctx.package, krate)
+    {
+        errs.at(
+            span.clone(),
+            f,
+            format!(
+                "{} does not depend on {krate} at {} (it is not among the crates its Cargo.lock \
+                 links into it), so there is nothing to patch",
+                ctx.package,
+                &commit[..commit.len().min(12)]
+            ),
+        );
+        return None;
+    }
+    let source = match (&s.path, &s.git, &s.rev) {
+        (Some(p), None, None) => {
+            let dir = relative_to(ctx.base, p.get_ref());
+            let manifest = dir.join("Cargo.toml");
+            if !dir.is_dir() {
+                errs.at(
+                    p.span(),
+                    format!("{f}.path"),
+                    format!("{:?} is not a directory ({})", p.get_ref(), dir.display()),
+                );
+                return None;
+            }
+            match crate::variant::package_name(&manifest) {
+                Ok(name) if name == krate => {}
+                Ok(name) => {
+                    errs.at(
+                        p.span(),
+                        format!("{f}.path"),
+                        format!(
+                            "{} is the package {name:?}, not {krate:?}",
+                            manifest.display()
+                        ),
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    errs.at(
+                        p.span(),
+                        format!("{f}.path"),
+                        format!("no Cargo.toml of the crate {krate:?} there: {e}"),
+                    );
+                    return None;
+                }
+            }
+            PatchSource::Path {
+                written: p.get_ref().clone(),
+                dir: dir.canonicalize().unwrap_or(dir),
+            }
+        }
+        (None, Some(g), Some(r)) => {
+            let (url, rev) = (g.get_ref(), r.get_ref());
+            if rev.is_empty() || rev.starts_with('-') || rev.chars().any(char::is_whitespace) {
+                errs.at(
+                    r.span(),
+                    format!("{f}.rev"),
+                    format!("{rev:?} is not a revision"),
+                );
+                return None;
+            }
+            let local = local_repo(ctx.base, url);
+            let commit = match &local {
+                None => None,
+                Some(l) if git(l, &["rev-parse", "--git-dir"]).is_none() => {
+                    errs.at(
+                        g.span(),
+                        format!("{f}.git"),
+                        format!("{url:?} is not a git repository ({})", l.display()),
+                    );
+                    return None;
+                }
+                Some(l) => match git(
+                    l,
+                    &[
+                        "rev-parse",
+                        "--verify",
+                        "--quiet",
+                        &format!("{rev}^{{commit}}"),
+                    ],
+                ) {
+                    Some(c) => Some(c),
+                    None => {
+                        errs.at(
+                            r.span(),
+                            format!("{f}.rev"),
+                            format!("revision {rev:?} does not exist in {url}"),
+                        );
+                        return None;
+                    }
+                },
+            };
+            PatchSource::Git {
+                url: url.clone(),
+                local,
+                rev: rev.clone(),
+                commit,
+            }
+        }
+        (None, Some(_), None) => {
+            errs.at(
+                span,
+                f,
+                "a `git` source needs a `rev` (a commit, tag or branch)",
+            );
+            return None;
+        }
+        (Some(_), None, Some(_)) => {
+            errs.at(span, f, "`rev` goes with `git`, not with `path`");
+            return None;
+        }
+        (Some(_), Some(_), _) => {
+            errs.at(span, f, "give `path` or `git`, not both");
+            return None;
+        }
+        (None, None, _) => {
+            errs.at(
+                span,
+                f,
+                "give the source: `path = \"<dir>\"` or `git = \"<url>\", rev = \"<rev>\"`",
+            );
+            return None;
+        }
+    };
+    Some(PatchDef { source, at })
 }
 
 #[cfg(test)]
@@ -174,5 +386,17 @@ mod tests {
         assert!(is_version("1.51.0") && is_version("0.1.0-alpha.1"));
         assert!(!is_version("1.51") && !is_version("^1.51.0") && !is_version("latest"));
         assert!(is_crate_name("hyper-util") && !is_crate_name("a b"));
+    }
+
+    #[test]
+    fn git_sources_on_this_machine_and_elsewhere() {
+        let base = Path::new("/m");
+        assert_eq!(
+            local_repo(base, "file:///src/h"),
+            Some(PathBuf::from("/src/h"))
+        );
+        assert_eq!(local_repo(base, "../h"), Some(PathBuf::from("/m/../h")));
+        assert_eq!(local_repo(base, "https://github.com/x/y"), None);
+        assert_eq!(local_repo(base, "git@github.com:x/y.git"), None);
     }
 }
