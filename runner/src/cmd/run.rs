@@ -414,6 +414,7 @@ loadgen_cpus = "0"
             commit: "2".repeat(40),
             repo: PathBuf::from("."),
             pins: Default::default(),
+            patches: Default::default(),
         });
         m.services.push(v);
         let recorded = crate::results::variants::VariantRecord {
@@ -423,6 +424,7 @@ loadgen_cpus = "0"
             rev: "HEAD".into(),
             commit: "1".repeat(40),
             pins: Default::default(),
+            patches: Default::default(),
             resolved: Default::default(),
             cargo_lock_sha256: "00".into(),
             cache_key: "k".into(),

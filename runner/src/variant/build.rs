@@ -181,6 +181,7 @@ mod tests {
             rev: "HEAD".into(),
             commit: "c".repeat(40),
             pins: Default::default(),
+            patches: Default::default(),
             resolved: Default::default(),
             cargo_lock_sha256: "00".into(),
             cache_key: "k".into(),
