@@ -15,8 +15,8 @@ calibration of BASELINE):
   change the run cannot tell from noise never fails it).
 
 A counted regression fails the gate only when the confirming run (fresh processes, the other
-order) regresses too; one that does not repeat is "unstable", which fails as well, never
-passes. Prints Markdown (the job summary); --json writes the same verdicts as data.
+order, fewer rounds) sees it again — costlier past the first run's threshold, its interval
+excluding 0; one that does not repeat is "unstable", which fails as well, never passes. Prints Markdown (the job summary); --json writes the same verdicts as data.
 
 usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL]
                        RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
@@ -187,7 +187,10 @@ def confirm(rows, rows2):
             continue
         r2 = again.get((r["cell"], r["metric"]))
         r["confirm_change_pct"] = r2["change_pct"] if r2 else None
-        if r2 and r2["verdict"] == "regressed":
+        # Judged against the first run's threshold: the confirming run has fewer rounds, so
+        # its own MDE is wider; it confirms when it sees the same costlier change again.
+        if (r2 and r2["change_pct"] is not None and r2["ci95_low_pct"] is not None
+                and r2["change_pct"] > r["threshold_pct"] and r2["ci95_low_pct"] > 0):
             r["verdict"] = "regressed (confirmed)"
         else:
             r["verdict"] = "unstable"

@@ -86,6 +86,20 @@ class Gate(unittest.TestCase):
         self.assertIn("regressed (confirmed)", md)
         self.assertFalse(data["pass"])
 
+    def test_a_confirming_run_with_fewer_rounds_confirms_on_the_first_runs_threshold(self):
+        first = results({"c1": with_metric("instructions_per_request", metric("instructions_per_request", 1.09, 0.3, 0.09))})
+        # Three rounds: its own MDE (0.88 %) is above the change, yet the change is there.
+        again = results({"c1": with_metric("instructions_per_request", metric("instructions_per_request", 0.87, 0.47, 0.88))})
+        rc, md, _, _ = self.run_gate(first, "--confirm", self.write("again.json", again))
+        self.assertEqual(rc, 1, md)
+        self.assertIn("regressed (confirmed)", md)
+        # Under the first run's threshold (0.5 %), or an interval reaching 0: not confirmed.
+        for change, half in [(0.4, 0.1), (0.9, 1.0)]:
+            again = results({"c1": with_metric("instructions_per_request", metric("instructions_per_request", change, half, 0.88))})
+            rc, md, _, _ = self.run_gate(first, "--confirm", self.write("again.json", again))
+            self.assertEqual(rc, 1, md)
+            self.assertIn("unstable", md)
+
     def test_a_regression_that_does_not_repeat_is_unstable_never_a_pass(self):
         res = results({"c1": with_metric("syscalls_per_request", metric("syscalls_per_request", 1.7, 0.1, 0.01))})
         rc, md, _, _ = self.run_gate(res, "--confirm", self.write("again.json", results({"c1": QUIET})))
