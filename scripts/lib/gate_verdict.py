@@ -14,16 +14,17 @@ calibration of BASELINE):
   runner's verdict is "worse" and the change exceeds both THRESHOLD_PCT and the MDE (a
   change the run cannot tell from noise never fails it).
 
-A counted regression fails the gate only when the confirming run (fresh processes, the other
-order, fewer rounds) sees it again — costlier past the first run's threshold, its interval
-excluding 0; one that does not repeat is "unstable", which fails as well, never passes. Prints Markdown (the job summary); --json writes the same verdicts as data.
+A regression of either arm fails the gate only when the confirming run (fresh processes, the
+other order, fewer rounds) sees it again — worse past the first run's threshold, its interval
+excluding 0. A count that does not repeat is "unstable", which fails as well, never passes; a
+time that does not repeat is "not repeated" (the noise its MDE describes), shown, not failed. Prints Markdown (the job summary); --json writes the same verdicts as data.
 
 usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL]
                        RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
 METRICS: comma-separated, from: syscalls_per_request, ctx_switches_per_request,
 instructions_per_request, time.
 exit: 0 pass; 1 fail (a regression, an unstable one, or a gated metric that cannot be
-judged); 2 bad input; 3 a counted regression to confirm (only without --confirm).
+judged); 2 bad input; 3 a regression to confirm (only without --confirm).
 """
 
 import argparse
@@ -179,19 +180,31 @@ def judge_metric(cell, name, m, threshold):
     return row(cell, name, d, bar, verdict, why, mde)
 
 
+def repeats(r, r2):
+    """Whether the confirming run's row `r2` sees `r`'s regression again: worse past the first
+    run's threshold, its interval excluding 0. The first run's threshold, because the
+    confirming run has fewer rounds and so a wider MDE of its own."""
+    if not r2 or r2["change_pct"] is None or r2["ci95_low_pct"] is None:
+        return False
+    if r["metric"] == "requests_per_s":  # the one metric where less is worse
+        return r2["change_pct"] < -r["threshold_pct"] and r2["ci95_high_pct"] < 0
+    return r2["change_pct"] > r["threshold_pct"] and r2["ci95_low_pct"] > 0
+
+
 def confirm(rows, rows2):
-    """Counted regressions of the first run judged again by the confirming run."""
+    """The first run's regressions, either arm, judged again by the confirming run."""
     again = {(r["cell"], r["metric"]): r for r in rows2}
     for r in rows:
-        if r["arm"] != "counted" or r["verdict"] != "regressed":
+        if r["verdict"] != "regressed":
             continue
         r2 = again.get((r["cell"], r["metric"]))
         r["confirm_change_pct"] = r2["change_pct"] if r2 else None
-        # Judged against the first run's threshold: the confirming run has fewer rounds, so
-        # its own MDE is wider; it confirms when it sees the same costlier change again.
-        if (r2 and r2["change_pct"] is not None and r2["ci95_low_pct"] is not None
-                and r2["change_pct"] > r["threshold_pct"] and r2["ci95_low_pct"] > 0):
+        if repeats(r, r2):
             r["verdict"] = "regressed (confirmed)"
+        elif r["arm"] == "time":
+            # A time that moved once past a wide MDE and not again is the noise the MDE
+            # describes: shown, not failed. A count that does not repeat is a finding.
+            r["verdict"] = "not repeated"
         else:
             r["verdict"] = "unstable"
             r["why"] += "; the confirming run " + (
@@ -220,7 +233,10 @@ def headline(rows, candidate, service):
                 r["verdict"].startswith("regressed") or r["verdict"] == "unstable" for r in mine):
             parts.append(f"{label.split('/')[0]} improved")
     time = [r for r in rows if r["arm"] == "time"]
-    if time and all(r["verdict"] == "unchanged" for r in time):
+    for r in time:
+        if r["verdict"] == "not repeated":
+            parts.append(f"{LABELS[r['metric']]} at {r['cell']} moved {pct(r['change_pct'])} once, not again (noise)")
+    if time and all(r["verdict"] in ("unchanged", "not repeated") for r in time):
         mdes = [r["mde_pct"] for r in time if r["mde_pct"] is not None]
         parts.append("times within this runner's " + (f"{max(mdes):.0f} % MDE" if mdes else "threshold (MDE unknown)"))
     return "; ".join(parts) if parts else f"{candidate}: nothing gated was judged"
@@ -233,7 +249,10 @@ def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, co
     out.append(headline(rows, candidate, service) + ".\n" if rows else "")
     for why in reasons:
         out.append(f"**Cannot be judged**: {why}.\n")
-    counts = {k: sum(1 for r in rows if r["verdict"].split(" ")[0] == k) for k in ("improved", "regressed", "unchanged", "unstable", "cannot", "not")}
+    kinds = {"regressed (confirmed)": "regressed", "cannot be judged": "cannot", "not gated": "not",
+             "not repeated": "unchanged"}
+    counts = {k: sum(1 for r in rows if kinds.get(r["verdict"], r["verdict"]) == k)
+              for k in ("improved", "regressed", "unchanged", "unstable", "cannot", "not")}
     out.append(f"{counts['regressed']} regressed, {counts['unstable']} unstable, {counts['improved']} improved, "
                f"{counts['unchanged']} unchanged, {counts['cannot']} cannot be judged"
                + (f", {counts['not']} shown but not gated" if counts["not"] else "") + f" — `{candidate}` against "
@@ -299,7 +318,7 @@ def main(argv):
             f.write("\n")
     if ok:
         return 0
-    if not confirmed and any(r["verdict"] == "regressed" and r["arm"] == "counted" for r in rows):
+    if not confirmed and any(r["verdict"] == "regressed" for r in rows):
         return EXIT_CONFIRM
     return 1
 

@@ -125,7 +125,18 @@ class Gate(unittest.TestCase):
         self.assertEqual(self.run_gate(results({"c1": with_metric("requests_per_s", slow)}))[0], 0)
         slow = metric("requests_per_s", -30.0, 5, 19, "worse")
         rc, md, _, _ = self.run_gate(results({"c1": with_metric("requests_per_s", slow)}))
+        self.assertEqual(rc, g.EXIT_CONFIRM, md)
+        # Confirmed only when the second run is slower past the first run's bar again.
+        first = results({"c1": with_metric("requests_per_s", slow)})
+        rc, md, _, _ = self.run_gate(first, "--confirm", self.write("again.json", first))
         self.assertEqual(rc, 1, md)
+        self.assertIn("regressed (confirmed)", md)
+        # A time that moved once and not again is noise: shown, and the gate passes.
+        noise = results({"c1": with_metric("requests_per_s", metric("requests_per_s", -3.0, 10, 19, "no_change"))})
+        rc, md, _, data = self.run_gate(first, "--confirm", self.write("again.json", noise))
+        self.assertEqual(rc, 0, md)
+        self.assertIn("req/s at ping/c1/pinned moved -30.0 % once, not again (noise)", md)
+        self.assertEqual(next(r for r in data["rows"] if r["metric"] == "requests_per_s")["verdict"], "not repeated")
         # Not gated on time: the same slowdown passes.
         rc, _, _, _ = self.run_gate(results({"c1": with_metric("requests_per_s", slow)}), metrics="syscalls_per_request")
         self.assertEqual(rc, 0)
