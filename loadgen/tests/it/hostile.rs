@@ -78,8 +78,11 @@ fn silent_server_is_blamed_not_the_generator() {
         "{:?}",
         r.verdict
     );
+    // Within loadgen's own send-lag limit for this latency (the rule the runner applies to
+    // the generator's part): a fixed 200 µs failed on one late wake-up of 2 samples (258 µs).
     let own = r.own_lag_us.unwrap();
-    assert!(own.p99 <= 200, "{own:?}");
+    let limit = loadgen::send_lag_limit_us(r.latency_us.p99);
+    assert!(own.p99 <= limit, "{own:?} over {limit} µs");
     assert!(
         r.problems.iter().any(|p| p.contains("no response")),
         "{:?}",
