@@ -13,7 +13,8 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
-use super::source::{resolved, tail};
+use super::output::tail;
+use super::source::resolved;
 use crate::config::VariantDef;
 use crate::results::variants::VariantRecord;
 

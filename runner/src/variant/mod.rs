@@ -10,6 +10,7 @@
 //! fail with cargo's error, and the run goes on.
 
 mod build;
+mod output;
 mod patch;
 mod source;
 

@@ -139,7 +139,7 @@ fn mirror(cache_root: &Path, url: &str, rev: &str) -> anyhow::Result<PathBuf> {
     if !all.status.success() {
         bail!(
             "cannot fetch {url}: {}",
-            super::source::tail(&all.stderr, 3)
+            super::output::tail(&all.stderr, 3)
         );
     }
     if git_out(
@@ -286,8 +286,8 @@ fn extract(repo: &Path, commit: &str, dest: &Path) -> anyhow::Result<()> {
         bail!(
             "could not extract {commit} of {}: {}{}",
             repo.display(),
-            super::source::tail(&g.stderr, 3),
-            super::source::tail(&tar.stderr, 3)
+            super::output::tail(&g.stderr, 3),
+            super::output::tail(&tar.stderr, 3)
         );
     }
     Ok(())

@@ -10,14 +10,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
 
+use super::output::tail;
 use crate::config::VariantDef;
-
-/// The last lines of a command's output: what an error message quotes.
-pub(super) fn tail(bytes: &[u8], lines: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    all[all.len().saturating_sub(lines)..].join(" | ")
-}
 
 /// Extracts the commit into `dir/src` and applies the pins and patches; the tree's path.
 pub fn prepare(
