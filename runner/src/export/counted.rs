@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::schema::{CellSummary, ResultsFile, Stat};
+use crate::results::schema::{CellSummary, ResultsFile, RunRecord, Stat};
 use crate::results::schema::{CountedSummary, PerRequestSummary};
 use crate::results::units::count;
 
@@ -24,9 +24,31 @@ fn median_cv(s: &Option<Stat>) -> String {
     }
 }
 
-fn micros(s: &Option<Stat>) -> String {
+/// A median of user or system µs per request, to the step one clock tick makes per request
+/// over the window (`step_us`): /proc counts whole ticks (10 ms), so over 10,000 responses a
+/// tick is 1 µs a request and a second decimal would be noise. Two decimals where the step is
+/// unknown.
+fn micros(s: &Option<Stat>, step_us: Option<f64>) -> String {
+    let decimals = match step_us {
+        Some(step) if step >= 1.0 => 0,
+        Some(step) if step >= 0.1 => 1,
+        _ => 2,
+    };
     s.as_ref()
-        .map_or("–".into(), |s| format!("{:.2}", s.median))
+        .map_or("–".into(), |s| format!("{:.*}", decimals, s.median))
+}
+
+/// One clock tick per request over a repetition's measured window of cell `c`: the tick over
+/// the responses the window held (its rate × its length, from the run's plan).
+fn tick_step_us(c: &CellSummary, run: &RunRecord) -> Option<f64> {
+    let spec = run.plan.iter().find(|p| p.key == c.key)?;
+    let rate = c
+        .offered_rate_per_s
+        .or_else(|| c.requests_per_s.as_ref().map(|r| r.median))?;
+    let responses = rate * spec.duration_ms as f64 / 1000.0;
+    // SAFETY: sysconf reads a constant of the running system.
+    let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (responses >= 1.0 && ticks_per_s > 0).then(|| 1e6 / ticks_per_s as f64 / responses)
 }
 
 fn syscalls(p: &PerRequestSummary) -> String {
@@ -104,7 +126,7 @@ fn hardware_unmeasured<'a>(cells: &[&'a CellSummary]) -> Option<&'a str> {
     })
 }
 
-fn row(c: &CellSummary, k: &CountedSummary, named: bool, hw: bool) -> String {
+fn row(c: &CellSummary, k: &CountedSummary, named: bool, hw: bool, step_us: Option<f64>) -> String {
     let s = &k.server;
     let top = if named {
         format!(" {} |", top_syscalls(s))
@@ -119,14 +141,14 @@ fn row(c: &CellSummary, k: &CountedSummary, named: bool, hw: bool) -> String {
         median_cv(&s.ctx_switches),
         s.wakeups.as_ref().map_or("–".into(), |w| count(w.median)),
         s.faults.as_ref().map_or("–".into(), |f| count(f.median)),
-        micros(&s.user_us),
-        micros(&s.system_us),
+        micros(&s.user_us, step_us),
+        micros(&s.system_us, step_us),
         instructions(k),
         syscalls(&k.loadgen),
     )
 }
 
-pub fn section(o: &mut String, res: &ResultsFile) {
+pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
     let cells: Vec<&CellSummary> = res.cells.iter().filter(|c| c.counted.is_some()).collect();
     let Some(first) = cells.first().and_then(|c| c.counted.as_ref()) else {
         return;
@@ -148,7 +170,7 @@ pub fn section(o: &mut String, res: &ResultsFile) {
     };
     let _ = writeln!(
         o,
-        "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window; {syscalls}. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs (io_uring services on io_uring). Counted with {}. Counting's cost: {}.{by_name} What each count means: docs/counted-cost.md.\n",
+        "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window (µs from /proc's clock ticks, so shown to the step one tick makes per request over the window); {syscalls}. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs (io_uring services on io_uring). Counted with {}. Counting's cost: {}.{by_name} What each count means: docs/counted-cost.md.\n",
         crate::count::valgrind::REQUESTS.0,
         crate::count::valgrind::REQUESTS.1,
         first.tool,
@@ -202,7 +224,8 @@ pub fn section(o: &mut String, res: &ResultsFile) {
                 == (scenario, level, profile)
         }) {
             if let Some(k) = &c.counted {
-                let _ = writeln!(o, "{}", row(c, k, exact.is_some(), hw));
+                let step = tick_step_us(c, run);
+                let _ = writeln!(o, "{}", row(c, k, exact.is_some(), hw, step));
             }
         }
         let _ = writeln!(o);
@@ -238,5 +261,19 @@ mod tests {
             "unmeasured: no syscall name table for aarch64"
         );
         assert_eq!(top_syscalls(&PerRequestSummary::default()), "–");
+    }
+
+    #[test]
+    fn cpu_micros_are_shown_to_the_step_one_tick_makes() {
+        let s = Some(Stat {
+            n: 3,
+            median: 9.3175,
+            ..Default::default()
+        });
+        assert_eq!(micros(&s, Some(0.67)), "9.3", "a tick is 0.67 µs a request");
+        assert_eq!(micros(&s, Some(2.0)), "9");
+        assert_eq!(micros(&s, Some(0.05)), "9.32");
+        assert_eq!(micros(&s, None), "9.32", "step unknown: as before");
+        assert_eq!(micros(&None, Some(1.0)), "–");
     }
 }
