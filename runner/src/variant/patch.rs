@@ -252,7 +252,7 @@ pub fn materialize(r: &Resolved, dir: &Path) -> anyhow::Result<PathBuf> {
             let dest = dir.join("patches").join(&r.krate);
             let _ = std::fs::remove_dir_all(&dest);
             std::fs::create_dir_all(&dest)?;
-            extract(repo, commit, &dest).map_err(with_at)?;
+            super::output::extract(repo, commit, &dest).map_err(with_at)?;
             find_package(&dest, &r.krate).ok_or_else(|| {
                 with_at(anyhow::anyhow!(
                     "{url} at {} has no Cargo.toml of a package named {:?}",
@@ -262,35 +262,6 @@ pub fn materialize(r: &Resolved, dir: &Path) -> anyhow::Result<PathBuf> {
             })
         }
     }
-}
-
-fn extract(repo: &Path, commit: &str, dest: &Path) -> anyhow::Result<()> {
-    let mut git = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["archive", "--format=tar", commit])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("run git archive")?;
-    let out = git.stdout.take().context("git archive's output")?;
-    let tar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(dest)
-        .stdin(out)
-        .output()
-        .context("run tar")?;
-    let g = git.wait_with_output().context("wait for git archive")?;
-    if !g.status.success() || !tar.status.success() {
-        bail!(
-            "could not extract {commit} of {}: {}{}",
-            repo.display(),
-            super::output::tail(&g.stderr, 3),
-            super::output::tail(&tar.stderr, 3)
-        );
-    }
-    Ok(())
 }
 
 /// The directory under `root` (itself, or down to three levels, `target` and hidden

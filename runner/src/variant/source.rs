@@ -22,7 +22,7 @@ pub fn prepare(
     let src = dir.join("src");
     let _ = std::fs::remove_dir_all(&src);
     std::fs::create_dir_all(&src).with_context(|| format!("create {}", src.display()))?;
-    extract(v, &src)?;
+    super::output::extract(&v.repo, &v.commit, &src)?;
     for (krate, (version, at)) in &v.pins {
         pin(&src, krate, version).map_err(|e| {
             anyhow::anyhow!(
@@ -111,36 +111,6 @@ fn patch(src: &Path, dirs: &[(&super::patch::Resolved, PathBuf)]) -> anyhow::Res
                 r.krate
             );
         }
-    }
-    Ok(())
-}
-
-fn extract(v: &VariantDef, src: &Path) -> anyhow::Result<()> {
-    let mut git = Command::new("git")
-        .arg("-C")
-        .arg(&v.repo)
-        .args(["archive", "--format=tar", &v.commit])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("run git archive")?;
-    let out = git.stdout.take().context("git archive's output")?;
-    let tar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(src)
-        .stdin(out)
-        .output()
-        .context("run tar")?;
-    let g = git.wait_with_output().context("wait for git archive")?;
-    if !g.status.success() || !tar.status.success() {
-        bail!(
-            "could not extract commit {} of {}: {}{}",
-            v.commit,
-            v.repo.display(),
-            tail(&g.stderr, 3),
-            tail(&tar.stderr, 3)
-        );
     }
     Ok(())
 }
