@@ -44,6 +44,9 @@ METRIC_NAMES = [*COUNTED, "time"]
 # with how its requests happen to batch (a few syscalls in thousands of requests).
 COUNTED_FLOOR_PCT = 0.5
 EXIT_CONFIRM = 3
+# The verdicts that fail the gate; of them, the findings (a regression seen, once or twice).
+FAILING = ("regressed", "regressed (confirmed)", "unstable", "cannot be judged")
+FOUND = ("regressed", "regressed (confirmed)", "unstable")
 
 
 class BadInput(Exception):
@@ -220,7 +223,7 @@ def headline(rows, candidate, service):
     counted = [r for r in rows if r["arm"] == "counted"]
     parts = []
     for r in rows:
-        if r["verdict"].startswith("regressed") or r["verdict"] == "unstable":
+        if r["verdict"] in FOUND:
             word = "costs" if r["arm"] == "counted" else "moves"
             extra = " (unstable: not repeated)" if r["verdict"] == "unstable" else ""
             parts.append(f"head {word} {pct(r['change_pct'])} {LABELS[r['metric']]} on {service} at {r['cell']}{extra}")
@@ -230,7 +233,7 @@ def headline(rows, candidate, service):
         if mine and all(r["verdict"] == "unchanged" for r in mine):
             parts.append(f"{label.split('/')[0]} unchanged")
         elif mine and any(r["verdict"] == "improved" for r in mine) and not any(
-                r["verdict"].startswith("regressed") or r["verdict"] == "unstable" for r in mine):
+                r["verdict"] in FOUND for r in mine):
             parts.append(f"{label.split('/')[0]} improved")
     time = [r for r in rows if r["arm"] == "time"]
     for r in time:
@@ -244,7 +247,7 @@ def headline(rows, candidate, service):
 
 def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, confirmed, page):
     out = []
-    ok = not reasons and not any(r["verdict"] in ("regressed", "regressed (confirmed)", "unstable", "cannot be judged") for r in rows)
+    ok = not reasons and not any(r["verdict"] in FAILING for r in rows)
     out.append(f"## Regression gate: {'PASS' if ok else 'FAIL'}\n")
     out.append(headline(rows, candidate, service) + ".\n" if rows else "")
     for why in reasons:
@@ -269,7 +272,7 @@ def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, co
             conf = f"; again {pct(r.get('confirm_change_pct'), 2)}" if "confirm_change_pct" in r else ""
             mde = "–" if r["mde_pct"] is None else f"{r['mde_pct']:.2f} %"
             thr = "–" if r["threshold_pct"] is None else f"{r['threshold_pct']:.2f} %"
-            verdict = f"**{r['verdict']}** ✗" if r["verdict"] in ("regressed", "regressed (confirmed)", "unstable", "cannot be judged") else r["verdict"]
+            verdict = f"**{r['verdict']}** ✗" if r["verdict"] in FAILING else r["verdict"]
             out.append(f"| {r['cell']} | {LABELS.get(r['metric'], r['metric'])} | {pct(r['change_pct'], 2)}{ci}{conf} | {mde} | {thr} | {verdict} | {r['why']} |")
         out.append("")
     if page:
