@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 /// An HTTP/1.1 keep-alive responder: argv host, port, mode. `fork`: a forked child serves
 /// while the parent waits; `daemon`: double fork and setsid, the first process exits at
-/// once; `json-only`: /json answers 200, everything else 404.
+/// once; `daemon-late`: the same, but the first process stays 3 s; `json-only`: /json answers
+/// 200, everything else 404.
 const SERVER: &str = r#"
 import os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +44,27 @@ if mode == "fork":
     if os.fork() == 0:
         serve()
     os.wait()
+elif mode == "daemon-late":
+    # A launcher that stays until its daemon is up. The daemon notes in `overlap` any daemon of
+    # an earlier start of this server that is still alive when it starts, then serves.
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            here = os.path.dirname(os.path.abspath(__file__))
+            pids = os.path.join(here, "pids")
+            for line in open(pids).read().split() if os.path.exists(pids) else []:
+                try:
+                    state = open(f"/proc/{line}/stat").read().rsplit(")", 1)[1].split()[0]
+                except OSError:
+                    continue
+                if state != "Z":  # a zombie is killed, only not yet waited for
+                    open(os.path.join(here, "overlap"), "a").write(line + "\n")
+            open(pids, "a").write(f"{os.getpid()}\n")
+            serve()
+        os._exit(0)
+    import time
+    time.sleep(3)
+    os._exit(0)
 elif mode == "daemon":
     if os.fork() == 0:
         os.setsid()
@@ -220,6 +242,42 @@ fn a_daemonizing_server_leaves_nothing_and_readiness_polls_the_scenarios_path() 
     );
     let json_only = cell(&run, "json-only__open__r300__pinned");
     assert_eq!(json_only["status"], "ok", "{json_only}");
+}
+
+/// A daemon whose launcher exits once it is up was reaped only at the end of the run: the
+/// warm-up start's daemon was still alive, on its own port, when the measured start began,
+/// and its pids were blamed on the measured repetition ("left the service's process group").
+#[test]
+fn the_warm_up_starts_daemon_is_gone_before_the_measured_start() {
+    let _machine = support::busy();
+    let d = Scratch::new("tree-daemon-late");
+    let marker = format!("{}-{}", std::process::id(), line!());
+    let _sweep = Sweep(marker.clone());
+    let m = matrix(
+        &d.0,
+        &[(
+            "daemon-late",
+            argv(&["python3", "SCRIPT", "{host}", "{port}", "daemon-late"]),
+        )],
+        "",
+    );
+    let out_dir = d.0.join("out");
+    let o = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=ping"])
+        .env("PINGMATRIX_E2E_MARKER", &marker)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let started = std::fs::read_to_string(d.0.join("pids")).unwrap_or_default();
+    assert!(
+        started.lines().count() >= 2,
+        "a warm-up start and a measured one: {started:?}"
+    );
+    let overlap = std::fs::read_to_string(d.0.join("overlap")).unwrap_or_default();
+    assert!(
+        overlap.is_empty(),
+        "daemons of an earlier start alive at a later one: {overlap:?} of {started:?}"
+    );
+    assert!(left_after(&marker).is_empty(), "outlived the run");
 }
 
 /// SIGKILL of the runner used to leave a `command` server's children running: only its
