@@ -536,3 +536,47 @@ fn churn_memory_takes_part_in_compare_and_the_gate() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 36, item 9: a run whose load generator ran on io_uring was judged against one whose
+/// generator fell back to epoll without a word. Each side's cell files and results.json say
+/// which backend ran; `matrix compare` withholds the verdicts of cells run on different I/O.
+#[test]
+fn cells_whose_generator_ran_on_different_io_get_no_verdict() {
+    let d = Scratch::new("generator-io");
+    let old = write_run(&d, "old", &MACHINE, &matrix(3, base));
+    let new = write_run(&d, "new", &MACHINE, &matrix(3, base));
+    let uring = serde_json::json!({"requested": "auto", "backend": "uring", "reason": "available",
+        "receive": {"mode": "multishot", "reason": "kernel 6.10+"}});
+    let epoll = serde_json::json!({"requested": "auto", "backend": "epoll",
+        "reason": "io_uring_setup: Operation not permitted"});
+    for (run, io) in [(&old, &uring), (&new, &epoll)] {
+        let results = run.join("results.json");
+        let mut res: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
+        for c in res["cells"].as_array_mut().unwrap() {
+            let file = run.join(format!("cells/{}.json", c["key"].as_str().unwrap()));
+            let mut cell: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            for r in cell["reps"].as_array_mut().unwrap() {
+                r["report"]["generator"]["io"] = io.clone();
+            }
+            std::fs::write(&file, serde_json::to_vec_pretty(&cell).unwrap()).unwrap();
+            let parsed: runner::results::schema::CellResult = serde_json::from_value(cell).unwrap();
+            *c = serde_json::to_value(runner::results::summary::summarize_cell(&parsed)).unwrap();
+        }
+        std::fs::write(&results, serde_json::to_vec_pretty(&res).unwrap()).unwrap();
+    }
+    let out = run_matrix([OsStr::new("compare"), old.as_os_str(), new.as_os_str()]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("load generator I/O differs: io_uring (multishot) vs epoll"),
+        "{text}"
+    );
+    let c = compare(&load(&old).unwrap(), &load(&new).unwrap(), OPT).unwrap();
+    assert_eq!(c.count(Verdict::Better) + c.count(Verdict::Worse), 0);
+    assert_eq!(c.count(Verdict::NoChange), 0);
+}

@@ -613,6 +613,26 @@ loadgen_hosts = ["local", "local"]
         "",
         &["m.toml:8:8: services[0].args", "--burn-iters needs a value"],
     ),
+    // Issue 36, item 17: was planned, and its agent would have run the program with
+    // --listen/--workers and the placeholders unexpanded.
+    row(
+        "a command service on a multi-host profile",
+        &[(BIN, r#"command = ["srv", "--port", "{port}"]"#)],
+        r#"
+[[hosts]]
+name = "srv"
+host = "127.0.10.1"
+
+[[profiles]]
+name = "remote"
+server_cpus = "0"
+loadgen_cpus = "0"
+server_host = "srv"
+"#,
+        &[
+            "m.toml:9:11: services[0].command: a `command` service cannot run on multi-host profile \"remote\"",
+        ],
+    ),
 ];
 
 /// `matrix plan --config <dir>/m.toml`, or `matrix run … --out <dir>/results`, on `text`.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// An HTTP/1.1 keep-alive responder: argv host, port, mode. `fork`: a forked child serves
 /// while the parent waits; `daemon`: double fork and setsid, the first process exits at
 /// once; `daemon-late`: the same, but the first process stays 3 s; `json-only`: /json answers
-/// 200, everything else 404.
+/// 200, everything else 404; `latin1`: prints a line that is not UTF-8, then one per request.
 const SERVER: &str = r#"
 import os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +39,18 @@ class H(BaseHTTPRequestHandler):
 
 def serve():
     ThreadingHTTPServer((host, port), H).serve_forever()
+
+if mode == "latin1":
+    # A log line that is not UTF-8, then one per request; SIGPIPE as a C server has it.
+    import signal
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.stdout.buffer.write(b"caf\xe9 ready\n")
+    sys.stdout.flush()
+    def log(self, *a):
+        sys.stdout.buffer.write(b"served\n")
+        sys.stdout.flush()
+    H.log_request = log
+    mode = "plain"
 
 if mode == "fork":
     if os.fork() == 0:
@@ -278,6 +290,33 @@ fn the_warm_up_starts_daemon_is_gone_before_the_measured_start() {
         "daemons of an earlier start alive at a later one: {overlap:?} of {started:?}"
     );
     assert!(left_after(&marker).is_empty(), "outlived the run");
+}
+
+/// Issue 36, item 15: one line on a service's stdout that was not UTF-8 ended the runner's
+/// reader and closed the pipe; the service's next line killed it with SIGPIPE ("exited
+/// during start-up with signal 13").
+#[test]
+fn a_line_that_is_not_utf8_on_stdout_does_not_kill_the_service() {
+    let _machine = support::busy();
+    let d = Scratch::new("tree-latin1");
+    let marker = format!("{}-{}", std::process::id(), line!());
+    let _sweep = Sweep(marker.clone());
+    let m = matrix(
+        &d.0,
+        &[(
+            "latin1",
+            argv(&["python3", "SCRIPT", "{host}", "{port}", "latin1"]),
+        )],
+        "",
+    );
+    let out_dir = d.0.join("out");
+    let o = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=ping"])
+        .env("PINGMATRIX_E2E_MARKER", &marker)
+        .output()
+        .unwrap();
+    let c = cell(&only_run_dir(&out_dir), "latin1__ping__c4__pinned");
+    assert_eq!(c["status"], "ok", "{c}\n{}", out_text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
 }
 
 /// SIGKILL of the runner used to leave a `command` server's children running: only its
