@@ -53,6 +53,7 @@ pub fn main() -> anyhow::Result<std::process::ExitCode> {
                     Path::new(&loadgen),
                     Path::new(&loadgen),
                     binaries,
+                    &Default::default(),
                 )),
             },
             Request::Serve(s) => serve(&s, &requests),

@@ -74,7 +74,12 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
         text,
         specs.clone(),
         // The machine that ingested, not the cluster's nodes (not visible from reports).
-        crate::env::collect(&matrix_path, &loadgen, Default::default()),
+        crate::env::collect(
+            &matrix_path,
+            &loadgen,
+            Default::default(),
+            &Default::default(),
+        ),
     );
     store.write_run(&run)?;
     let plan = Plan {

@@ -64,6 +64,23 @@ fn binaries(m: &Matrix) -> BTreeMap<String, String> {
     b
 }
 
+/// The services not built from this checkout: variants (their own commit) and `command`
+/// services (no stamp to check).
+fn origins(m: &Matrix) -> BTreeMap<String, crate::env::provenance::Origin> {
+    use crate::env::provenance::Origin;
+    m.services
+        .iter()
+        .filter_map(|s| {
+            let origin = match &s.variant {
+                _ if s.external => Origin::Foreign,
+                Some(v) => Origin::Commit(v.commit.clone()),
+                None => return None,
+            };
+            Some((s.name.clone(), origin))
+        })
+        .collect()
+}
+
 /// The services the plan starts (variants not in it are not built).
 fn plan_services(plan: &Plan) -> std::collections::BTreeSet<String> {
     plan.all_cells().map(|c| c.service.clone()).collect()
@@ -75,7 +92,7 @@ fn start_run(
     plan: &Plan,
     variants: Vec<crate::results::variants::VariantRecord>,
 ) -> anyhow::Result<(Store, RunRecord)> {
-    let mut env = crate::env::collect(&args.select.config, &m.loadgen, binaries(m));
+    let mut env = crate::env::collect(&args.select.config, &m.loadgen, binaries(m), &origins(m));
     env.variants = variants;
     let now_ms = now_unix_us() / 1000;
     let short = env

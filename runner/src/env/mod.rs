@@ -9,16 +9,18 @@ use std::path::Path;
 
 use crate::results::schema::Environment;
 
+/// `origins`: the binaries not built from the checkout (variants, `command` services).
 pub fn collect(
     config_path: &Path,
     loadgen: &Path,
     binaries: BTreeMap<String, String>,
+    origins: &BTreeMap<String, provenance::Origin>,
 ) -> Environment {
     let source = toolchain::source(config_path);
     let version = toolchain::loadgen_version(loadgen);
     let binary_builds = provenance::binary_builds(&binaries);
     Environment {
-        provenance_warnings: provenance::warnings(&source, &binary_builds),
+        provenance_warnings: provenance::warnings(&source, &binary_builds, origins),
         binary_builds,
         hardware: hardware::hardware(),
         os: hardware::os(),

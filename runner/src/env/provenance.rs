@@ -42,13 +42,32 @@ pub fn binary_builds(binaries: &BTreeMap<String, String>) -> BTreeMap<String, Bi
         .collect()
 }
 
-/// Binaries built from another commit than the checkout, from a dirty tree, or without a
-/// stamp; and a checkout changed since.
-pub fn warnings(source: &Source, builds: &BTreeMap<String, BinaryBuild>) -> Vec<String> {
+/// What a binary is expected to have been built from, when not the checkout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A variant: built from its own commit, in a tree of its own.
+    Commit(String),
+    /// A `command` service: a program the suite did not build, with no stamp to check.
+    Foreign,
+}
+
+/// Binaries built from another commit than expected (the checkout's, or a variant's own),
+/// from a dirty tree, or without a stamp; and a checkout changed since. `origins` names the
+/// binaries that are not the checkout's.
+pub fn warnings(
+    source: &Source,
+    builds: &BTreeMap<String, BinaryBuild>,
+    origins: &BTreeMap<String, Origin>,
+) -> Vec<String> {
     let mut w = Vec::new();
     let short = |c: &str| c[..c.len().min(12)].to_string();
     for (name, b) in builds {
-        match (&b.build_commit, &source.git_commit) {
+        let (expected, from) = match origins.get(name) {
+            Some(Origin::Foreign) => continue,
+            Some(Origin::Commit(c)) => (Some(c), "its variant's commit is"),
+            None => (source.git_commit.as_ref(), "the checkout is at"),
+        };
+        match (&b.build_commit, expected) {
             (None, _) if b.sha256.is_none() => w.push(format!("{name}: cannot read {}", b.path)),
             (None, _) => w.push(format!(
                 "{name}: no build stamp in {} (not built from this workspace?)",
@@ -58,7 +77,7 @@ pub fn warnings(source: &Source, builds: &BTreeMap<String, BinaryBuild>) -> Vec<
                 w.push(format!("{name}: built without git, source commit unknown"))
             }
             (Some(c), Some(s)) if c != s => w.push(format!(
-                "{name}: built from commit {}, the checkout is at {}",
+                "{name}: built from commit {}, {from} {}",
                 short(c),
                 short(s)
             )),
@@ -105,7 +124,7 @@ mod tests {
             ("dirty".to_string(), build(Some("aaaa"), Some(true))),
             ("foreign".to_string(), build(None, None)),
         ]);
-        let w = warnings(&source, &builds).join("\n");
+        let w = warnings(&source, &builds, &BTreeMap::new()).join("\n");
         assert!(
             w.contains("old: built from commit bbbb, the checkout is at aaaa"),
             "{w}"
@@ -116,6 +135,33 @@ mod tests {
         );
         assert!(w.contains("foreign: no build stamp"), "{w}");
         assert!(!w.contains("same"), "{w}");
+    }
+
+    /// A variant is built from its own commit and a `command` service is no build of ours:
+    /// neither is a warning (both were, on every run with variants or a command server).
+    #[test]
+    fn variants_are_checked_against_their_own_commit_and_command_services_not_at_all() {
+        let source = Source {
+            git_commit: Some("aaaa".into()),
+            git_dirty: Some(false),
+            cargo_lock_sha256: None,
+            cargo_lock_origin: String::new(),
+        };
+        let builds = BTreeMap::from([
+            ("svc@v".to_string(), build(Some("bbbb"), Some(false))),
+            ("svc@w".to_string(), build(Some("cccc"), Some(false))),
+            ("py".to_string(), build(None, None)),
+        ]);
+        let origins = BTreeMap::from([
+            ("svc@v".to_string(), Origin::Commit("bbbb".into())),
+            ("svc@w".to_string(), Origin::Commit("dddd".into())),
+            ("py".to_string(), Origin::Foreign),
+        ]);
+        let w = warnings(&source, &builds, &origins);
+        assert_eq!(
+            w,
+            vec!["svc@w: built from commit cccc, its variant's commit is dddd".to_string()]
+        );
     }
 
     #[test]
