@@ -6,8 +6,8 @@
 use crate::support;
 use crate::support::live::*;
 
-use std::path::Path;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// An HTTP/1.1 keep-alive responder: argv host, port, mode. `fork`: a forked child serves
@@ -108,6 +108,24 @@ fn matrix(dir: &Path, services: &[(&str, Vec<String>)], defaults: &str) -> std::
 
 fn argv(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
+}
+
+/// `matrix run --quiet --only scenario=<scenario>` of the fixture run directly in each mode
+/// (a service named after its mode), its processes carrying `marker`: the output and the
+/// output directory.
+fn run_modes(d: &Path, marker: &str, modes: &[&str], scenario: &str) -> (Output, PathBuf) {
+    let services: Vec<(&str, Vec<String>)> = modes
+        .iter()
+        .map(|&mode| (mode, argv(&["python3", "SCRIPT", "{host}", "{port}", mode])))
+        .collect();
+    let m = matrix(d, &services, "");
+    let out_dir = d.join("out");
+    let only = format!("scenario={scenario}");
+    let o = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", &only])
+        .env("PINGMATRIX_E2E_MARKER", marker)
+        .output()
+        .unwrap();
+    (o, out_dir)
 }
 
 /// Processes whose environment holds `PINGMATRIX_E2E_MARKER=marker`.
@@ -221,25 +239,7 @@ fn a_daemonizing_server_leaves_nothing_and_readiness_polls_the_scenarios_path() 
     let d = Scratch::new("tree-daemon");
     let marker = format!("{}-{}", std::process::id(), line!());
     let _sweep = Sweep(marker.clone());
-    let m = matrix(
-        &d.0,
-        &[
-            (
-                "daemon",
-                argv(&["python3", "SCRIPT", "{host}", "{port}", "daemon"]),
-            ),
-            (
-                "json-only",
-                argv(&["python3", "SCRIPT", "{host}", "{port}", "json-only"]),
-            ),
-        ],
-        "",
-    );
-    let out_dir = d.0.join("out");
-    let o = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=open"])
-        .env("PINGMATRIX_E2E_MARKER", &marker)
-        .output()
-        .unwrap();
+    let (o, out_dir) = run_modes(&d.0, &marker, &["daemon", "json-only"], "open");
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     let left = marked(&marker);
     assert!(left.is_empty(), "outlived the run: {left:?}");
@@ -265,19 +265,7 @@ fn the_warm_up_starts_daemon_is_gone_before_the_measured_start() {
     let d = Scratch::new("tree-daemon-late");
     let marker = format!("{}-{}", std::process::id(), line!());
     let _sweep = Sweep(marker.clone());
-    let m = matrix(
-        &d.0,
-        &[(
-            "daemon-late",
-            argv(&["python3", "SCRIPT", "{host}", "{port}", "daemon-late"]),
-        )],
-        "",
-    );
-    let out_dir = d.0.join("out");
-    let o = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=ping"])
-        .env("PINGMATRIX_E2E_MARKER", &marker)
-        .output()
-        .unwrap();
+    let (o, _) = run_modes(&d.0, &marker, &["daemon-late"], "ping");
     assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
     let started = std::fs::read_to_string(d.0.join("pids")).unwrap_or_default();
     assert!(
@@ -301,19 +289,7 @@ fn a_line_that_is_not_utf8_on_stdout_does_not_kill_the_service() {
     let d = Scratch::new("tree-latin1");
     let marker = format!("{}-{}", std::process::id(), line!());
     let _sweep = Sweep(marker.clone());
-    let m = matrix(
-        &d.0,
-        &[(
-            "latin1",
-            argv(&["python3", "SCRIPT", "{host}", "{port}", "latin1"]),
-        )],
-        "",
-    );
-    let out_dir = d.0.join("out");
-    let o = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=ping"])
-        .env("PINGMATRIX_E2E_MARKER", &marker)
-        .output()
-        .unwrap();
+    let (o, out_dir) = run_modes(&d.0, &marker, &["latin1"], "ping");
     let c = cell(&only_run_dir(&out_dir), "latin1__ping__c4__pinned");
     assert_eq!(c["status"], "ok", "{c}\n{}", out_text(&o));
     assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
