@@ -95,49 +95,46 @@ pub fn measure(t: &Target) -> InstructionCount {
             };
         }
     };
-    let mut points: Vec<(u64, u64)> = Vec::new();
-    for n in [REQUESTS.0, REQUESTS.1] {
-        // The second run serves at least N2 − N1 more than the first answered in all: an
-        // io_uring service answers until its worker's time slice ends after SIGTERM, which
-        // took ping-compio's first run from 2,000 to 8,233 responses, past the 6,000 planned
-        // for the second (a slope over 17 requests, backwards).
-        let n = match points.first() {
-            Some(&(answered, _)) => n.max(answered + (REQUESTS.1 - REQUESTS.0)),
-            None => n,
-        };
-        match run_once(t, n) {
-            Ok(point) => points.push(point),
-            Err(e) => {
-                return InstructionCount {
-                    unmeasured: Some(e),
-                    tool: tool(&version),
-                    points,
-                    per_request: None,
-                };
-            }
-        }
-    }
-    counted(points, tool(&version))
+    let failed = |e, points| InstructionCount {
+        unmeasured: Some(e),
+        tool: tool(&version),
+        points,
+        per_request: None,
+    };
+    let first = match run_once(t, REQUESTS.0) {
+        Ok(point) => point,
+        Err(e) => return failed(e, vec![]),
+    };
+    // The second run serves at least N2 − N1 more than the first answered in all: an io_uring
+    // service answers until its worker's time slice ends after SIGTERM, which took
+    // ping-compio's first run from 2,000 to 8,233 responses, past the 6,000 planned for the
+    // second (a slope over 17 requests, backwards).
+    let n2 = REQUESTS.1.max(first.0 + (REQUESTS.1 - REQUESTS.0));
+    let second = match run_once(t, n2) {
+        Ok(point) => point,
+        Err(e) => return failed(e, vec![first]),
+    };
+    counted([first, second], tool(&version))
 }
 
 /// The count of two runs' points: their slope, or unmeasured with the points. A slope needs
 /// more instructions at more requests; a count that fell is one that depends on time more
 /// than on requests (an executor polling between requests), recorded with its two points,
 /// never as a number or a silent blank.
-fn counted(points: Vec<(u64, u64)>, tool: String) -> InstructionCount {
+fn counted(points: [(u64, u64); 2], tool: String) -> InstructionCount {
     let per_request = slope(&points);
-    let unmeasured = per_request.is_none().then(|| match points[..] {
-        [(n1, i1), (n2, i2)] => format!(
+    let [(n1, i1), (n2, i2)] = points;
+    let unmeasured = per_request.is_none().then(|| {
+        format!(
             "instructions did not grow with requests ({i1} at {n1} requests, {i2} at {n2}): \
              this service's count depends on timing more than on its requests"
-        ),
-        _ => format!("{} runs, not two to take a slope from", points.len()),
+        )
     });
     InstructionCount {
         per_request,
         unmeasured,
         tool,
-        points,
+        points: points.to_vec(),
     }
 }
 
@@ -321,14 +318,14 @@ mod tests {
 
     #[test]
     fn a_count_that_fell_is_unmeasured_with_its_points() {
-        let c = counted(vec![(2000, 90_000_000), (6000, 80_000_000)], "t".into());
+        let c = counted([(2000, 90_000_000), (6000, 80_000_000)], "t".into());
         assert_eq!(c.per_request, None);
         let why = c.unmeasured.unwrap();
         assert!(
             why.contains("did not grow") && why.contains("90000000 at 2000"),
             "{why}"
         );
-        let c = counted(vec![(2000, 4_000), (6000, 12_000)], "t".into());
+        let c = counted([(2000, 4_000), (6000, 12_000)], "t".into());
         assert_eq!((c.per_request, c.unmeasured), (Some(2.0), None));
     }
 

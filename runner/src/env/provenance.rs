@@ -110,14 +110,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn warns_about_other_commits_dirty_builds_and_missing_stamps() {
-        let source = Source {
-            git_commit: Some("aaaa".into()),
+    /// A clean checkout at `commit`.
+    fn checkout_at(commit: &str) -> Source {
+        Source {
+            git_commit: Some(commit.into()),
             git_dirty: Some(false),
             cargo_lock_sha256: None,
             cargo_lock_origin: String::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn warns_about_other_commits_dirty_builds_and_missing_stamps() {
+        let source = checkout_at("aaaa");
         let builds = BTreeMap::from([
             ("same".to_string(), build(Some("aaaa"), Some(false))),
             ("old".to_string(), build(Some("bbbb"), Some(false))),
@@ -141,12 +146,7 @@ mod tests {
     /// neither is a warning (both were, on every run with variants or a command server).
     #[test]
     fn variants_are_checked_against_their_own_commit_and_command_services_not_at_all() {
-        let source = Source {
-            git_commit: Some("aaaa".into()),
-            git_dirty: Some(false),
-            cargo_lock_sha256: None,
-            cargo_lock_origin: String::new(),
-        };
+        let source = checkout_at("aaaa");
         let builds = BTreeMap::from([
             ("svc@v".to_string(), build(Some("bbbb"), Some(false))),
             ("svc@w".to_string(), build(Some("cccc"), Some(false))),
