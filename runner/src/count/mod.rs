@@ -255,6 +255,23 @@ pub fn perf_version() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// Writes an executable stand-in program (a fake `perf`) at `path` for a test. A child
+/// process (`install`) writes it, never a descriptor of this process: the test binary's other
+/// threads fork, a forked child holds every open descriptor until it execs, and running a file
+/// still open for writing fails with ETXTBSY ("Text file busy", seen in a full test run).
+#[cfg(test)]
+pub(crate) fn stand_in(path: &std::path::Path, script: &str) {
+    let text = path.with_extension("txt");
+    std::fs::write(&text, script).unwrap();
+    let installed = std::process::Command::new("install")
+        .args(["-m", "755"])
+        .arg(&text)
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(installed.success(), "install {}", path.display());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,15 +353,14 @@ mod tests {
     /// costs cancelled.
     #[test]
     fn hardware_counts_through_a_stand_in_perf_are_the_loads_difference_per_request() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("count-hw-standin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let counts = dir.join("counts");
         std::fs::write(&counts, "0 0 0\n").unwrap();
         let fake = dir.join("perf");
-        std::fs::write(
+        stand_in(
             &fake,
-            format!(
+            &format!(
                 r#"#!/bin/sh
 # perf stat -x, -I 100 -e instructions:u,instructions:k,cycles -p <pid>, standing in.
 start=$(date +%s%N); pu=0; pk=0; pc=0
@@ -361,9 +377,7 @@ done
 "#,
                 counts = counts.display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let set = |v: [u64; 3]| {
             let tmp = dir.join("counts.tmp");
             std::fs::write(&tmp, format!("{} {} {}\n", v[0], v[1], v[2])).unwrap();

@@ -739,13 +739,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let fake = dir.join("perf");
         // A VM's perf: every interval refuses every event, until interrupted.
-        std::fs::write(
+        crate::count::stand_in(
             &fake,
             "#!/bin/sh\nwhile :; do sleep 0.1; for e in instructions:u instructions:k cycles; do echo \"     0.100180155,<not supported>,,$e,0,100.00,,\" >&2; done; done\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        );
         let started = Instant::now();
         let err = Hardware::start_with(&fake, std::process::id())
             .err()
@@ -768,13 +765,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("count-perf-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let fake = dir.join("perf");
-        std::fs::write(
+        crate::count::stand_in(
             &fake,
             "#!/bin/sh\necho 'Error: Access to performance monitoring and observability operations is limited.' >&2\necho 'Consider adjusting /proc/sys/kernel/perf_event_paranoid' >&2\nexit 255\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        );
         let err = Syscalls::start_with(&fake, std::process::id())
             .err()
             .unwrap();
