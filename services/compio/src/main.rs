@@ -15,7 +15,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use compio::driver::DriverType;
+use compio::driver::op::OpCodeFlag;
+use compio::driver::{DriverType, ProactorBuilder};
 use compio::net::TcpListener;
 use ping_common::cli::Args;
 use ping_common::per_core;
@@ -77,6 +78,19 @@ fn run(args: Args) -> anyhow::Result<()> {
 /// One worker thread: build a runtime, bind, report its driver, accept forever.
 fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<DriverType>) {
     let mut builder = compio::runtime::RuntimeBuilder::new();
+    // The ops the service submits, probed now: compio probes the kernel with a throw-away
+    // ring on first use, and a ring that appears after the start-up line would make its
+    // `io_uring_fds` wrong (and an unsupported op fails here, not as a silent fallback).
+    let mut proactor = ProactorBuilder::new();
+    proactor.detect_opcode_support(
+        OpCodeFlag::Accept
+            | OpCodeFlag::Recv
+            | OpCodeFlag::Send
+            | OpCodeFlag::Shutdown
+            | OpCodeFlag::Close
+            | OpCodeFlag::AsyncCancel,
+    );
+    builder.with_proactor(proactor);
     if let Some(cpu) = cpu {
         builder.thread_affinity(HashSet::from([cpu]));
     }
