@@ -486,7 +486,7 @@ def counted_checks(browser, base):
                 v = [num(tds.nth(i).locator(".v").inner_text()) if tds.nth(i).locator(".v").count() else None for i in range(tds.count())]
                 measured = [x for x in v if x is not None]
                 check(measured == sorted(measured, reverse=True), f"a second click on {col} sorts highest first {v}")
-            ranks = [x.strip() for x in rows(page).locator('td[data-col="band"]').all_inner_texts()]
+            ranks = [x.strip() for x in rows(page).locator('td:first-child').all_inner_texts()]
             check(any(r.startswith("=") for r in ranks), f"rank bands drawn for a counted metric {ranks}")
             page.locator('th button[data-key="instructions_per_request"]').click()
             m = page.locator("#board .mark.unmeasured").first
@@ -509,31 +509,35 @@ def counted_checks(browser, base):
 
 
 def counted_default_order(page, results, level, run):
-    """Before any click, a counted board is sorted by counted cost, lowest first: instructions
-    per request where the board has them (services without one after, by syscalls), else
-    syscalls per request; uncounted rows last."""
+    """Before any click, a counted board opens in its rank by counted cost, lowest first:
+    services with an instruction count first, and none of them after one whose whole range
+    over the repetitions lies below its own; then the rest by syscalls per request; uncounted
+    rows last. The rank column shows the headline's places (2=)."""
     by_key = {c["key"]: c for c in results["cells"]}
     keys = [rows(page).nth(i).get_attribute("data-key") for i in range(rows(page).count())]
 
-    def mean(c, col):
-        k = c.get("counted") or {}
-        st = k.get("instructions") if col == "instructions_per_request" else k.get("server", {}).get("syscalls")
-        return st and st["mean"]
+    def stat(k, col):
+        c = (by_key[k].get("counted") or {})
+        return c.get("instructions") if col == "instructions" else c.get("server", {}).get("syscalls")
 
-    col = next((col for col in ("instructions_per_request", "syscalls_per_request")
-                if any(mean(by_key[k], col) is not None for k in keys)), None)
-    if col is None:
+    if not any(stat(k, "instructions") or stat(k, "syscalls") for k in keys):
         return
-    then = ["syscalls_per_request"] if col == "instructions_per_request" else []
-
-    def order(k):
-        vals = [mean(by_key[k], x) for x in [col] + then]
-        return [(v is None, v or 0) for v in vals]
-
-    th = page.locator(f'#board th:has(button[data-key="{col}"])')
-    check(th.get_attribute("aria-sort") == "ascending" and "sort=" not in page.url,
-          f"{run} {level}: sorted by {col} by default, lowest first")
-    check(keys == sorted(keys, key=order), f"{run} {level}: rows in counted-cost order {[k.split('__')[0] for k in keys]}")
+    th = page.locator('#board th:has(button[data-key="counted_cost"])')
+    check(th.count() == 1 and th.get_attribute("aria-sort") == "ascending" and "sort=" not in page.url,
+          f"{run} {level}: opens in rank by counted cost, lowest first")
+    names = [k.split("__")[0] for k in keys]
+    ins = [stat(k, "instructions") for k in keys]
+    sys_ = [stat(k, "syscalls") for k in keys]
+    has = [i is not None for i in ins]
+    check(has == sorted(has, reverse=True), f"{run} {level}: instruction counts before the rest {names}")
+    apart = [(names[i], names[j]) for i in range(len(keys)) for j in range(i + 1, len(keys))
+             if ins[i] and ins[j] and ins[i]["min"] > ins[j]["max"]]
+    check(not apart, f"{run} {level}: no service after one its instructions set below it {apart}")
+    rest = [s_["median"] for s_, h in zip(sys_, has) if not h and s_]
+    check(rest == sorted(rest), f"{run} {level}: services without instructions by syscalls {names}")
+    places = [page.locator(f'#board tr[data-key="{k}"] td[data-col="counted_cost"]').inner_text().strip() for k in keys]
+    check(all(p == "—" or p[0].isdigit() for p in places) and places[0].startswith("1"),
+          f"{run} {level}: the rank column shows the places {places}")
 
 
 if __name__ == "__main__":

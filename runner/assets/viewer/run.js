@@ -82,11 +82,12 @@ function render() {
   const level = levels.includes(s.level) ? s.level : levels[levels.length > 2 ? 2 : levels.length - 1];
   // A counted column only where this board has a count or a reason it has none.
   const counted = COUNTED.filter((k) => inTab.some((c) => c.level === level && (k.stat(c) || k.why(c))));
-  // Where the board counted, counted cost orders it by default — instructions per request,
-  // else syscalls — as README's headline does: counts repeat where times on a shared
-  // machine do not. Services without an instruction count follow, by syscalls.
+  // Where the board counted, it opens in its rank by counted cost (results.json's cells
+  // carry it, computed by the rule README's headline uses): counts repeat where times on a
+  // shared machine do not.
   const countedHere = (key) => counted.some((k) => k.key === key && inTab.some((c) => c.level === level && k.stat(c)));
-  const sort = s.sort || ["instructions_per_request", "syscalls_per_request"].find(countedHere) || "requests_per_s";
+  const ranked = inTab.some((c) => c.level === level && c.counted_rank);
+  const sort = s.sort || (ranked ? "counted_cost" : "requests_per_s");
   const models = uniq(R.cells.map((c) => svcInfo(c.service).model)).sort();
   const ios = uniq(R.cells.map((c) => svcInfo(c.service).io_driver)).sort();
   const offModels = (s.nomodel || "").split(",").filter(Boolean);
@@ -113,8 +114,14 @@ function render() {
 
   const m = METRICS.concat(counted).find((x) => x.key === sort);
   const band = (c) => m && c.bands[m.key];
+  const byCost = sort === "counted_cost";
+  const place = (c) => c.counted_rank && c.counted_rank.place;
+  const rankCol = ranked
+    ? { key: "counted_cost", label: "rank", better: "lower", title: "rank by counted cost: instructions per request, then syscalls; counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls", value: (c) => c.counted_rank ? c.counted_rank.order : null }
+    : { key: "band", label: "rank", title: "services the run cannot tell apart share a band" };
   const cols = [
-    { key: "band", label: "rank", title: "services the run cannot tell apart share a band", render: (c) => band(c) ? el("span", { class: "band", title: "band " + band(c) + " by " + (m ? m.label : "") + ": no paired difference from the band's leader" }, "=" + band(c)) : "—" },
+    Object.assign(rankCol, { render: (c) => byCost ? (place(c) ? el("span", { class: "band", title: "by counted cost" }, place(c)) : "—")
+      : band(c) ? el("span", { class: "band", title: "band " + band(c) + " by " + (m ? m.label : "") + ": no paired difference from the band's leader" }, "=" + band(c)) : "—" }),
     { key: "service", label: "service", value: (c) => c.service, render: (c) => [el("strong", null, c.service.replace(/^ping-/, "")), " ", marks(c)] },
     { key: "model", label: "model", value: (c) => svcInfo(c.service).model, render: (c) => svcInfo(c.service).model },
     { key: "io", label: "I/O", value: (c) => svcInfo(c.service).io_driver, render: (c) => svcInfo(c.service).io_driver },
@@ -153,15 +160,16 @@ function render() {
   const churn = rows.some((c) => c.churn);
   if (churn) cols.push({ key: "churn", label: "churn RSS", value: (c) => c.churn && c.churn.growth_pct, render: (c) => c.churn ? c.churn.verdict + " (" + fmtPct(c.churn.growth_pct) + ")" : "—" });
 
+  const tied = (a, b) => byCost ? Boolean(place(b) && place(b).includes("=") && place(a) === place(b)) : Boolean(band(b) && band(a) === band(b));
   const sec = el("section", { id: "board" }, el("h2", null, tab + " · " + level),
     rows.length ? table(cols, rows, {
-      sort: sort, dir: s.dir || (m && m.better === "lower" ? "asc" : "desc"),
+      sort: sort, dir: s.dir || (byCost || (m && m.better === "lower") ? "asc" : "desc"),
       then: sort === "instructions_per_request" && countedHere("syscalls_per_request") ? "syscalls_per_request" : null,
       onSort: (k, d) => { state.set({ sort: k, dir: d }); render(); },
       open: (c) => { state.set({ cell: c.key }); render(); document.getElementById("detail").focus(); },
-      rowClass: (c, i, all) => [c.status && c.status !== "ok" ? "failed" : null, c.suspect ? "suspect" : null, i > 0 && band(c) && band(all[i - 1]) === band(c) ? "tied" : null].filter(Boolean).join(" "),
+      rowClass: (c, i, all) => [c.status && c.status !== "ok" ? "failed" : null, c.suspect ? "suspect" : null, i > 0 && tied(all[i - 1], c) ? "tied" : null].filter(Boolean).join(" "),
     }) : el("p", { class: "empty" }, "No cell here passes the filters."),
-    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it is sorted by counted cost unless you pick a column: instructions per request (services without one after, by syscalls), else syscalls per request."));
+    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it opens in rank by counted cost, README's headline's rule: instructions per request, then syscalls; counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls."));
   app.append(sec);
   app.append(charts(tab, inTab.filter(keep), levels, level));
   app.append(detail(s.cell));

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::results::counted_rank::{Cost, rank};
 use crate::results::difference::{NOISE_PCT, Verdict};
 use crate::results::group::{CEILING, first_seen};
 use crate::results::metric::Metric;
@@ -15,7 +16,6 @@ use crate::results::stats;
 use crate::results::units::{Unit, mib_cell, micros_brief, value};
 
 use super::charts::{Chart, Kind};
-use super::counted_rank::{Cost, Spread, rank};
 use super::data::groups;
 use crate::readme::link;
 
@@ -147,16 +147,7 @@ fn ranked(
             .find(|c| c.service == s && c.level == l)
             .and_then(|c| c.counted.as_ref())
     };
-    let costs: Vec<Cost> = services
-        .iter()
-        .map(|s| {
-            let k = counts(s, &at);
-            Cost {
-                instructions: k.and_then(|k| k.instructions.as_ref()).map(Spread::of),
-                syscalls: k.and_then(|k| k.server.syscalls.as_ref()).map(Spread::of),
-            }
-        })
-        .collect();
+    let costs: Vec<Cost> = services.iter().map(|s| Cost::of(counts(s, &at))).collect();
     let mine = |s: &str| -> Vec<&CellSummary> {
         cells.iter().copied().filter(|c| c.service == s).collect()
     };

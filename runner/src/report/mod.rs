@@ -3,7 +3,6 @@
 
 pub mod bars;
 pub mod charts;
-pub mod counted_rank;
 pub mod data;
 pub mod headline;
 pub mod open_loop;

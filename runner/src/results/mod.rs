@@ -8,6 +8,7 @@ pub mod adaptive;
 pub mod calibration;
 pub mod churn;
 pub mod counted;
+pub mod counted_rank;
 pub mod difference;
 pub mod group;
 pub mod measured;

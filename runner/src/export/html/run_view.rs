@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::{bands, detail};
 use crate::results::calibration::Calibration;
+use crate::results::counted_rank;
 use crate::results::group::{self, CEILING};
 use crate::results::schema::{CellStatus, CellSummary, Drift, Floors, Hardware, Os, RunStatus};
 use crate::results::set::ResultSet;
@@ -71,7 +72,18 @@ pub struct CellView<'a> {
     pub ceiling_x: Option<f64>,
     pub verdict: Option<&'a BaselineVerdict>,
     pub bands: BTreeMap<String, u32>,
+    /// Its place by counted cost at its position (`results::counted_rank`, README's
+    /// headline's rule), where the position counted: the board's default order.
+    pub counted_rank: Option<CountedRank>,
     pub has_detail: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CountedRank {
+    /// Its order at the position, from 0.
+    pub order: usize,
+    /// "2=", "1= (syscalls)"; absent for a cell with no count.
+    pub place: Option<String>,
 }
 
 fn run_info(set: &ResultSet) -> Option<RunInfo<'_>> {
@@ -183,6 +195,7 @@ pub fn missing(set: &ResultSet) -> Vec<String> {
 pub fn build(set: &ResultSet) -> RunView<'_> {
     let r = &set.results;
     let bands = bands::of(set.cells.values());
+    let counted_rank = counted_rank::by_position(&r.cells);
     let groups = group::groups(&r.cells);
     let ceiling_x = |c: &CellSummary| {
         let open = c.offered_rate_per_s.is_some();
@@ -201,6 +214,10 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
             ceiling_x: ceiling_x(c),
             verdict: r.verdicts.iter().find(|v| v.key == c.key),
             bands: bands.get(&c.key).cloned().unwrap_or_default(),
+            counted_rank: counted_rank.get(&c.key).map(|&(order, place)| CountedRank {
+                order,
+                place: place.map(|p| p.label()),
+            }),
             has_detail: set.cells.contains_key(&c.key),
         })
         .collect();

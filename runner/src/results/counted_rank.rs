@@ -1,10 +1,12 @@
-//! The headline's rank by counted cost: services ordered by user-space instructions per
-//! request, then by syscalls per request, where services whose counts overlap over their
+//! The rank by counted cost — README's headline and the run page's default order both read
+//! it: services ordered by user-space instructions per request, then by syscalls per request, where services whose counts overlap over their
 //! repetitions share a rank (a tie, never an order). Services without an instruction count
 //! are ranked after them, among themselves, by syscalls alone: an unmeasured count is never
 //! read as 0, and a syscall count is not set against an instruction count.
 
-use crate::results::schema::Stat;
+use std::collections::BTreeMap;
+
+use crate::results::schema::{CellSummary, CountedSummary, Stat};
 
 /// A count over repetitions: its median and the range the repetitions spanned.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,6 +35,16 @@ impl Spread {
 pub struct Cost {
     pub instructions: Option<Spread>,
     pub syscalls: Option<Spread>,
+}
+
+impl Cost {
+    /// A cell's counts: user-space instructions and the server's syscalls per request.
+    pub fn of(k: Option<&CountedSummary>) -> Cost {
+        Cost {
+            instructions: k.and_then(|k| k.instructions.as_ref()).map(Spread::of),
+            syscalls: k.and_then(|k| k.server.syscalls.as_ref()).map(Spread::of),
+        }
+    }
 }
 
 /// What a service was ranked on.
@@ -86,6 +98,30 @@ pub fn rank(costs: &[Cost]) -> Vec<(usize, Option<Place>)> {
         Basis::Syscalls,
     );
     out.extend(none.into_iter().map(|i| (i, None)));
+    out
+}
+
+/// Every cell's place among the cells at its position (scenario, profile, level), by
+/// [`rank`]: key → (its order there, from 0; its place). Positions where no cell counted are
+/// left out; cells keep their given order where the rank leaves them unplaced.
+pub fn by_position(cells: &[CellSummary]) -> BTreeMap<String, (usize, Option<Place>)> {
+    let mut positions: BTreeMap<(&str, &str, &str), Vec<&CellSummary>> = BTreeMap::new();
+    for c in cells {
+        positions
+            .entry((&c.scenario, &c.profile, &c.level))
+            .or_default()
+            .push(c);
+    }
+    let mut out = BTreeMap::new();
+    for group in positions.values() {
+        let costs: Vec<Cost> = group.iter().map(|c| Cost::of(c.counted.as_ref())).collect();
+        if costs.iter().all(|k| *k == Cost::default()) {
+            continue;
+        }
+        for (order, (i, place)) in rank(&costs).into_iter().enumerate() {
+            out.insert(group[i].key.clone(), (order, place));
+        }
+    }
     out
 }
 
@@ -222,5 +258,44 @@ mod tests {
                 (3, "4".into()),
             ]
         );
+    }
+
+    #[test]
+    fn each_position_is_ranked_apart_and_uncounted_positions_are_left_out() {
+        use crate::results::schema::CellSummary;
+        let cell = |svc: &str, level: &str, ins: Option<f64>| {
+            let mut c = CellSummary {
+                key: format!("{svc}__{level}"),
+                service: svc.into(),
+                scenario: "ping".into(),
+                level: level.into(),
+                profile: "pinned".into(),
+                ..CellSummary::default()
+            };
+            c.counted = ins.map(|v| CountedSummary {
+                instructions: Some(Stat {
+                    median: v,
+                    min: v - 1.0,
+                    max: v + 1.0,
+                    ..Stat::default()
+                }),
+                ..CountedSummary::default()
+            });
+            c
+        };
+        let cells = [
+            cell("b", "c1", Some(200.0)),
+            cell("a", "c1", Some(100.0)),
+            cell("u", "c1", None),
+            cell("b", "c64", None),
+            cell("a", "c64", None),
+        ];
+        let r = by_position(&cells);
+        let got = |k: &str| r.get(k).map(|(o, p)| (*o, p.map(|p| p.label())));
+        assert_eq!(got("a__c1"), Some((0, Some("1".into()))));
+        assert_eq!(got("b__c1"), Some((1, Some("2".into()))));
+        assert_eq!(got("u__c1"), Some((2, None)), "no count: last, no place");
+        assert_eq!(got("a__c64"), None, "a position that counted nothing");
+        assert_eq!(r.len(), 3);
     }
 }
