@@ -27,9 +27,8 @@ pub fn write_all(
     drift: Option<Drift>,
 ) -> anyhow::Result<Finished> {
     let arms: Vec<CellResult> = plan
-        .calibration
-        .iter()
-        .flatten()
+        .all_cells()
+        .filter(|c| c.arm.is_some())
         .filter_map(|c| store.read_cell(&c.key))
         .collect();
     let cells: Vec<CellResult> = plan
@@ -38,7 +37,8 @@ pub fn write_all(
         .collect();
     let summaries = cells.iter().map(summarize_cell).collect();
     let mut results = export::json::results_file(&run.run_id, status, summaries, drift);
-    results.calibration = calibration::from_cells(&arms);
+    // An arm B that shared a measured cell's rounds is paired with that cell.
+    results.calibration = calibration::from_cells(arms.iter().chain(&cells));
     results.verdicts = verdict::against_baseline(
         &cells.iter().collect::<Vec<_>>(),
         &plan.baseline,

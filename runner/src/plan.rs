@@ -66,14 +66,17 @@ fn rep_ms(c: &CellSpec, count_syscalls: bool) -> u64 {
 }
 
 impl Plan {
-    /// The matrix's cells (not the calibration arms).
+    /// The matrix's cells (not the calibration arms, also not those run in a group).
     pub fn cells(&self) -> impl Iterator<Item = &CellSpec> {
-        self.groups.iter().flatten()
+        self.groups.iter().flatten().filter(|c| c.arm.is_none())
     }
 
-    /// Calibration arms, then the matrix's cells: everything that writes a cell file.
+    /// Calibration groups, then the groups: everything that writes a cell file.
     pub fn all_cells(&self) -> impl Iterator<Item = &CellSpec> {
-        self.calibration.iter().flatten().chain(self.cells())
+        self.calibration
+            .iter()
+            .flatten()
+            .chain(self.groups.iter().flatten())
     }
 
     pub fn cell_count(&self) -> usize {
@@ -353,6 +356,10 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
         (_, Some(def)) => calibration_groups(&shared, def),
         (Calibrate::Only, None) => calibration_groups(&shared, &default_calibration(m, &groups)),
     };
+    let calibration = match opts.calibration {
+        Calibrate::AsConfigured => share_rounds(&mut groups, calibration),
+        Calibrate::Only => calibration,
+    };
     if opts.calibration == Calibrate::Only {
         if calibration.is_empty() {
             anyhow::bail!("nothing to calibrate: the plan has no closed- or open-loop cell");
@@ -406,6 +413,35 @@ fn calibration_groups(shared: &Shared, def: &CalibrationDef) -> Vec<Vec<CellSpec
                     .map(|arm| shared.spec(service, scenario, level, profile, Some(arm)))
                     .collect(),
             )
+        })
+        .collect()
+}
+
+/// A calibration cell whose service the run measures there anyway shares that cell's rounds:
+/// the cell itself is arm A, and arm B alone runs, appended to its group (A … B, round after
+/// round), so the A/A noise comes from the rounds the verdicts are paired on and costs one
+/// arm's repetitions instead of two. The other pairs (the service not in the run there, or
+/// adaptive repetitions, whose arms must stop together) still run first, both arms.
+fn share_rounds(groups: &mut [Vec<CellSpec>], pairs: Vec<Vec<CellSpec>>) -> Vec<Vec<CellSpec>> {
+    let same = |c: &CellSpec, b: &CellSpec| {
+        c.arm.is_none()
+            && (&c.service, &c.scenario, &c.level, &c.profile)
+                == (&b.service, &b.scenario, &b.level, &b.profile)
+    };
+    pairs
+        .into_iter()
+        .filter_map(|pair| {
+            let b = pair
+                .iter()
+                .find(|c| c.arm.as_deref() == Some("b") && c.adaptive.is_none());
+            let home = b.and_then(|b| groups.iter_mut().find(|g| g.iter().any(|c| same(c, b))));
+            match (home, b) {
+                (Some(g), Some(b)) => {
+                    g.push(b.clone());
+                    None
+                }
+                _ => Some(pair),
+            }
         })
         .collect()
 }
@@ -469,6 +505,13 @@ pub fn render(plan: &Plan) -> String {
             out,
             "calibration: {} cell(s) × 2 identical arms (A B A B), run first",
             plan.calibration.len()
+        );
+    }
+    let shared = plan.groups.iter().flatten().filter(|c| c.arm.is_some());
+    if let n @ 1.. = shared.count() {
+        let _ = writeln!(
+            out,
+            "calibration: {n} cell(s) where arm B runs in the group, round after round, against the service's own cell (arm A)"
         );
     }
     if let Some(r) = &plan.reference {
@@ -613,9 +656,32 @@ memory_max_mib = 400
             M.replace("b/json/c4/small", "b/json2/c4/small")
         );
         let m = parse(Path::new("m.toml"), &text, None).unwrap();
+        // b is measured at ping/c4/pinned: arm B joins that group, and b's own cell is arm A.
         let p = expand(&m, &Options::default()).unwrap();
-        assert_eq!(p.calibration.len(), 1);
-        let keys: Vec<&str> = p.calibration[0].iter().map(|c| c.key.as_str()).collect();
+        assert!(p.calibration.is_empty());
+        let g = p
+            .groups
+            .iter()
+            .find(|g| g.iter().any(|c| c.arm.is_some()))
+            .unwrap();
+        let keys: Vec<&str> = g.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(
+            keys.last(),
+            Some(&"calibration-b__b__ping__c4__pinned"),
+            "{keys:?}"
+        );
+        assert!(keys.contains(&"b__ping__c4__pinned"));
+        assert_eq!(p.cells().count(), 14, "arm B is not a matrix cell");
+        assert_eq!(p.cell_count(), 15);
+        assert!(render(&p).contains("1 cell(s) where arm B runs in the group"));
+        // Where b's cell is not in the run, both arms run first.
+        let without_b = Options {
+            only: vec!["service=a".into()],
+            ..Options::default()
+        };
+        let w = expand(&m, &without_b).unwrap();
+        assert_eq!(w.calibration.len(), 1);
+        let keys: Vec<&str> = w.calibration[0].iter().map(|c| c.key.as_str()).collect();
         assert_eq!(
             keys,
             [
@@ -623,9 +689,7 @@ memory_max_mib = 400
                 "calibration-b__b__ping__c4__pinned"
             ]
         );
-        assert_eq!(p.all_cells().next().unwrap().arm.as_deref(), Some("a"));
-        assert_eq!(p.cells().count(), 14);
-        assert_eq!(p.cell_count(), 16);
+        assert_eq!(w.all_cells().next().unwrap().arm.as_deref(), Some("a"));
         let only = Options {
             calibration: Calibrate::Only,
             ..Options::default()

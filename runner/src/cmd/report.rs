@@ -64,7 +64,7 @@ fn resummarize(run: &Path) -> anyhow::Result<()> {
     results.calibration = if arms.is_empty() {
         old.calibration.clone()
     } else {
-        calibration::from_cells(&arms)
+        calibration::from_cells(arms.iter().chain(cells.iter().copied()))
     };
     if let Some(baseline) = &old.baseline {
         results.verdicts =

@@ -95,28 +95,41 @@ fn metric_of(a: &CellResult, b: &CellResult, m: Metric) -> CalibrationMetric {
     c
 }
 
-/// The calibration of a run from its arm cells (`cell.arm` = "a" / "b"); None when the run
-/// had none.
+/// The calibration of a run from its cells: each arm B (`cell.arm` = "b") is paired with its
+/// arm A at the same position — the "a" cell, or, where arm B shared a measured cell's rounds
+/// (`plan::share_rounds`), that cell of the same service. None when the run had no arm B.
 pub fn from_cells<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Option<Calibration> {
-    let arms: Vec<&CellResult> = cells.into_iter().filter(|c| c.cell.arm.is_some()).collect();
-    let service = arms.first()?.cell.service.clone();
+    let all: Vec<&CellResult> = cells.into_iter().collect();
+    let arm = |c: &CellResult, a: &str| c.cell.arm.as_deref() == Some(a);
+    let bs: Vec<&CellResult> = all.iter().copied().filter(|c| arm(c, "b")).collect();
+    let service = bs.first()?.cell.service.clone();
     let mut out = Vec::new();
-    for a in arms.iter().filter(|c| c.cell.arm.as_deref() == Some("a")) {
-        let same = |c: &&&CellResult| {
-            c.cell.arm.as_deref() == Some("b")
-                && (&c.cell.scenario, &c.cell.level, &c.cell.profile)
-                    == (&a.cell.scenario, &a.cell.level, &a.cell.profile)
+    for b in bs {
+        let at = |c: &&CellResult| {
+            (
+                &c.cell.service,
+                &c.cell.scenario,
+                &c.cell.level,
+                &c.cell.profile,
+            ) == (
+                &b.cell.service,
+                &b.cell.scenario,
+                &b.cell.level,
+                &b.cell.profile,
+            )
         };
-        let Some(b) = arms.iter().find(same) else {
+        let Some(a) = (all.iter().copied().find(|c| at(c) && arm(c, "a")))
+            .or_else(|| all.iter().copied().find(|c| at(c) && c.cell.arm.is_none()))
+        else {
             continue;
         };
-        let failures = [a, *b]
+        let failures = [a, b]
             .iter()
             .filter(|c| c.status != CellStatus::Ok)
             .map(|c| {
                 format!(
                     "arm {}: {}",
-                    c.cell.arm.as_deref().unwrap_or("?"),
+                    c.cell.arm.as_deref().unwrap_or("a"),
                     c.failure.as_ref().map_or_else(
                         || format!("{:?}", c.status).to_lowercase(),
                         ToString::to_string
@@ -140,4 +153,60 @@ pub fn from_cells<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Option
         service,
         cells: out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::schema::Calibration;
+
+    /// A committed real cell as `service`'s cell (arm `arm`), one round per req/s value.
+    fn cell(service: &str, arm: Option<&str>, rps: &[f64]) -> CellResult {
+        let mut c: CellResult = serde_json::from_str(include_str!(
+            "../../../results/2026-12-01T06-28-28Z-492c110/cells/ping-axum__ping__c64__pinned.json"
+        ))
+        .unwrap();
+        c.cell.service = service.into();
+        c.cell.arm = arm.map(String::from);
+        let template = c.reps[0].clone();
+        c.reps = (rps.iter().enumerate())
+            .map(|(i, &v)| {
+                let mut r = template.clone();
+                r.rep = i as u32 + 1;
+                r.report.requests_per_s = v;
+                r
+            })
+            .collect();
+        c
+    }
+
+    fn rps_pairs(k: &Calibration) -> u32 {
+        let m = k.cells[0].metrics.iter();
+        m.clone()
+            .find(|m| m.metric == Metric::RequestsPerS)
+            .map_or(0, |m| m.n)
+    }
+
+    #[test]
+    fn arm_b_pairs_with_arm_a_or_else_with_the_services_own_cell() {
+        let rounds = [100.0, 102.0, 98.0, 101.0];
+        let b = cell("s", Some("b"), &rounds);
+        // Both arms run apart.
+        let a = cell("s", Some("a"), &rounds);
+        let k = from_cells([&a, &b]).unwrap();
+        assert_eq!((k.cells.len(), rps_pairs(&k)), (1, 4));
+        // Arm B ran in the group: the service's own cell is arm A; another service's is not.
+        let own = cell("s", None, &[100.0, 101.0, 99.0, 100.0]);
+        let other = cell("t", None, &[50.0, 51.0, 49.0, 50.0]);
+        let k = from_cells([&other, &own, &b]).unwrap();
+        assert_eq!((k.cells.len(), rps_pairs(&k)), (1, 4));
+        assert_eq!(k.service, "s");
+        // No arm A at all: the position is left out, not paired with another service.
+        let k = from_cells([&other, &b]).unwrap();
+        assert!(k.cells.is_empty());
+        assert!(
+            from_cells([&own, &other]).is_none(),
+            "no arm B, no calibration"
+        );
+    }
 }

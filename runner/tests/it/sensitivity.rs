@@ -89,7 +89,7 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
     let m = write_config(
         &d.0,
         &matrix_toml(
-            &[("hyper", hyper, ""), ("exits", exits, "")],
+            &[("hyper", hyper.clone(), ""), ("exits", exits.clone(), "")],
             "",
             "\n[calibration]\nservice = \"exits\"\ncells = [\"ping/c4/pinned\"]\n",
         ),
@@ -117,6 +117,43 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
     assert!(
         res.cells.iter().all(|c| c.status == Some(CellStatus::Ok)),
         "the matrix went on"
+    );
+
+    // A calibration of a service the run measures there: arm B runs in that cell's group and
+    // is paired with the cell itself (arm A is not run again).
+    let m = write_config(
+        &d.0,
+        &matrix_toml(
+            &[("hyper", hyper, ""), ("exits", exits, "")],
+            "",
+            "\n[calibration]\nservice = \"hyper\"\ncells = [\"ping/c4/pinned\"]\n",
+        ),
+    );
+    let out = d.0.join("results3");
+    let o = matrix_at(&m, &out, &["run", "--quiet", "--only", "service=hyper"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", out_text(&o));
+    let dir = only_run_dir(&out);
+    let run: RunRecord = read(&dir.join("run.json"));
+    let arms: Vec<&str> = (run.plan.iter())
+        .filter(|c| c.arm.is_some())
+        .map(|c| c.key.as_str())
+        .collect();
+    assert_eq!(arms, ["calibration-b__hyper__ping__c4__pinned"]);
+    assert!(
+        !dir.join("cells/calibration-a__hyper__ping__c4__pinned.json")
+            .exists()
+    );
+    let res: ResultsFile = read(&dir.join("results.json"));
+    assert!(res.cells.iter().all(|c| !c.key.starts_with("calibration")));
+    let cal = res.calibration.expect("calibration in results.json");
+    assert_eq!(cal.cells.len(), 1);
+    assert_eq!(cal.cells[0].pairs, 2, "{:?}", cal.cells[0]);
+    assert!(
+        cal.cells[0].failures.is_empty(),
+        "{:?}",
+        cal.cells[0].failures
     );
 }
 
