@@ -25,7 +25,7 @@
 # on) with BASE_SOURCE and HEAD_SOURCE, each a directory holding the crate (its own working
 # tree, dirty or not) or `<git url or repository>#<rev>`; both builds take the crate from their
 # source (a variant's `patch`, cargo's [patch.crates-io]) and BASE HEAD default to HEAD HEAD.
-# Needs target/release/{matrix,loadgen}: cargo build --release -p runner -p loadgen.
+# Needs target/release/{matrix,loadgen,$SERVICE}: cargo build --release -p runner -p loadgen -p "$SERVICE".
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"

@@ -33,6 +33,8 @@ pub struct Ctx<'a> {
     pub fleet: Option<&'a crate::host::Fleet>,
     /// `--count-instructions`: Valgrind instruction counts after c1 repetitions.
     pub count_instructions: bool,
+    /// Why repetitions are not followed by the exact syscall count (`Plan::syscalls_off`).
+    pub syscalls_off: Option<&'static str>,
 }
 
 /// Marks the cell as ended badly (interrupts win over other causes).
@@ -244,11 +246,9 @@ fn measure(
     // Syscalls in their own window after the timed one: perf's tracepoint slows every
     // syscall, so it must not run while req/s, latency and CPU are measured. Counted over
     // exact request counts sized from the req/s just measured.
-    let sys = match (&sampled.value, died) {
-        (Ok(_), None) if !ctx.matrix.count_syscalls => {
-            count::SyscallWindow::unmeasured("not counted (defaults.count_syscalls = false)")
-        }
-        (Ok(run), None) => count::exact::window(
+    let sys = match (&sampled.value, died, ctx.syscalls_off) {
+        (Ok(_), None, Some(why)) => count::SyscallWindow::unmeasured(why),
+        (Ok(run), None, None) => count::exact::window(
             &ctx.matrix.loadgen,
             &spec,
             &spec_file,

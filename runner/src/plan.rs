@@ -50,8 +50,9 @@ pub struct Plan {
     pub drift_points: u32,
     /// The service the others are judged against.
     pub baseline: String,
-    /// Whether each closed- or open-loop repetition is followed by the exact syscall count.
-    pub count_syscalls: bool,
+    /// Why the closed- and open-loop repetitions are not followed by the exact syscall
+    /// count; None: they are.
+    pub syscalls_off: Option<&'static str>,
 }
 
 /// Estimated wall time of one repetition of `c`, in ms, with the exact syscall count after
@@ -128,12 +129,12 @@ impl Plan {
     fn time_s(&self, reps: impl Fn(&CellSpec) -> u32) -> f64 {
         let ms: u64 = self
             .all_cells()
-            .map(|c| rep_ms(c, self.count_syscalls) * u64::from(reps(c)))
+            .map(|c| rep_ms(c, self.syscalls_off.is_none()) * u64::from(reps(c)))
             .sum::<u64>()
             + self
                 .reference
                 .as_ref()
-                .map_or(0, |c| rep_ms(c, self.count_syscalls))
+                .map_or(0, |c| rep_ms(c, self.syscalls_off.is_none()))
                 * self.drift_reps();
         ms as f64 / 1000.0
     }
@@ -296,6 +297,10 @@ fn short(scenario: &ScenarioDef, level: &Level, profile: &ProfileDef) -> String 
     format!("{}/{}/{}", scenario.name, level.label, profile.name)
 }
 
+fn short_of(c: &CellSpec) -> String {
+    format!("{}/{}/{}", c.scenario, c.level, c.profile)
+}
+
 pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
     let filter = Filter::new(&opts.only)?;
     let mut timing = m.timing;
@@ -356,6 +361,14 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
         (_, Some(def)) => calibration_groups(&shared, def),
         (Calibrate::Only, None) => calibration_groups(&shared, &default_calibration(m, &groups)),
     };
+    // A quick run calibrates only where it runs.
+    let calibration = match quick {
+        Some(q) => calibration
+            .into_iter()
+            .filter(|pair| (pair.first()).is_some_and(|c| q.cells.contains(&short_of(c))))
+            .collect(),
+        None => calibration,
+    };
     let calibration = match opts.calibration {
         Calibrate::AsConfigured => share_rounds(&mut groups, calibration),
         Calibrate::Only => calibration,
@@ -391,7 +404,13 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
         reference,
         drift_points: m.drift_points,
         baseline: m.baseline.clone(),
-        count_syscalls: m.count_syscalls,
+        syscalls_off: if !m.count_syscalls {
+            Some("not counted (defaults.count_syscalls = false)")
+        } else if quick.is_some_and(|q| q.count_syscalls == Some(false)) {
+            Some("not counted (--quick: [quick] count_syscalls = false; a full run counts)")
+        } else {
+            None
+        },
     })
 }
 
@@ -628,7 +647,7 @@ memory_max_mib = 400
         let rep = (300 + crate::count::exact::ESTIMATE_MS + START_OVERHEAD_MS) as f64 / 1000.0;
         assert!((p.estimate_s() - rep * 32.0).abs() < 1e-9);
         let uncounted = Plan {
-            count_syscalls: false,
+            syscalls_off: Some("not counted"),
             ..p.clone()
         };
         let rep = (300 + START_OVERHEAD_MS) as f64 / 1000.0;
@@ -723,6 +742,39 @@ memory_max_mib = 400
         assert_eq!(p.max_rep_count(), 14 * 10 + 4);
         assert!(p.worst_case_s() > p.estimate_s());
         assert!(render(&p).contains("worst case 144 service starts"));
+    }
+
+    #[test]
+    fn a_quick_run_counts_as_its_section_says_and_calibrates_only_where_it_runs() {
+        let text = format!(
+            "{}\n[calibration]\nservice = \"a\"\ncells = [\"ping/c1/pinned\", \"ping/c4/pinned\"]\n",
+            M.replace("b/json/c4/small", "b/json2/c4/small").replace(
+                "repetitions = 1\n",
+                "repetitions = 1\ncount_syscalls = false\n"
+            )
+        );
+        let m = parse(Path::new("m.toml"), &text, None).unwrap();
+        let quick = Options {
+            quick: true,
+            ..Options::default()
+        };
+        let q = expand(&m, &quick).unwrap();
+        assert!(q.syscalls_off.is_some_and(|w| w.contains("--quick")));
+        let arms: Vec<String> = q
+            .all_cells()
+            .filter(|c| c.arm.is_some())
+            .map(short_of)
+            .collect();
+        assert_eq!(
+            arms,
+            ["ping/c1/pinned"],
+            "the c4 calibration is not in the quick run"
+        );
+        // The full run counts, and calibrates both cells.
+        let full = expand(&m, &Options::default()).unwrap();
+        assert_eq!(full.syscalls_off, None);
+        assert_eq!(full.all_cells().filter(|c| c.arm.is_some()).count(), 2);
+        assert!(full.estimate_s() > 0.0);
     }
 
     #[test]

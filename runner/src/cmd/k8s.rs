@@ -88,7 +88,7 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
         reference: None,
         drift_points: 0,
         baseline: String::new(),
-        count_syscalls: false,
+        syscalls_off: Some("not counted"),
     };
     crate::finish::write_all(&store, &mut run, &plan, RunStatus::Completed, None)?;
     println!(

@@ -273,6 +273,7 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
             .and_then(|m| m.report.as_ref()),
         fleet: (!fleet.endpoints.is_empty()).then_some(&fleet),
         count_instructions: args.count_instructions,
+        syscalls_off: plan.syscalls_off,
     };
     let mut progress = Progress::new(plan.max_rep_count(), plan.estimate_s(), args.quiet);
     progress.note(&format!("run {} → {}", run.run_id, store.dir.display()));

@@ -66,6 +66,7 @@ pub struct QuickDef {
     pub duration_ms: Option<u64>,
     pub repetitions: Option<u32>,
     pub cooldown_ms: Option<u64>,
+    pub count_syscalls: Option<bool>,
 }
 
 #[derive(Debug, Clone)]

@@ -97,6 +97,9 @@ pub struct Quick {
     pub duration_ms: Option<Spanned<u64>>,
     pub repetitions: Option<Spanned<u32>>,
     pub cooldown_ms: Option<Spanned<u64>>,
+    /// Whether the quick run counts syscalls (default: as `defaults.count_syscalls`); the
+    /// exact count adds about 3 s to every repetition.
+    pub count_syscalls: Option<Spanned<bool>>,
 }
 
 /// `[calibration]`: one service run as two identical arms, A B A B, with the run's windows

@@ -116,6 +116,7 @@ pub(super) fn quick(errs: &mut Errs, q: &Quick) -> QuickDef {
             .cooldown_ms
             .as_ref()
             .map(|v| ms(errs, v, field("cooldown_ms"), 0)),
+        count_syscalls: q.count_syscalls.as_ref().map(|v| *v.get_ref()),
     }
 }
 
