@@ -332,6 +332,7 @@ def run_checks(browser, site, base, failed_run, old_run, hit):
     page.close()
 
     counted_checks(browser, base)
+    chart_checks(browser, base)
 
     # Variants: failed and unsupported cells; an older shape with no run.json.
     for d, expect in ((failed_run, "did not complete"), (old_run, "no run.json")):
@@ -411,6 +412,7 @@ def run_checks(browser, site, base, failed_run, old_run, hit):
     page.goto(f"{base}/index.html#view=history&hcell=ping-tokio-hyper/ping/c64/pinned")
     check(page.locator("#history svg").count() == 1 and page.locator("#history tbody tr").count() >= 2, "history of a cell across runs drawn")
     page.screenshot(path=str(ARTIFACTS / "site-history.png"), full_page=True)
+    history_break_checks(page, base)
     check(not errors, f"no console errors on the site {errors[:3]}")
     page.close()
 
@@ -506,6 +508,72 @@ def counted_checks(browser, base):
     page.screenshot(path=str(ARTIFACTS / "run-counted-default.png"), full_page=False)
     check(not errors, f"no console errors on the counted run's page {errors[:3]}")
     page.close()
+
+
+FEW_REPS_RUN = "2026-12-02T03-42-59Z-22f7cf4"  # two repetitions a cell
+
+
+def chart_checks(browser, base):
+    """Charts that cannot lie: no negative axis tick and no whisker below the axis's zero on a
+    run's page (req/s, times and counts are never negative); no whisker drawn from fewer than
+    3 repetitions, and the caption says so."""
+    page, errors = page_with_errors(browser)
+    for run in (REFERENCE, FEW_REPS_RUN):
+        n = {(c.get("requests_per_s") or {}).get("n") for c in json.loads((REPO / "results" / run / "results.json").read_text())["cells"]} - {None}
+        page.goto(f"{base}/{run}/index.html")
+        page.wait_for_selector("#charts svg")
+        charts = page.evaluate("""() => [...document.querySelectorAll('#charts figure')].map((f) => {
+          const s = f.querySelector('svg'), num = (e, a) => +e.getAttribute(a);
+          const grid = [...s.querySelectorAll('line.grid')].map((l) => num(l, 'y1'));
+          const bars = [...s.querySelectorAll('rect')].map((r) => num(r, 'x'));
+          const w = [...s.querySelectorAll('line.whisker')];
+          return {
+            caption: f.querySelector('figcaption').textContent,
+            ticks: [...s.querySelectorAll('text.tick')].map((t) => t.textContent),
+            whiskers: w.length,
+            below: w.filter((l) => grid.length ? Math.max(num(l, 'y1'), num(l, 'y2')) > Math.max(...grid) + 0.5
+                                               : Math.min(num(l, 'x1'), num(l, 'x2')) < Math.min(...bars) - 0.5).length,
+          };
+        })""")
+        neg = [t for c in charts for t in c["ticks"] if t.strip()[:1] in ("-", "\u2212")]
+        check(charts and not neg, f"{run}: no negative axis tick {neg[:3]}")
+        check(all(c["below"] == 0 for c in charts), f"{run}: no whisker below zero {[c['caption'] for c in charts if c['below']]}")
+        if min(n) < 3:
+            with_ci = [c for c in charts if "fewer than 3 repetitions" in c["caption"]]
+            check(with_ci and all(c["whiskers"] == 0 for c in with_ci),
+                  f"{run} (n = {sorted(n)}): no whisker, and the caption says why {[c['caption'] for c in charts]}")
+        else:
+            check(any(c["whiskers"] for c in charts) and not any("fewer than 3" in c["caption"] for c in charts),
+                  f"{run} (n = {sorted(n)}): whiskers drawn")
+        if run == FEW_REPS_RUN:
+            page.locator("#charts").screenshot(path=str(ARTIFACTS / "run-charts-two-reps.png"))
+    check(not errors, f"no console errors on the chart pages {errors[:3]}")
+    page.close()
+
+
+def history_break_checks(page, base):
+    """The history line breaks exactly where matrix compare would not set a run beside the
+    one before it (refused, or the cell's verdicts withheld), and says why."""
+    cell = "ping-tokio-hyper/ping/c64/pinned"
+    page.goto(f"{base}/index.html#view=history&hcell={cell}")
+    page.wait_for_selector("#history svg")
+    runs = [t.strip() for t in page.locator("#history tbody tr td:first-child").all_inner_texts()]
+    key = cell.replace("/", "__")
+    want = 0
+    for old, new in zip(runs, runs[1:]):
+        p = matrix("compare", str(REPO / "results" / old), str(REPO / "results" / new), "--format", "json", ok=(0, 1, 2))
+        if p.returncode == 2 and not p.stdout.strip():
+            want += 1
+            continue
+        c = next((c for c in json.loads(p.stdout)["cells"] if c["key"] == key), None)
+        want += bool(c and c.get("not_comparable"))
+    breaks = page.locator("#history svg line.break")
+    titles = [breaks.nth(i).locator("title").text_content() for i in range(breaks.count())]
+    check(len(runs) > 2 and breaks.count() == want and all("not comparable" in t for t in titles),
+          f"history of {cell} over {len(runs)} runs breaks at the {want} place(s) matrix compare would not join: {breaks.count()} {titles[:2]}")
+    caption = page.locator("#history figcaption").inner_text()
+    check((FEW_REPS_RUN in runs) == ("fewer than 3 repetitions" in caption), f"the history says where it draws no interval: {caption}")
+    page.screenshot(path=str(ARTIFACTS / "site-history-breaks.png"), full_page=True)
 
 
 def counted_default_order(page, results, level, run):

@@ -161,10 +161,22 @@ function ticks(lo, hi, log) {
   return out;
 }
 
-// Lines over categorical x (labels) or a numeric x; whiskers where lo/hi are given.
+// The interval to draw for a point {lo, hi, n}, or null: none from fewer than 3 repetitions
+// (a 2-sample t interval spans ±12.7 standard deviations: it says "too few", not "this
+// uncertain"), and never below 0 — every charted metric (req/s, times, counts, bytes) is.
+function whisker(p) {
+  const has = (v) => v !== null && v !== undefined;
+  if (!has(p.lo) || !has(p.hi) || (has(p.n) && p.n < 3)) return null;
+  return { lo: Math.max(0, p.lo), hi: p.hi };
+}
+const fewReps = (points) => points.some((p) => p.n !== null && p.n !== undefined && p.n < 3 && p.lo !== null && p.lo !== undefined);
+const FEW = " · no interval drawn where fewer than 3 repetitions";
+
+// Lines over categorical x (labels) or a numeric x; whiskers where an interval can be drawn.
 function lineChart(title, series, o) {
   const xs = o.xLabels;
-  const all = series.flatMap((s) => s.points.flatMap((p) => [p.y, p.lo, p.hi])).filter((v) => v !== null && v !== undefined && (!o.logY || v > 0));
+  if (fewReps(series.flatMap((s) => s.points))) title += FEW;
+  const all = series.flatMap((s) => s.points.flatMap((p) => { const w = whisker(p); return w ? [p.y, w.lo, w.hi] : [p.y]; })).filter((v) => v !== null && v !== undefined && (!o.logY || v > 0));
   if (!all.length) return el("p", { class: "empty" }, title + ": nothing measured to draw.");
   let lo = o.logY ? Math.min(...all) : Math.min(0, ...all), hi = Math.max(...all);
   if (o.logY) { lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi))); }
@@ -175,15 +187,31 @@ function lineChart(title, series, o) {
     g.push(svg("line", { x1: M.l, x2: W - M.r, y1: y(t), y2: y(t), class: "grid" }));
     g.push(svg("text", { x: M.l - 6, y: y(t) + 4, "text-anchor": "end", class: "tick" }, fmtNum(t, t < 10 ? 1 : 0)));
   }
-  xs.forEach((l, i) => g.push(svg("text", { x: x(i), y: H - M.b + 16, "text-anchor": "middle", class: "tick" }, l)));
+  // Every label where they fit; else every k-th, so none overlap.
+  const every = Math.max(1, Math.ceil(xs.length * 8 * Math.max(...xs.map((l) => String(l).length)) / (W - M.l - M.r)));
+  xs.forEach((l, i) => { if (i % every === 0) g.push(svg("text", { x: x(i), y: H - M.b + 16, "text-anchor": "middle", class: "tick" }, l)); });
   series.forEach((s, si) => {
     const c = PALETTE[si % PALETTE.length];
     const pts = s.points.filter((p) => p.y !== null && p.y !== undefined && (!o.logY || p.y > 0));
-    if (pts.length > 1) g.push(svg("polyline", { points: pts.map((p) => x(p.i) + "," + y(p.y)).join(" "), fill: "none", stroke: c, "stroke-width": 2 }));
+    // The line breaks before a point that cannot be set beside the one before it (p.brk:
+    // why not), marked by a dashed rule that says why.
+    const segs = [[]];
     for (const p of pts) {
-      if (p.lo !== null && p.lo !== undefined && p.hi !== null && p.hi !== undefined) {
-        const l = o.logY ? Math.max(p.lo, lo) : p.lo;
-        g.push(svg("line", { x1: x(p.i), x2: x(p.i), y1: y(l), y2: y(p.hi), stroke: c, class: "whisker" }));
+      if (p.brk && p.brk.length && segs[segs.length - 1].length) {
+        segs.push([]);
+        g.push(svg("line", { x1: x(p.i) - 6, x2: x(p.i) - 6, y1: M.t, y2: H - M.b, stroke: c, class: "break", "stroke-dasharray": "4 3" },
+          svg("title", null, "not comparable with the run before: " + p.brk.join("; "))));
+      }
+      segs[segs.length - 1].push(p);
+    }
+    for (const sg of segs) {
+      if (sg.length > 1) g.push(svg("polyline", { points: sg.map((p) => x(p.i) + "," + y(p.y)).join(" "), fill: "none", stroke: c, "stroke-width": 2 }));
+    }
+    for (const p of pts) {
+      const w = whisker(p);
+      if (w) {
+        const l = o.logY ? Math.max(w.lo, lo) : w.lo;
+        g.push(svg("line", { x1: x(p.i), x2: x(p.i), y1: y(l), y2: y(w.hi), stroke: c, class: "whisker" }));
       }
       g.push(svg("circle", { cx: x(p.i), cy: y(p.y), r: 3.5, fill: c }, svg("title", null, s.name + " · " + xs[p.i] + ": " + fmtNum(p.y) + (p.hi !== undefined && p.hi !== null ? " [" + fmtNum(p.lo) + " – " + fmtNum(p.hi) + "]" : ""))));
     }
@@ -199,21 +227,23 @@ function lineChart(title, series, o) {
 function barChart(title, rows, o) {
   rows = rows.filter((r) => r.v !== null && r.v !== undefined);
   if (!rows.length) return el("p", { class: "empty" }, title + ": nothing measured to draw.");
+  if (fewReps(rows)) title += FEW;
   const rh = 20, h = M.t + rows.length * rh + 30, left = 170, right = W - 60;
-  const hi = Math.max(...rows.map((r) => Math.max(r.v, r.hi || 0)));
+  const hi = Math.max(...rows.map((r) => Math.max(r.v, whisker(r) ? whisker(r).hi : 0)));
   const x = scale(0, hi, left, right, false);
   const g = [];
   rows.forEach((r, i) => {
     const yy = M.t + i * rh;
     g.push(svg("text", { x: left - 6, y: yy + 13, "text-anchor": "end", class: "tick" }, r.name));
     g.push(svg("rect", { x: left, y: yy + 2, width: Math.max(1, x(r.v) - left), height: rh - 6, fill: PALETTE[0], opacity: 0.75 }, svg("title", null, r.name + ": " + fmtNum(r.v) + (r.hi !== null && r.hi !== undefined ? " [" + fmtNum(r.lo) + " – " + fmtNum(r.hi) + "]" : ""))));
-    if (r.lo !== null && r.lo !== undefined && r.hi !== null && r.hi !== undefined) {
-      const a = x(Math.max(0, r.lo)), b = x(r.hi), m = yy + rh / 2 - 1;
+    const w = whisker(r);
+    if (w) {
+      const a = x(w.lo), b = x(w.hi), m = yy + rh / 2 - 1;
       g.push(svg("line", { x1: a, x2: b, y1: m, y2: m, class: "whisker", stroke: "#000" }));
       g.push(svg("line", { x1: a, x2: a, y1: m - 4, y2: m + 4, stroke: "#000" }));
       g.push(svg("line", { x1: b, x2: b, y1: m - 4, y2: m + 4, stroke: "#000" }));
     }
-    g.push(svg("text", { x: Math.min(right + 50, Math.max(x(r.v), r.hi ? x(r.hi) : 0) + 4), y: yy + 13, class: "tick" }, fmtNum(r.v)));
+    g.push(svg("text", { x: Math.min(right + 50, Math.max(x(r.v), w ? x(w.hi) : 0) + 4), y: yy + 13, class: "tick" }, fmtNum(r.v)));
   });
   g.push(svg("text", { x: (left + right) / 2, y: h - 6, "text-anchor": "middle", class: "axis" }, o.xLabel));
   return el("figure", { class: "chart" }, el("figcaption", null, title), svg("svg", { viewBox: "0 0 " + W + " " + h, role: "img", "aria-label": title }, g));

@@ -180,7 +180,7 @@ function charts(tab, cells, levels, level) {
   const at = (svc, l) => cells.find((c) => c.service === svc && c.level === l);
   const thr = lineChart("Throughput vs load level (" + tab + "), mean with 95 % CI", svcs.map((svc) => ({
     name: svc.replace(/^ping-/, ""),
-    points: levels.map((l, i) => { const c = at(svc, l); const st = c && c.requests_per_s; return { i, y: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high }; }),
+    points: levels.map((l, i) => { const c = at(svc, l); const st = c && c.requests_per_s; return { i, y: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high, n: st && st.n }; }),
   })), { xLabels: levels, xLabel: "level", yLabel: "req/s" });
   const pcts = [["p50", "p50_us"], ["p90", "p90_us"], ["p99", "p99_us"], ["p99.9", "p999_us"], ["max", "max_us"]];
   const spec = lineChart("Latency percentile spectrum at " + level + " (µs, log axis)", svcs.map((svc) => ({
@@ -189,7 +189,7 @@ function charts(tab, cells, levels, level) {
   })), { xLabels: pcts.map((p) => p[0]), xLabel: "percentile", yLabel: "µs", logY: true });
   const cpu = barChart("Server CPU per request at " + level + " (µs), mean with 95 % CI", svcs.map((svc) => {
     const c = at(svc, level); const st = c && c.server_cpu_us_per_request;
-    return { name: svc.replace(/^ping-/, ""), v: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high };
+    return { name: svc.replace(/^ping-/, ""), v: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high, n: st && st.n };
   }), { xLabel: "µs per request" });
   return el("section", { id: "charts" }, el("h2", null, "Charts"), thr, spec, cpu);
 }

@@ -138,8 +138,10 @@ function historyView(s) {
   const pts = S.history[machine][cell];
   box.append(lineChart(cell + ": " + metric + " across runs (mean, 95 % CI)", [{
     name: cell.split("/")[0].replace(/^ping-/, ""),
-    points: pts.map((p, i) => ({ i, y: p.metrics[metric][0], lo: p.metrics[metric][1], hi: p.metrics[metric][2] })),
-  }], { xLabels: pts.map((p) => p.run_id.slice(0, 16)), xLabel: "run", yLabel: metric }));
+    points: pts.map((p, i) => ({ i, y: p.metrics[metric][0], lo: p.metrics[metric][1], hi: p.metrics[metric][2], n: p.metrics[metric][3], brk: p.not_comparable })),
+  }], { xLabels: pts.map((p) => p.run_id.slice(5, 16).replace("T", " ").replace(/-(\d\d)$/, ":$1")), xLabel: "run (UTC month-day hour:minute; hover a point for its id)", yLabel: metric }));
+  const breaks = pts.filter((p) => p.not_comparable && p.not_comparable.length).length;
+  if (breaks) box.append(el("p", { class: "hint" }, "The line breaks (dashed rule) where matrix compare would not set a run beside the one before it: " + breaks + " place(s); hover the rule for why."));
   box.append(el("table", { class: "board" }, el("thead", null, el("tr", null, ["run", "mean", "95 % CI", "suspect"].map((h) => el("th", null, h)))),
     el("tbody", null, pts.map((p) => el("tr", null, el("td", null, p.run_id), el("td", { class: "num" }, fmtNum(p.metrics[metric][0])),
       el("td", { class: "num" }, p.metrics[metric][1] !== null ? fmtNum(p.metrics[metric][1]) + " – " + fmtNum(p.metrics[metric][2]) : "—"), el("td", null, p.suspect ? "⚠" : ""))))));

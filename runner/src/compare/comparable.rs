@@ -157,6 +157,21 @@ pub fn cell_differences(old: Option<&CellSpec>, new: Option<&CellSpec>) -> Vec<S
     r
 }
 
+/// Every reason `matrix compare` would not set one cell of two runs side by side: the runs'
+/// (refused without `--force`), then the cell's own (its verdicts withheld).
+pub fn cell_pair_differences(
+    old: (&ResultSet, Option<&CellSpec>, &CellSummary),
+    new: (&ResultSet, Option<&CellSpec>, &CellSummary),
+) -> Vec<String> {
+    let mut r = run_differences(old.0, new.0);
+    r.extend(cell_differences(old.1, new.1));
+    r.extend(io_differences(
+        (old.2, old.0.cells.get(&old.2.key)),
+        (new.2, new.0.cells.get(&new.2.key)),
+    ));
+    r
+}
+
 /// Why one cell ran on different I/O on the two sides: loadgen's backend (results.json) or
 /// the service's `io_driver` (its start-up line, from the cell files). Nothing where a side
 /// did not record it.

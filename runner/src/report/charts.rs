@@ -125,13 +125,18 @@ fn profile_chart(kind: Kind, profile: &str, file: String, title: String, svg: St
 }
 
 fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
+    // No interval from fewer than 3 repetitions (a 2-sample t interval spans ±12.7
+    // standard deviations: it says "too few", not "this uncertain"), none below 0 req/s.
+    let few = std::cell::Cell::new(false);
     let series: Vec<throughput::ThroughputLine> = per_service(g, |c| {
         let s = c.requests_per_s.as_ref()?;
+        let ci = (s.n >= 3).then_some((s.ci95_low, s.ci95_high));
+        few.set(few.get() || (s.n < 3 && s.ci95_low.is_some()));
         Some(throughput::Point {
             x: load_x(set, c)?,
             y: s.mean,
-            lo: s.ci95_low.unwrap_or(s.mean).max(0.0),
-            hi: s.ci95_high.unwrap_or(s.mean),
+            lo: ci.and_then(|c| c.0).unwrap_or(s.mean).max(0.0),
+            hi: ci.and_then(|c| c.1).unwrap_or(s.mean),
         })
     })
     .into_iter()
@@ -141,8 +146,14 @@ fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>>
         return Ok(None);
     }
     let title = format!(
-        "{} · profile {}: throughput vs connections",
-        g.scenario, g.profile
+        "{} · profile {}: throughput vs connections{}",
+        g.scenario,
+        g.profile,
+        if few.get() {
+            " (no interval: fewer than 3 repetitions)"
+        } else {
+            ""
+        }
     );
     let svg = throughput::render(&title, &series)?;
     let file = plot_file("throughput", &[&g.scenario, &g.profile]);

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::compare::{self, NotComparable, Options};
+use crate::compare::{self, NotComparable, Options, comparable};
 use crate::results::difference::NOISE_PCT;
 use crate::results::schema::{CellSummary, Stat};
 use crate::results::set::ResultSet;
@@ -102,9 +102,15 @@ pub struct Entry {
 pub struct Point {
     pub run_id: String,
     pub started_unix_ms: Option<u64>,
-    /// metric → [mean, ci95 low, ci95 high] (the low/high absent for a point value).
-    pub metrics: BTreeMap<&'static str, [Option<f64>; 3]>,
+    /// metric → [mean, ci95 low, ci95 high, repetitions] (the low/high absent for a point
+    /// value, the repetitions where not known).
+    pub metrics: BTreeMap<&'static str, [Option<f64>; 4]>,
     pub suspect: bool,
+    /// Why `matrix compare` would not set this point beside the one before it (the run's
+    /// method or the cell's load, pinning, limits or I/O differ): the history line breaks
+    /// here. Empty: one line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_comparable: Vec<String>,
 }
 
 /// "CPU model × N CPUs @ host": the runs one history line may join.
@@ -285,13 +291,15 @@ fn service_pairs(set: &ResultSet, slug: &str) -> Vec<Entry> {
     out
 }
 
-fn stat(s: Option<&Stat>) -> [Option<f64>; 3] {
-    s.map_or([None; 3], |s| [Some(s.mean), s.ci95_low, s.ci95_high])
+fn stat(s: Option<&Stat>) -> [Option<f64>; 4] {
+    s.map_or([None; 4], |s| {
+        [Some(s.mean), s.ci95_low, s.ci95_high, Some(f64::from(s.n))]
+    })
 }
 
-fn point_metrics(c: &CellSummary) -> BTreeMap<&'static str, [Option<f64>; 3]> {
+fn point_metrics(c: &CellSummary) -> BTreeMap<&'static str, [Option<f64>; 4]> {
     let lat = |f: fn(&crate::results::schema::LatencySummary) -> u64| {
-        [c.latency.as_ref().map(|l| f(l) as f64), None, None]
+        [c.latency.as_ref().map(|l| f(l) as f64), None, None, None]
     };
     BTreeMap::from([
         ("requests_per_s", stat(c.requests_per_s.as_ref())),
@@ -307,25 +315,55 @@ fn point_metrics(c: &CellSummary) -> BTreeMap<&'static str, [Option<f64>; 3]> {
 }
 
 fn history(runs: &[SiteRun]) -> BTreeMap<String, BTreeMap<String, Vec<Point>>> {
-    let mut h: BTreeMap<String, BTreeMap<String, Vec<Point>>> = BTreeMap::new();
-    for r in runs {
-        let m = h.entry(machine(r.set)).or_default();
+    // machine → cell → (run, its cell specs, the cell), in run order.
+    type Line<'a> = Vec<(&'a ResultSet, usize, &'a CellSummary)>;
+    let specs: Vec<_> = runs.iter().map(|r| comparable::specs(r.set)).collect();
+    let mut lines: BTreeMap<String, BTreeMap<String, Line>> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        let m = lines.entry(machine(r.set)).or_default();
         for c in &r.set.results.cells {
             let id = format!("{}/{}/{}/{}", c.service, c.scenario, c.level, c.profile);
-            m.entry(id).or_default().push(Point {
-                run_id: r.set.results.run_id.clone(),
-                started_unix_ms: r.set.run.as_ref().map(|x| x.started_unix_ms),
-                metrics: point_metrics(c),
-                suspect: c.suspect,
-            });
+            m.entry(id).or_default().push((r.set, i, c));
         }
     }
-    for cells in h.values_mut() {
-        for points in cells.values_mut() {
-            points.sort_by_key(|p| (p.started_unix_ms, p.run_id.clone()));
-        }
-    }
-    h
+    let started = |s: &ResultSet| {
+        (
+            s.run.as_ref().map(|x| x.started_unix_ms),
+            s.results.run_id.clone(),
+        )
+    };
+    lines
+        .into_iter()
+        .map(|(machine, cells)| {
+            let cells = cells
+                .into_iter()
+                .map(|(id, mut line)| {
+                    line.sort_by_key(|(s, _, _)| started(s));
+                    let points = (0..line.len())
+                        .map(|k| {
+                            let (set, i, c) = line[k];
+                            let not_comparable = match k.checked_sub(1).map(|j| line[j]) {
+                                Some((old, oi, o)) => comparable::cell_pair_differences(
+                                    (old, specs[oi].get(&o.key), o),
+                                    (set, specs[i].get(&c.key), c),
+                                ),
+                                None => Vec::new(),
+                            };
+                            Point {
+                                run_id: set.results.run_id.clone(),
+                                started_unix_ms: set.run.as_ref().map(|x| x.started_unix_ms),
+                                metrics: point_metrics(c),
+                                suspect: c.suspect,
+                                not_comparable,
+                            }
+                        })
+                        .collect();
+                    (id, points)
+                })
+                .collect();
+            (machine, cells)
+        })
+        .collect()
 }
 
 /// `runs` in any order; the index lists them oldest first.
