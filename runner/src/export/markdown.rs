@@ -34,7 +34,7 @@ fn bad_status(c: &CellSummary) -> Option<&'static str> {
 /// " (1.12× epoll)": CPU per request against the no-runtime ceiling, when the run has it.
 fn ceiling(g: &Group, c: &CellSummary) -> String {
     match g.ceiling_ratio(c) {
-        Some(r) if c.service != CEILING => format!(" ({r:.2}× epoll)"),
+        Some(r) => format!(" ({r:.2}× epoll)"),
         _ => String::new(),
     }
 }
@@ -45,7 +45,7 @@ fn closed_cell(g: &Group, c: &CellSummary) -> String {
     }
     let mut s = String::new();
     if let Some(r) = &c.requests_per_s {
-        s += &rate_cell(r.median);
+        s += &rate_cell(r.mean);
         if let (Some(lo), Some(hi)) = (r.ci95_low, r.ci95_high) {
             let _ = write!(s, " ±{:.0}%", (hi - lo) / 2.0 / r.mean.max(1e-9) * 100.0);
         }
@@ -54,7 +54,7 @@ fn closed_cell(g: &Group, c: &CellSummary) -> String {
         let _ = write!(s, " · p99 {}", micros_cell(l.p99_us as f64));
     }
     if let Some(cpu) = &c.server_cpu_us_per_request {
-        let _ = write!(s, " · {:.1} µs/req{}", cpu.median, ceiling(g, c));
+        let _ = write!(s, " · {:.1} µs/req{}", cpu.mean, ceiling(g, c));
     }
     s + &marks(c)
 }
@@ -65,7 +65,7 @@ fn open_cell(g: &Group, c: &CellSummary) -> String {
     }
     let mut s = String::new();
     if let Some(cpu) = &c.server_cpu_us_per_request {
-        let _ = write!(s, "{:.1} µs/req{}", cpu.median, ceiling(g, c));
+        let _ = write!(s, "{:.1} µs/req{}", cpu.mean, ceiling(g, c));
     }
     if let Some(l) = &c.latency {
         let _ = write!(
@@ -169,12 +169,12 @@ fn how_to_read(o: &mut String, res: &ResultsFile) {
     );
     let _ = writeln!(
         o,
-        "- Closed-loop cells: median req/s over repetitions, ± half-width of the 95 % Student-t CI, p99 latency (median over repetitions), server CPU µs/request."
+        "- Closed-loop cells: mean req/s over repetitions, ± half-width of its 95 % Student-t CI, p99 latency (median over repetitions), mean server CPU µs/request (the same figures as the README headline, the page and the terminal summary)."
     );
     if res.cells.iter().any(|c| c.service == CEILING) {
         let _ = writeln!(
             o,
-            "- (N× epoll): server CPU per request as a multiple of `{CEILING}`'s at the same load — the service with no runtime (one edge-triggered epoll loop per core), this machine's per-core ceiling."
+            "- (N× epoll): mean server CPU per request as a multiple of `{CEILING}`'s mean at the same load — the service with no runtime (one edge-triggered epoll loop per core), this machine's per-core ceiling."
         );
     }
     if res.cells.iter().any(|c| c.counted.is_some()) {

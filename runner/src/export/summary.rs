@@ -1,12 +1,16 @@
 //! The few lines `matrix run` ends with, the way hyperfine ends with its summary: how many
 //! cells ended how, the headline rows (the "ping" scenario, or the first closed-loop one, at
-//! its largest connection count, first profile), and where the full page is. The figures
-//! are medians over repetitions; their intervals and verdicts are in results.md.
+//! its largest connection count, first profile), and where the full page is. The figures are
+//! the ones results.md, the README headline and the page show: means over repetitions with
+//! their 95 % interval, the ceiling multiple (`group::ceiling_multiple`), and where the level
+//! counted, its rank by counted cost (`counted_rank`), ties as ties.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::results::schema::{CellStatus, CellSummary, ResultsFile};
+use crate::results::counted_rank::{self, Cost, Place};
+use crate::results::group::{CEILING, ceiling_multiple};
+use crate::results::schema::{CellStatus, CellSummary, ResultsFile, Stat};
 use crate::results::units::{micros_cell, rate_cell};
 
 /// Connections of a closed-loop level named `c<N>` (`c64`, `c64-d8`): N.
@@ -19,9 +23,14 @@ fn connections(level: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// The cells of the headline row set: scenario, profile and level, and its cells by median
-/// req/s, fastest first.
-fn headline(res: &ResultsFile) -> Option<(String, Vec<&CellSummary>)> {
+/// The headline rows' position ("ping / pinned / c64"), its cells in order with their places,
+/// and whether the level counted.
+type Headline<'a> = (String, Vec<(&'a CellSummary, Option<Place>)>, bool);
+
+/// The cells of the headline row set: scenario, profile and level, and its cells in rank by
+/// counted cost where the level counted (each with its place), else by mean req/s, fastest
+/// first.
+fn headline(res: &ResultsFile) -> Option<Headline<'_>> {
     let closed = |c: &&CellSummary| c.offered_rate_per_s.is_none() && c.churn.is_none();
     let first = res
         .cells
@@ -44,9 +53,31 @@ fn headline(res: &ResultsFile) -> Option<(String, Vec<&CellSummary>)> {
         .filter(closed)
         .filter(|c| &c.scenario == scenario && &c.profile == profile && c.level == level)
         .collect();
-    let rps = |c: &CellSummary| c.requests_per_s.as_ref().map_or(-1.0, |s| s.median);
+    let rps = |c: &CellSummary| c.requests_per_s.as_ref().map_or(-1.0, |s| s.mean);
     rows.sort_by(|a, b| rps(b).total_cmp(&rps(a)).then(a.service.cmp(&b.service)));
-    Some((format!("{scenario} / {profile} / {level}"), rows))
+    let costs: Vec<Cost> = rows.iter().map(|c| Cost::of(c.counted.as_ref())).collect();
+    let counted = costs.iter().any(|k| *k != Cost::default());
+    let ranked = if counted {
+        counted_rank::rank(&costs)
+            .into_iter()
+            .map(|(i, p)| (rows[i], p))
+            .collect()
+    } else {
+        rows.into_iter().map(|c| (c, None)).collect()
+    };
+    Some((format!("{scenario} / {profile} / {level}"), ranked, counted))
+}
+
+/// "120k ±4%": the mean and the half-width of its 95 % interval.
+fn rate(r: &Stat) -> String {
+    match (r.ci95_low, r.ci95_high) {
+        (Some(lo), Some(hi)) => format!(
+            "{} ±{:.0}%",
+            rate_cell(r.mean),
+            (hi - lo) / 2.0 / r.mean.max(1e-9) * 100.0
+        ),
+        _ => rate_cell(r.mean),
+    }
 }
 
 fn status_word(s: Option<CellStatus>) -> &'static str {
@@ -79,29 +110,64 @@ pub fn text(res: &ResultsFile, results_md: &Path) -> String {
         res.cells.len(),
         counts.join(", ")
     );
-    if let Some((group, rows)) = headline(res) {
-        let _ = writeln!(o, "  {group} (medians; † generator-limited, ⚠ suspect):");
-        let width = rows.iter().map(|c| c.service.len()).max().unwrap_or(0);
-        for c in rows {
+    if let Some((group, rows, counted)) = headline(res) {
+        let instructions = (rows.iter()).any(|r| {
+            r.0.counted
+                .as_ref()
+                .is_some_and(|k| k.instructions.is_some())
+        });
+        let order = if counted && instructions {
+            "ranked by counted cost: instructions, then syscalls per request; = a tie the counts cannot break"
+        } else if counted {
+            "ranked by counted cost: syscalls per request (no instruction count at this level); = a tie"
+        } else {
+            "by mean req/s, not a ranking: results.md says what the run can tell apart"
+        };
+        let _ = writeln!(
+            o,
+            "  {group} (means ± 95 % CI; {order}; † generator-limited, ⚠ suspect):"
+        );
+        let width = rows.iter().map(|c| c.0.service.len()).max().unwrap_or(0);
+        let ceiling = rows.iter().map(|c| c.0).find(|c| c.service == CEILING);
+        let label = |p: Option<Place>| p.map_or_else(|| "–".into(), |p| p.label());
+        let lw = rows
+            .iter()
+            .map(|r| label(r.1).chars().count())
+            .max()
+            .unwrap_or(0);
+        for (c, place) in rows {
             let mark = match (c.generator_saturated, c.suspect) {
                 (true, _) => " †",
                 (false, true) => " ⚠",
                 _ => "",
             };
+            let cpu = c
+                .server_cpu_us_per_request
+                .as_ref()
+                .map_or("–".into(), |s| {
+                    let x = ceiling.and_then(|e| ceiling_multiple(c, e));
+                    format!(
+                        "{:.2} µs{}",
+                        s.mean,
+                        x.map_or_else(String::new, |x| format!(" ({x:.2}× epoll)"))
+                    )
+                });
             let line = match (&c.requests_per_s, c.status) {
                 (Some(r), Some(CellStatus::Ok)) => format!(
-                    "{:>6} req/s  p99 {:>7}  CPU/request {:>7}",
-                    rate_cell(r.median),
+                    "{:>11} req/s  p99 {:>7}  CPU/request {cpu}",
+                    rate(r),
                     c.latency
                         .as_ref()
                         .map_or("–".into(), |l| micros_cell(l.p99_us as f64)),
-                    c.server_cpu_us_per_request
-                        .as_ref()
-                        .map_or("–".into(), |s| format!("{:.2} µs", s.median)),
                 ),
                 _ => status_word(c.status).to_string(),
             };
-            let _ = writeln!(o, "    {:<width$}  {line}{mark}", c.service);
+            let place = if counted {
+                format!("{:<lw$}  ", label(place))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(o, "    {place}{:<width$}  {line}{mark}", c.service);
         }
     }
     for c in res.cells.iter().filter(|c| c.failure.is_some()).take(5) {

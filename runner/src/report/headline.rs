@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::results::counted_rank::{Cost, rank};
 use crate::results::difference::{NOISE_PCT, Verdict};
-use crate::results::group::{CEILING, first_seen};
+use crate::results::group::{CEILING, ceiling_multiple, first_seen};
 use crate::results::metric::Metric;
 use crate::results::schema::{CellStatus, CellSummary, RunStatus, Stat};
 use crate::results::set::ResultSet;
@@ -619,15 +619,10 @@ fn row(mine: &[&CellSummary], all: &[&CellSummary], cpu_interval: bool) -> Vec<S
 
 /// " (1.12× epoll)" at the same level, when the run has the no-runtime ceiling.
 fn ceiling(c: &CellSummary, all: &[&CellSummary]) -> String {
-    let cpu = |c: &CellSummary| c.server_cpu_us_per_request.as_ref().map(|s| s.mean);
-    let base = all
-        .iter()
+    all.iter()
         .find(|x| x.service == CEILING && x.level == c.level)
-        .and_then(|x| cpu(x));
-    match (cpu(c), base) {
-        (Some(m), Some(b)) if b > 0.0 && c.service != CEILING => format!(" ({:.2}× epoll)", m / b),
-        _ => String::new(),
-    }
+        .and_then(|x| ceiling_multiple(c, x))
+        .map_or_else(String::new, |r| format!(" ({r:.2}× epoll)"))
 }
 
 /// "142.3k ± 10.0 % † ⚠".

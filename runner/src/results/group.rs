@@ -10,6 +10,18 @@ use super::schema::{CellResult, CellSummary};
 /// ceiling every other service's CPU per request is also shown against.
 pub const CEILING: &str = "ping-epoll";
 
+/// The one definition of the ceiling multiple every output shows ("1.38× epoll"): the mean
+/// server CPU per request of `c` over the mean of the `ceiling` cell's (the no-runtime
+/// service at the same position) — means, as the figures shown beside it are. None for the
+/// ceiling itself or where either was not measured.
+pub fn ceiling_multiple(c: &CellSummary, ceiling: &CellSummary) -> Option<f64> {
+    let cpu = |c: &CellSummary| c.server_cpu_us_per_request.as_ref().map(|s| s.mean);
+    match (cpu(c), cpu(ceiling)) {
+        (Some(m), Some(b)) if b > 0.0 && c.service != CEILING => Some(m / b),
+        _ => None,
+    }
+}
+
 /// Cells of one (scenario, profile), closed or open loop.
 pub struct Group<'a> {
     pub scenario: String,
@@ -30,12 +42,9 @@ impl<'a> Group<'a> {
     }
 
     /// Server CPU per request of `c` as a multiple of the no-runtime ceiling's
-    /// ([`CEILING`]) at the same level, when both were measured.
+    /// ([`CEILING`]) at the same level, when both were measured ([`ceiling_multiple`]).
     pub fn ceiling_ratio(&self, c: &CellSummary) -> Option<f64> {
-        let mine = c.server_cpu_us_per_request.as_ref()?.median;
-        let ceiling = self.cell(CEILING, &c.level)?;
-        let base = ceiling.server_cpu_us_per_request.as_ref()?.median;
-        (base > 0.0).then(|| mine / base)
+        ceiling_multiple(c, self.cell(CEILING, &c.level)?)
     }
 
     /// The cell of `service` at `level`, if the group has one.

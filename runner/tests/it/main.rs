@@ -13,6 +13,7 @@ mod hardware;
 mod hosts;
 mod k8s;
 mod method;
+mod one_number;
 mod patch;
 mod regenerate;
 mod report;

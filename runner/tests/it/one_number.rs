@@ -1,0 +1,145 @@
+//! One number per cell: a cell of the counted reference run read from all four outputs — the
+//! README headline, results.md, the run's page (its data) and the terminal summary — gives
+//! the same mean req/s, the same ceiling multiple and the same rank by counted cost.
+
+use std::path::{Path, PathBuf};
+
+use runner::export::html::run_view;
+use runner::export::summary;
+use runner::results::set;
+
+const RUN: &str = "2026-12-03T19-48-49Z-82ec039";
+const SERVICE: &str = "ping-tokio-hyper";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The row of `service` in the Markdown table whose header line is `header` ("| service |").
+fn row<'t>(text: &'t str, header_starts: &str, service: &str) -> (Vec<&'t str>, Vec<&'t str>) {
+    let lines: Vec<&str> = text.lines().collect();
+    let h = lines
+        .iter()
+        .position(|l| l.starts_with(header_starts))
+        .unwrap_or_else(|| panic!("no table starting {header_starts:?}"));
+    let cells =
+        |l: &'t str| -> Vec<&'t str> { l.trim_matches('|').split(" | ").map(str::trim).collect() };
+    let r = lines[h + 2..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .find(|l| cells(l).contains(&service))
+        .unwrap_or_else(|| panic!("no {service} row under {header_starts:?}"));
+    (cells(lines[h]), cells(r))
+}
+
+/// "(1.38× epoll)" → 1.38.
+fn ceiling(s: &str) -> f64 {
+    let re = regex::Regex::new(r"\((\d+\.\d\d)× epoll\)").unwrap();
+    re.captures(s)
+        .and_then(|c| c[1].parse().ok())
+        .unwrap_or_else(|| panic!("no ceiling multiple in {s:?}"))
+}
+
+/// "134.6k", "135k" → req/s, and the half of its last shown digit.
+fn rate(s: &str) -> (f64, f64) {
+    let re = regex::Regex::new(r"(\d+(?:\.(\d+))?)k").unwrap();
+    let c = re.captures(s).unwrap_or_else(|| panic!("no rate in {s:?}"));
+    let digits = c.get(2).map_or(0, |d| d.as_str().len()) as i32;
+    (
+        c[1].parse::<f64>().unwrap() * 1000.0,
+        500.0 * 10f64.powi(-digits),
+    )
+}
+
+#[test]
+fn a_cell_reads_the_same_in_the_headline_results_md_the_page_and_the_terminal() {
+    let dir = repo().join("results").join(RUN);
+    let set = set::load(&dir).unwrap();
+
+    // README's headline: the peak level's req/s and CPU, and the rank at the ranking level.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let block = readme
+        .split("<!-- pingmatrix:reference:begin -->")
+        .nth(1)
+        .and_then(|b| b.split("<!-- pingmatrix:reference:end -->").next())
+        .unwrap();
+    assert!(block.contains(RUN), "README's headline is of {RUN}");
+    let (head, r) = row(block, "| rank | service |", SERVICE);
+    let col = |name: &str| r[head.iter().position(|h| h.starts_with(name)).unwrap()];
+    let level = col("at");
+    let (readme_rate, readme_ulp) = rate(col("peak req/s"));
+    let readme_x = ceiling(col("server CPU/request at peak"));
+    let readme_rank = r[0];
+    let rank_level = block
+        .split("Ranked by counted cost at ")
+        .nth(1)
+        .and_then(|t| t.split(':').next())
+        .unwrap();
+
+    // results.md's closed-loop table, the same level's column.
+    let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+    let closed = md
+        .split("## Closed loop: throughput, p99 and CPU per request")
+        .nth(1)
+        .unwrap();
+    let (h, r) = row(closed, "| service |", SERVICE);
+    let md_cell = r[h.iter().position(|x| *x == level).unwrap()];
+    let (md_rate, md_ulp) = rate(md_cell);
+    let md_x = ceiling(md_cell);
+
+    // The page's data.
+    let view = run_view::build(&set);
+    let cell = |lvl: &str| {
+        view.cells
+            .iter()
+            .find(|c| {
+                c.summary.service == SERVICE
+                    && c.summary.level == lvl
+                    && c.summary.scenario == "ping"
+            })
+            .unwrap_or_else(|| panic!("no {SERVICE} at {lvl} on the page"))
+    };
+    let page = cell(level);
+    let page_rate = page.summary.requests_per_s.as_ref().unwrap().mean;
+    let page_x = page.ceiling_x.unwrap();
+    let page_rank = cell(rank_level)
+        .counted_rank
+        .as_ref()
+        .and_then(|r| r.place.clone())
+        .unwrap();
+
+    // The terminal summary (its headline rows are the largest closed-loop level).
+    let term = summary::text(&set.results, Path::new("results.md"));
+    let line = term
+        .lines()
+        .find(|l| l.contains(&format!(" {SERVICE} ")))
+        .unwrap_or_else(|| panic!("no {SERVICE} line in {term}"));
+    assert!(
+        term.contains(&format!("/ {level} (")),
+        "the terminal's rows are at {level}: {term}"
+    );
+    let (term_rate, term_ulp) = rate(line);
+    let term_x = ceiling(line);
+
+    let ulp = readme_ulp.max(md_ulp).max(term_ulp);
+    for (what, v) in [
+        ("README", readme_rate),
+        ("results.md", md_rate),
+        ("terminal", term_rate),
+    ] {
+        assert!(
+            (v - page_rate).abs() <= ulp,
+            "{what} shows {v} req/s, the page's mean is {page_rate}"
+        );
+    }
+    let shown = format!("{page_x:.2}").parse::<f64>().unwrap();
+    assert_eq!(
+        [readme_x, md_x, term_x],
+        [shown; 3],
+        "the ceiling multiple in README, results.md, the terminal vs the page's {page_x}"
+    );
+    assert_eq!(
+        readme_rank, page_rank,
+        "rank at {rank_level}: README vs the page"
+    );
+}
