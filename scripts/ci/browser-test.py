@@ -522,6 +522,9 @@ def chart_checks(browser, base):
         n = {(c.get("requests_per_s") or {}).get("n") for c in json.loads((REPO / "results" / run / "results.json").read_text())["cells"]} - {None}
         page.goto(f"{base}/{run}/index.html")
         page.wait_for_selector("#charts svg")
+        md_trust = (REPO / "results" / run / "results.md").read_text().splitlines()[2]
+        check(md_trust.startswith("Machine: ") and page.locator("#trust").inner_text() == md_trust,
+              f"{run}: the page opens with results.md's verdict on the machine: {md_trust[:80]}")
         charts = page.evaluate("""() => [...document.querySelectorAll('#charts figure')].map((f) => {
           const s = f.querySelector('svg'), num = (e, a) => +e.getAttribute(a);
           const grid = [...s.querySelectorAll('line.grid')].map((l) => num(l, 'y1'));

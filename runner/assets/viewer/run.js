@@ -53,7 +53,9 @@ function header() {
   const missing = R.missing.length
     ? el("section", { id: "missing", class: "missing" }, el("h2", null, "What this run does not have"), el("ul", null, R.missing.map((m) => el("li", null, m))))
     : null;
-  return [el("h1", null, "pingmatrix run ", el("code", null, R.run_id)), dl, missing, calibration()];
+  // The machine's verdict, first: the same line results.md and the terminal open with.
+  const trust = el("p", { id: "trust", class: R.machine.startsWith("Machine: busy") ? "busy" : null }, R.machine);
+  return [el("h1", null, "pingmatrix run ", el("code", null, R.run_id)), trust, dl, missing, calibration()];
 }
 
 function calibration() {

@@ -307,7 +307,7 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
     let end = crate::finish::write_all(&store, &mut run, &plan, status, out.drift)?;
     print!(
         "{}",
-        crate::export::summary::text(&end.results, &store.dir.join("results.md"))
+        crate::export::summary::text(&end.results, Some(&run), &store.dir.join("results.md"))
     );
     let some_failed = end.some_failed;
     Ok(if status == RunStatus::Interrupted {

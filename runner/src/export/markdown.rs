@@ -97,6 +97,7 @@ fn table(out: &mut String, g: &Group, f: fn(&Group, &CellSummary) -> String) {
 pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, String>) -> Vec<u8> {
     let mut o = String::new();
     let _ = writeln!(o, "# pingmatrix results — {}\n", run.run_id);
+    let _ = writeln!(o, "{}\n", crate::results::trust::line(res, Some(run)));
     header(&mut o, run, res);
     how_to_read(&mut o, res);
     super::verdicts::calibration(&mut o, res);

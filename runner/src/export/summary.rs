@@ -10,7 +10,8 @@ use std::path::Path;
 
 use crate::results::counted_rank::{self, Cost, Place};
 use crate::results::group::{CEILING, ceiling_multiple};
-use crate::results::schema::{CellStatus, CellSummary, ResultsFile, Stat};
+use crate::results::schema::{CellStatus, CellSummary, ResultsFile, RunRecord, Stat};
+use crate::results::trust;
 use crate::results::units::{micros_cell, rate_cell};
 
 /// Connections of a closed-loop level named `c<N>` (`c64`, `c64-d8`): N.
@@ -92,7 +93,7 @@ fn status_word(s: Option<CellStatus>) -> &'static str {
 }
 
 /// The summary text for a finished run whose page is `results_md`.
-pub fn text(res: &ResultsFile, results_md: &Path) -> String {
+pub fn text(res: &ResultsFile, run: Option<&RunRecord>, results_md: &Path) -> String {
     let mut o = String::new();
     let mut by_status: Vec<(&str, usize)> = Vec::new();
     for c in &res.cells {
@@ -110,6 +111,7 @@ pub fn text(res: &ResultsFile, results_md: &Path) -> String {
         res.cells.len(),
         counts.join(", ")
     );
+    let _ = writeln!(o, "  {}", trust::line(res, run));
     if let Some((group, rows, counted)) = headline(res) {
         let instructions = (rows.iter()).any(|r| {
             r.0.counted
@@ -247,7 +249,7 @@ mod tests {
             verdicts: vec![],
             calibration: None,
         };
-        let t = text(&res, Path::new("results/r/results.md"));
+        let t = text(&res, None, Path::new("results/r/results.md"));
         assert!(t.contains("4 cells (3 ok, 1 failed), 1 suspect"), "{t}");
         assert!(t.contains("ping / default / c64"), "{t}");
         let a = t.find("ping-a ").expect("ping-a row");

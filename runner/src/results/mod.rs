@@ -20,6 +20,7 @@ pub mod stats;
 pub mod store;
 pub mod summary;
 pub mod suspect;
+pub mod trust;
 pub mod units;
 pub mod untrusted;
 pub mod variants;

@@ -109,7 +109,7 @@ fn a_cell_reads_the_same_in_the_headline_results_md_the_page_and_the_terminal() 
         .unwrap();
 
     // The terminal summary (its headline rows are the largest closed-loop level).
-    let term = summary::text(&set.results, Path::new("results.md"));
+    let term = summary::text(&set.results, set.run.as_ref(), Path::new("results.md"));
     let line = term
         .lines()
         .find(|l| l.contains(&format!(" {SERVICE} ")))

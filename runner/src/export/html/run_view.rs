@@ -14,6 +14,7 @@ use crate::results::counted_rank;
 use crate::results::group::{self, CEILING};
 use crate::results::schema::{CellStatus, CellSummary, Drift, Floors, Hardware, Os, RunStatus};
 use crate::results::set::ResultSet;
+use crate::results::trust;
 use crate::results::verdict::BaselineVerdict;
 
 #[derive(Debug, Serialize)]
@@ -24,6 +25,8 @@ pub struct RunView<'a> {
     pub run: Option<RunInfo<'a>>,
     /// What the page cannot show, and why (empty: a complete run).
     pub missing: Vec<String>,
+    /// Whether the machine was quiet enough for the run's times (`results::trust`).
+    pub machine: String,
     pub baseline: Option<&'a str>,
     pub ceiling: &'static str,
     pub drift: Option<&'a Drift>,
@@ -227,6 +230,7 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
         status: r.status,
         run: run_info(set),
         missing: missing(set),
+        machine: trust::line(r, set.run.as_ref()),
         baseline: r.baseline.as_deref(),
         ceiling: CEILING,
         drift: r.drift.as_ref(),
