@@ -279,6 +279,7 @@ def run_checks(browser, site, base, failed_run, old_run, hit):
     ranks = [x.strip() for x in rows(page).locator('td[data-col="band"]').all_inner_texts()]
     check(all(r.startswith("=") for r in ranks) and ranks == sorted(ranks, key=lambda r: int(r[1:])),
           f"rank bands are non-decreasing down the sorted board {ranks}")
+    bands_under_every_sort(page, REFERENCE)
 
     # Marks: a ⚠ shows its reasons on click.
     sus = page.locator("#board .mark.suspect").first
@@ -506,6 +507,7 @@ def counted_checks(browser, base):
     shown = [rows(page).nth(i).get_attribute("data-key").split("__")[0] for i in range(rows(page).count())]
     check(ranked and shown == ranked, f"{run} {level} opens in the README headline's order {shown}")
     page.screenshot(path=str(ARTIFACTS / "run-counted-default.png"), full_page=False)
+    bands_under_every_sort(page, f"{run} {level}")
     check(not errors, f"no console errors on the counted run's page {errors[:3]}")
     page.close()
 
@@ -552,6 +554,27 @@ def chart_checks(browser, base):
             page.locator("#charts").screenshot(path=str(ARTIFACTS / "run-charts-two-reps.png"))
     check(not errors, f"no console errors on the chart pages {errors[:3]}")
     page.close()
+
+
+def bands_under_every_sort(page, run):
+    """Every sortable column, clicked: where the rank column shows bands (or places), they
+    never go back down the board best-first, nor up worst-first."""
+    keys = [b.get_attribute("data-key") for b in page.locator("#board th button.sort").all()]
+    bad, banded = [], 0
+    for key in keys:
+        for click in (1, 2):
+            page.locator(f'#board th button[data-key="{key}"]').click()
+            asc = page.locator(f'#board th:has(button[data-key="{key}"])').get_attribute("aria-sort") == "ascending"
+            ranks = [x.strip() for x in rows(page).locator("td:first-child").all_inner_texts()]
+            nums = [int(r.lstrip("=").split("=")[0].split(" ")[0]) for r in ranks if r != "—"]
+            if not nums:
+                continue
+            banded += 1
+            m = page.locator(f'#board th:has(button[data-key="{key}"]) button').get_attribute("title") or ""
+            best_first = nums[0] == min(nums)
+            if nums != sorted(nums, reverse=not best_first):
+                bad.append((key, click, asc, ranks))
+    check(banded >= 4 and not bad, f"{run}: bands stay ordered under every sort ({banded} banded sorts of {2 * len(keys)}) {bad[:2]}")
 
 
 def history_break_checks(page, base):

@@ -51,7 +51,7 @@ pub fn of<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Bands {
     out
 }
 
-/// A cell, its (round, value) pairs for the metric, and their mean.
+/// A cell, its (round, value) pairs for the metric, and the figure the board shows for it.
 type Ranked<'a> = (&'a CellResult, Vec<(u32, f64)>, f64);
 
 /// One position's cells for one metric: (key, band) for every cell that measured it.
@@ -61,7 +61,11 @@ fn bands_for(group: &[&CellResult], m: Metric) -> Vec<(String, u32)> {
         .filter_map(|c| {
             let v = by_rep(c, m);
             let mean = crate::results::stats::mean(&v.iter().map(|x| x.1).collect::<Vec<_>>())?;
-            Some((*c, v, mean))
+            // Ordered by the figure the board shows and sorts by (the summary's: a mean, or
+            // for latency percentiles the median over repetitions), so the bands never run
+            // backwards down a sorted column; the counts, not in the summary, by their mean.
+            let shown = metric::from_summary(&c.summary, m).map_or(mean, |s| s.mean);
+            Some((*c, v, shown))
         })
         .collect();
     let sign = if m.higher_is_better() { -1.0 } else { 1.0 };
