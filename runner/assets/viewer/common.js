@@ -37,7 +37,10 @@ function append(n, children) {
 // Number formats: the unit is in the column header, the cell shows the value.
 function fmtNum(v, digits) {
   if (v === null || v === undefined || !isFinite(v)) return "—";
-  const d = digits === undefined ? (Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2) : digits;
+  // Three significant digits below 1 (a context switch per 1,000 requests is 0.001, not
+  // 0.00), fewer decimals as values grow.
+  const a = Math.abs(v);
+  const d = digits !== undefined ? digits : a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 || a === 0 ? 2 : Math.min(6, 2 - Math.floor(Math.log10(a)));
   return v.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
 }
 function fmtBytes(v) {

@@ -137,7 +137,7 @@ function render() {
         const v = value(mm, c);
         const st = mm.stat && mm.stat(c);
         const txt = mm.bytes ? fmtBytes(v) : fmtNum(v);
-        const title = st && st.ci95_low !== null ? "mean of " + st.n + "; 95 % CI " + (mm.bytes ? fmtBytes(st.ci95_low) + " – " + fmtBytes(st.ci95_high) : fmtNum(st.ci95_low) + " – " + fmtNum(st.ci95_high)) : null;
+        const title = st && st.ci95_low !== null ? "mean of " + st.n + "; 95 % CI " + (mm.bytes ? fmtBytes(Math.max(0, st.ci95_low)) + " – " + fmtBytes(st.ci95_high) : fmtNum(Math.max(0, st.ci95_low)) + " – " + fmtNum(st.ci95_high)) : null;
         const parts = [el("span", { class: "v", title: title }, txt)];
         if (mm.key === "requests_per_s" && v) parts.unshift(el("span", { class: "bar", style: "width:" + (60 * v / maxRps).toFixed(1) + "px" }));
         if (mm.key === "cpu_us_per_request" && c.ceiling_x) parts.push(el("span", { class: "x", title: "× the no-runtime ceiling's CPU per request at this position" }, " " + c.ceiling_x.toFixed(2) + "×"));
@@ -154,7 +154,8 @@ function render() {
         const st = k.stat(c);
         if (!st) return k.why(c) ? mark("unmeasured", [k.why(c)], "unmeasured") : el("span", { class: "v" }, "—");
         return [el("span", { class: "v", title: "mean of " + st.n + " counted repetitions" }, fmtNum(st.mean)),
-          st.ci95_low !== null ? el("span", { class: "ci" }, fmtNum(st.ci95_low) + " – " + fmtNum(st.ci95_high)) : null];
+          // A count per request is never negative: its interval stops at 0.
+          st.ci95_low !== null ? el("span", { class: "ci" }, fmtNum(Math.max(0, st.ci95_low)) + " – " + fmtNum(st.ci95_high)) : null];
       },
     });
   }
