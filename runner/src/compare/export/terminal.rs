@@ -51,6 +51,12 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             let _ = writeln!(o, "only in {what}: {id}");
         }
     }
+    // The metric column fits its longest name ("context switches/request"), one width for
+    // every cell so the columns line up down the whole output.
+    let w = (c.cells.iter())
+        .flat_map(|cell| cell.metrics.iter())
+        .map(|m| columns(m)[0].chars().count())
+        .fold("metric".len(), usize::max);
     for cell in &c.cells {
         let _ = writeln!(o);
         let _ = write!(o, "{}", paint(BOLD, &cell.id.to_string()));
@@ -70,7 +76,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
         }
         let _ = writeln!(
             o,
-            "  {:<12} {:>10} {:>10} {:>8}  {:<32} {:>8}  verdict",
+            "  {:<w$} {:>10} {:>10} {:>8}  {:<32} {:>8}  verdict",
             "metric", "old", "new", "new/old", "change [95 % CI]", "MDE"
         );
         for m in &cell.metrics {
@@ -84,7 +90,7 @@ pub fn render(c: &Comparison, colour: bool) -> String {
             let [metric, old, new, ratio, change, mde] = columns(m);
             let _ = writeln!(
                 o,
-                "  {metric:<12} {old:>10} {new:>10} {ratio:>8}  {change:<32} {mde:>8}  {v}"
+                "  {metric:<w$} {old:>10} {new:>10} {ratio:>8}  {change:<32} {mde:>8}  {v}"
             );
         }
     }
