@@ -48,21 +48,15 @@ pub fn saturation(
     if let LoadModel::Open { rate_per_s, .. } = spec.model
         && window_s > 0.0
     {
-        let achieved = m.counts.sent as f64 / window_s;
-        // A server that answers nothing holds every connection until its timeout, so the
-        // schedule stalls on the server, not on the generator (`problems` says so).
-        let server_silent = m.counts.sent > 0 && m.responses() == 0;
-        if achieved < RATE_SHORTFALL * rate_per_s && !server_silent {
-            let why = if m.counts.queued > 0 {
-                format!(
-                    "; {} requests waited for a free connection: raise connections or lower the rate",
-                    m.counts.queued
-                )
-            } else {
-                String::new()
-            };
+        // Short of the rate with requests left waiting for a free connection, every
+        // connection was awaiting the server: its latency, not the generator, set the pace
+        // (`problems` says so). A server that answers nothing is that case at its extreme.
+        if let Some(achieved) = shortfall(m, rate_per_s)
+            && m.counts.queued == 0
+            && !(m.counts.sent > 0 && m.responses() == 0)
+        {
             reasons.push(format!(
-                "open loop sent {achieved:.0} req/s, below {:.0} % of the {rate_per_s:.0} req/s target{why}",
+                "open loop sent {achieved:.0} req/s, below {:.0} % of the {rate_per_s:.0} req/s target",
                 RATE_SHORTFALL * 100.0
             ));
         }
@@ -90,10 +84,33 @@ pub fn saturation(
     }
 }
 
+/// Open loop: the rate sent, where it fell short of the target.
+fn shortfall(m: &Merged, rate_per_s: f64) -> Option<f64> {
+    let window_s = m.window_s();
+    let achieved = m.counts.sent as f64 / window_s;
+    (window_s > 0.0 && achieved < RATE_SHORTFALL * rate_per_s).then_some(achieved)
+}
+
 /// Things a reader must know that are not generator saturation.
 pub fn problems(spec: &LoadSpec, m: &Merged) -> Vec<String> {
     let mut problems = m.gave_up.clone();
     let c = &m.counts;
+    if let LoadModel::Open {
+        rate_per_s,
+        connections,
+        ..
+    } = spec.model
+        && let Some(achieved) = shortfall(m, rate_per_s)
+        && c.queued > 0
+        && m.responses() > 0
+    {
+        problems.push(format!(
+            "the server, not the generator, set the rate: {achieved:.0} req/s sent of {rate_per_s:.0} \
+             req/s, {} requests waited for a free connection while all {connections} awaited \
+             responses (raise the connections or lower the rate to offer the full rate)",
+            c.queued
+        ));
+    }
     if m.connections.established == 0 && !problems.iter().any(|p| p.contains("refused")) {
         problems.push("no connection could be established".into());
     }
@@ -131,4 +148,82 @@ pub fn problems(spec: &LoadSpec, m: &Merged) -> Vec<String> {
         ));
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(rate: f64) -> LoadSpec {
+        LoadSpec {
+            url: "http://127.0.0.1:1/ping".into(),
+            model: LoadModel::Open {
+                rate_per_s: rate,
+                connections: 8,
+                coalesce_us: DEFAULT_COALESCE_US,
+            },
+            threads: 1,
+            keepalive: true,
+            duration_ms: Some(1000),
+            requests: None,
+            warmup_ms: 0,
+            timeout_ms: 1000,
+            expect_status: 200,
+            expect_body_bytes: None,
+            headers: vec![],
+            io: crate::IoChoice::Auto,
+        }
+    }
+
+    /// One second of window, `sent` requests, `ok` answered, `queued` that waited.
+    fn window(sent: u64, ok: u64, queued: u64) -> Merged {
+        let mut m = Merged::new(&[], 1_000_000_000);
+        m.window_ns = 1_000_000_000;
+        m.counts.sent = sent;
+        m.counts.ok = ok;
+        m.counts.queued = queued;
+        m.connections.established = 8;
+        m
+    }
+
+    fn saturated(spec: &LoadSpec, m: &Merged) -> Saturation {
+        let p = crate::merge::percentiles(&m.latency);
+        saturation(spec, m, &p, None)
+    }
+
+    #[test]
+    fn a_slow_server_that_holds_every_connection_is_not_generator_saturation() {
+        let spec = open(2000.0);
+        // 1,336 requests waited for one of the 8 connections: the server set the pace.
+        let slow = window(600, 600, 1336);
+        assert!(!saturated(&spec, &slow).saturated);
+        let p = problems(&spec, &slow);
+        assert!(
+            p.iter().any(
+                |x| x.starts_with("the server, not the generator, set the rate")
+                    && x.contains("1336 requests waited")
+            ),
+            "{p:?}"
+        );
+        // Short of the rate with connections free: the generator's schedule slipped.
+        let behind = window(600, 600, 0);
+        let s = saturated(&spec, &behind);
+        assert!(
+            s.saturated && s.reasons[0].starts_with("open loop sent 600 req/s"),
+            "{s:?}"
+        );
+        assert!(
+            !problems(&spec, &behind)
+                .iter()
+                .any(|x| x.contains("set the rate"))
+        );
+        // At the rate: neither.
+        let fine = window(2000, 2000, 0);
+        assert!(!saturated(&spec, &fine).saturated);
+        assert!(
+            problems(&spec, &fine).is_empty(),
+            "{:?}",
+            problems(&spec, &fine)
+        );
+    }
 }
