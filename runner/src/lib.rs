@@ -12,13 +12,18 @@
 //!   a churn cell runs `churn` (the runner's own open/close rounds, RSS after each) instead;
 //! - `results` — the data layer every reader uses: schema, store, summary, suspect rules,
 //!   stats, loading a result set, grouping, units;
-//! - `export` (results.json, results.md), `report` (charts, README headline) and `compare`
-//!   (two runs) — each reads `results` and none imports another;
+//! - `export` (results.json, results.md, a run's page), `report` (charts, README headline)
+//!   and `compare` (two runs) — each reads `results` and none imports another; `site`
+//!   (`matrix site`: every run's page, any two compared, a history per cell) sits above them
+//!   and reads `export` and `compare`;
+//! - `count` — what a repetition counts beside its timed window: syscalls (perf), /proc
+//!   counters, instructions (Valgrind or hardware counters);
 //! - beside them: `floor` (the harness's own floors, measured as a run starts), `env` (the
 //!   run's environment record), `process`, `binaries`, `interrupt`,
 //!   `progress`, `readme` (a generated section of a Markdown file), `cli` (arguments),
 //!   `catalogue` (the project's services, model and I/O driver: services/services.toml),
-//!   `siblings` (under `cargo run --release`, cargo builds the binaries a run needs first).
+//!   `siblings` (under `cargo run --release`, cargo builds the binaries a run needs first),
+//!   `cargo` (a Cargo.toml's package name, the versions a Cargo.lock links into a package).
 //! - `host` (the runner's side of server and generators on other machines: SSH, shipping
 //!   binaries, one multi-host repetition) and `agent` (`matrix agent`, its other side on
 //!   each host); `cell` hands a multi-host cell to `host::rep`. `k8s`: manifests per cell
@@ -28,11 +33,14 @@
 //! - `profile` (perf → folded stacks → SVG, self-contained) and `flamegraph`, its glue for
 //!   `matrix run --flamegraph` (one extra, profiled repetition per cell, beside `cell`).
 //!
-//! Lower layers never import upper ones: `results`, `env`, `limits` and `process` import
-//! nothing from config, plan, cell, cmd, export, report or compare.
+//! Lower layers never import upper ones: `results`, `env`, `limits`, `process` and `cargo`
+//! import nothing from config, plan, cell, schedule, cmd, export, report, compare or site; no
+//! module but `main` imports `cmd`; and no two top-level modules import each other, however
+//! indirectly. `tests/it/layering.rs` holds all three.
 
 pub mod agent;
 pub mod binaries;
+pub mod cargo;
 pub mod catalogue;
 pub mod cell;
 pub mod churn;
@@ -62,4 +70,5 @@ pub mod sample;
 pub mod schedule;
 pub mod service;
 pub mod siblings;
+pub mod site;
 pub mod variant;

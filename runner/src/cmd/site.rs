@@ -10,10 +10,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::SiteArgs;
-use crate::export::html::{self, site_view::Other, site_view::SiteRun};
+use crate::export::html;
 use crate::results::set::{self, ResultSet};
 use crate::results::store::write_atomic;
 use crate::results::untrusted::visible;
+use crate::site::{self, view::Other, view::SiteRun};
 
 /// Writes `<run>/index.html`; returns its path.
 pub fn write_run_page(set: &ResultSet) -> anyhow::Result<PathBuf> {
@@ -149,7 +150,7 @@ pub fn cmd(args: &SiteArgs) -> anyhow::Result<ExitCode> {
             page: page_href(rel),
         });
     }
-    let site = html::site(&runs, &found.others)?;
+    let site = site::files(&runs, &found.others)?;
     for (rel, js) in &site.pairs {
         let path = args.out.join(rel);
         if let Some(dir) = path.parent() {

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use sha2::{Digest, Sha256};
 
 use super::output::tail;
-use super::source::resolved;
+use crate::cargo::resolved;
 use crate::config::VariantDef;
 use crate::results::variants::VariantRecord;
 

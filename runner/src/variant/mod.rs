@@ -14,8 +14,6 @@ mod output;
 mod patch;
 mod source;
 
-pub use source::{depends_on, package_name};
-
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};

@@ -271,7 +271,7 @@ fn find_package(root: &Path, name: &str) -> Option<PathBuf> {
     for _ in 0..4 {
         let mut next = Vec::new();
         for d in &level {
-            if super::package_name(&d.join("Cargo.toml")).is_ok_and(|n| n == name) {
+            if crate::cargo::package_name(&d.join("Cargo.toml")).is_ok_and(|n| n == name) {
                 return Some(d.clone());
             }
             let Ok(rd) = std::fs::read_dir(d) else {

@@ -248,7 +248,7 @@ fn patch(
         return None;
     }
     if let (Some(lock), Some(commit)) = (ctx.lock, ctx.commit)
-        && !crate::variant::depends_on(lock, ctx.package, krate)
+        && !crate::cargo::depends_on(lock, ctx.package, krate)
     {
         errs.at(
             span.clone(),
@@ -274,7 +274,7 @@ fn patch(
                 );
                 return None;
             }
-            match crate::variant::package_name(&manifest) {
+            match crate::cargo::package_name(&manifest) {
                 Ok(name) if name == krate => {}
                 Ok(name) => {
                     errs.at(

@@ -196,7 +196,7 @@ fn row(r: &SiteRun, slug: String) -> RunRow {
         failed: s.results.failed_cells,
         suspect: s.results.suspect_cells,
         status: format!("{:?}", s.results.status).to_lowercase(),
-        missing: super::run_view::missing(s),
+        missing: crate::export::html::run_view::missing(s),
     }
 }
 
