@@ -24,6 +24,8 @@
 set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
+# The io_uring services, from services/services.toml.
+URING=$(io_uring_dirs)
 
 PAIRS=${PAIRS:-5}
 DURATION_S=${DURATION_S:-10}
@@ -79,7 +81,7 @@ syscalls_per_request() {
 # instructions_per_request <variant> <runtime> → cachegrind slope over 2,000 and 6,000 c1
 # requests, or "unmeasured"
 instructions_per_request() {
-  if [[ $2 =~ ^(monoio|glommio|compio)$ ]]; then echo unmeasured; return; fi
+  if [[ $2 =~ ^($URING)$ ]]; then echo unmeasured; return; fi
   local n port pid ins=()
   for n in 2000 6000; do
     port=$(free_port)
@@ -118,7 +120,7 @@ run_one() {
   fi
   local report
   report=$(taskset -c "$WRK_CPU" wrk -t1 -c"$CONNECTIONS" -d"${DURATION_S}s" "$url")
-  if [[ $variant == service && $rt =~ ^(monoio|glommio|compio)$ ]]; then
+  if [[ $variant == service && $rt =~ ^($URING)$ ]]; then
     grep -o '"io_driver":"[^"]*"' "$out" >&2 || true
   fi
   stop_pid "$pid"

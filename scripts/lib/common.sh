@@ -99,6 +99,12 @@ service_dirs() { awk -F'"' '/^dir *=/ {printf "%s%s", sep, $2; sep=" "} END {pri
 # service_names: every service in services/services.toml, space-separated.
 service_names() { awk -F'"' '/^name *=/ {printf "%s%s", sep, $2; sep=" "} END {print ""}' services/services.toml; }
 
+# io_uring_dirs: the crate directory of every service whose io_driver names io_uring, as an
+# extended regex alternation (monoio|glommio|compio).
+io_uring_dirs() {
+    awk -F'"' '/^dir *=/ {d=$2} /^io_driver *=/ && /io_uring/ {printf "%s%s", sep, d; sep="|"} END {print ""}' services/services.toml
+}
+
 # median: the median of the numbers on stdin, one per line.
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 # ratio A B: A / B to two decimals.
