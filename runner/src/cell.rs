@@ -48,7 +48,6 @@ fn fail(res: &mut CellResult, mut e: StageError) {
         CellStatus::Failed
     };
     res.status = status;
-    e.host_lost = crate::host::lost_host(&e.reason);
     res.failure = Some(e);
 }
 

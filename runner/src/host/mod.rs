@@ -34,20 +34,47 @@ use ssh::Ssh;
 /// Waiting for an agent's hello (ssh connection over the master, exec).
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// How the transport's own failures read — [`Endpoint::session`] on an unavailable host,
-/// [`Session`] when the agent's connection ends, its stdin is gone or it stops answering:
-/// the host or the way to it failed, not the service.
-const LOST_HOST: [&str; 4] = [
-    " unavailable: ",
-    ": connection ended (",
-    ": agent gone (",
-    ": no answer from the agent within ",
-];
+/// A host step's failure, and whether the host (or the way to it) was lost rather than the
+/// step failing on it: set where the error is made — an unavailable host, an agent whose
+/// connection ended, whose stdin is gone or that stops answering. `--resume` runs a cell
+/// whose host was lost again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostError {
+    pub reason: String,
+    pub lost: bool,
+}
 
-/// Whether a repetition's failure `reason` is a lost host (see [`LOST_HOST`]); `--resume`
-/// runs such cells again.
-pub fn lost_host(reason: &str) -> bool {
-    reason.starts_with("host ") && LOST_HOST.iter().any(|p| reason.contains(p))
+impl HostError {
+    pub fn lost(reason: String) -> HostError {
+        HostError { reason, lost: true }
+    }
+
+    pub fn failed(reason: String) -> HostError {
+        HostError {
+            reason,
+            lost: false,
+        }
+    }
+
+    /// The same failure, its reason prefixed ("host gen: …").
+    pub fn context(self, prefix: &str) -> HostError {
+        HostError {
+            reason: format!("{prefix}{}", self.reason),
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl From<String> for HostError {
+    fn from(reason: String) -> HostError {
+        HostError::failed(reason)
+    }
 }
 
 enum Transport {
@@ -71,9 +98,12 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// A new agent session on the host.
-    pub fn session(&self) -> Result<Session, String> {
+    pub fn session(&self) -> Result<Session, HostError> {
         if let Some(why) = &self.unavailable {
-            return Err(format!("host {} unavailable: {why}", self.name));
+            return Err(HostError::lost(format!(
+                "host {} unavailable: {why}",
+                self.name
+            )));
         }
         let cmd = match self.transport.as_ref() {
             Some(Transport::Local(exe)) => {
@@ -86,7 +116,12 @@ impl Endpoint {
                 let matrix = self.bins.get("matrix").cloned().unwrap_or_default();
                 s.command(&format!("exec {} agent", ssh::quote(&matrix)))
             }
-            None => return Err(format!("host {}: not connected", self.name)),
+            None => {
+                return Err(HostError::lost(format!(
+                    "host {}: not connected",
+                    self.name
+                )));
+            }
         };
         Session::start(&self.name, cmd, HELLO_TIMEOUT)
     }
@@ -294,13 +329,13 @@ fn introduce(ep: &mut Endpoint, rec: &mut HostRecord) {
         rec.unavailable = ep.unavailable.clone();
         return;
     }
-    let r = (|| -> Result<(), String> {
+    let r = (|| -> Result<(), HostError> {
         let mut s = ep.session()?;
         let mut best: Option<(u64, i64)> = None;
         for _ in 0..5 {
             let t0 = crate::sample::now_unix_us();
             let Reply::Clock { unix_us } = s.ask(&Request::Clock, Duration::from_secs(10))? else {
-                return Err(format!("host {}: no clock reply", ep.name));
+                return Err(format!("host {}: no clock reply", ep.name).into());
             };
             let t1 = crate::sample::now_unix_us();
             let rtt = t1.saturating_sub(t0);
@@ -327,30 +362,50 @@ fn introduce(ep: &mut Endpoint, rec: &mut HostRecord) {
                 rec.environment = Some(*environment);
                 Ok(())
             }
-            other => Err(format!("host {}: unexpected reply {other:?}", ep.name)),
+            other => Err(format!("host {}: unexpected reply {other:?}", ep.name).into()),
         }
     })();
     if let Err(e) = r {
-        ep.unavailable = Some(e);
+        ep.unavailable = Some(e.reason);
     }
     rec.unavailable = ep.unavailable.clone();
 }
 
 #[cfg(test)]
 mod tests {
-    use super::lost_host;
+    use super::*;
+
+    fn endpoint(exe: &str, unavailable: Option<&str>) -> Endpoint {
+        Endpoint {
+            name: "gen".into(),
+            transport: Some(Transport::Local(PathBuf::from(exe))),
+            bins: BTreeMap::new(),
+            address: IpAddr::from([127, 0, 0, 1]),
+            clock_offset_us: 0,
+            unavailable: unavailable.map(String::from),
+        }
+    }
 
     #[test]
-    fn a_lost_host_is_told_from_a_failed_service() {
-        assert!(lost_host(
-            "host srv: connection ended (exit status: 255): ssh: connect to host 127.0.20.1 \
-             port 22: Connection refused"
-        ));
-        assert!(lost_host(
-            "host srv unavailable: srv: ssh: Connection refused"
-        ));
-        assert!(lost_host("host gen: agent gone (Broken pipe): "));
-        assert!(!lost_host("host srv: startup: no 200 within 1500 ms"));
-        assert!(!lost_host("service exited during the load with signal 9"));
+    fn a_lost_host_is_marked_where_the_error_is_made() {
+        let e = endpoint("/bin/true", Some("ssh: Connection refused")).session();
+        let e = e.err().expect("an unavailable host has no session");
+        assert!(e.lost && e.reason.contains("unavailable"), "{e:?}");
+        // An "agent" that exits at once: its connection ended before the hello.
+        let e = endpoint("/bin/true", None)
+            .session()
+            .err()
+            .expect("no hello");
+        assert!(e.lost && e.reason.contains("connection ended"), "{e:?}");
+        // A program that cannot start is this machine's failure, not a lost host.
+        let e = endpoint("/nonexistent/matrix", None)
+            .session()
+            .err()
+            .expect("no agent");
+        assert!(
+            !e.lost && e.reason.contains("cannot start the agent"),
+            "{e:?}"
+        );
+        assert!(!HostError::from("host srv: startup: no 200 within 1500 ms".to_string()).lost);
     }
 }

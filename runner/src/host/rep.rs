@@ -11,11 +11,18 @@ use std::time::Duration;
 
 use loadgen::{LoadSpec, Report};
 
-use super::Fleet;
 use super::session::Session;
+use super::{Fleet, HostError};
 use crate::agent::protocol::{Failed, Reply, Request, Serve};
 use crate::config::Matrix;
 use crate::results::schema::{CellResult, CellSpec, GeneratorRun, RepResult, Stage, StageError};
+
+/// A host step's failure as the stage's, the host marked lost where it was.
+fn at(stage: Stage, e: HostError) -> StageError {
+    let mut s = StageError::at(stage, e.reason);
+    s.host_lost = e.lost;
+    s
+}
 
 /// Folds a failed start on the host into the cell; the error names the host.
 fn from_failed(res: &mut CellResult, host: &str, f: Failed) -> StageError {
@@ -36,14 +43,16 @@ pub fn run_rep(
         .hosts
         .clone()
         .ok_or_else(|| StageError::at(Stage::Spawn, "not a multi-host cell"))?;
-    let spawn_err = |e: String| StageError::at(Stage::Spawn, e);
-    let server = fleet.get(&place.server_host).map_err(spawn_err)?;
+    let spawn_err = |e: HostError| at(Stage::Spawn, e);
+    let server = fleet
+        .get(&place.server_host)
+        .map_err(|e| spawn_err(e.into()))?;
     let mut srv = server.session().map_err(spawn_err)?;
     let binary = server.bins.get(&cell.service).cloned().ok_or_else(|| {
-        spawn_err(format!(
+        spawn_err(HostError::failed(format!(
             "host {}: {} was not shipped",
             server.name, cell.service
-        ))
+        )))
     })?;
     let serve = Serve {
         binary,
@@ -60,12 +69,12 @@ pub fn run_rep(
         Ok(Reply::Ready(r)) => r,
         Ok(Reply::Failed(f)) => return Err(from_failed(res, &server.name, *f)),
         Ok(other) => {
-            return Err(spawn_err(format!(
+            return Err(spawn_err(HostError::failed(format!(
                 "host {}: unexpected {other:?}",
                 server.name
-            )));
+            ))));
         }
-        Err(e) => return Err(StageError::at(Stage::Startup, e)),
+        Err(e) => return Err(at(Stage::Startup, e)),
     };
     res.record_start(&ready.outcome);
     let start = ready.start.clone();
@@ -97,13 +106,12 @@ pub fn run_rep(
         }
         Err(e) => {
             res.starts.push(start);
-            return Err(StageError::at(Stage::Stop, e));
+            return Err(at(Stage::Stop, e));
         }
     };
     drop(srv);
     res.starts.push(stopped.start.clone());
-    let runs = outcome
-        .map_err(|e| StageError::at(Stage::Load, e).with_tail(stopped.stderr_tail.clone()))?;
+    let runs = outcome.map_err(|e| at(Stage::Load, e).with_tail(stopped.stderr_tail.clone()))?;
     if let Some(st) = &stopped.died {
         return Err(StageError::at(
             Stage::Load,
@@ -161,7 +169,7 @@ fn generate(
     cell: &CellSpec,
     total: &LoadSpec,
     hosts: &[String],
-) -> Result<Vec<GeneratorRun>, String> {
+) -> Result<Vec<GeneratorRun>, HostError> {
     let shares = total.split(hosts.len() as u32);
     let mut sessions: Vec<(String, Session, String)> = Vec::new();
     for h in hosts {
@@ -180,11 +188,12 @@ fn generate(
             spec: Box::new(share),
             cpus: cell.limits.loadgen_cpus.clone(),
         };
-        s.send(&req).map_err(|e| format!("host {h}: {e}"))?;
+        s.send(&req)
+            .map_err(|e| e.context(&format!("host {h}: ")))?;
     }
     let budget = total.wall_budget() + RELAY_SLACK;
     let mut runs = Vec::new();
-    let mut errors = Vec::new();
+    let mut errors: Vec<HostError> = Vec::new();
     for (h, s, _) in &mut sessions {
         match s.recv(budget) {
             Ok(Reply::Loaded { report, exit_code }) => runs.push(GeneratorRun {
@@ -192,14 +201,22 @@ fn generate(
                 report: *report,
                 loadgen_exit_code: exit_code,
             }),
-            Ok(Reply::Failed(f)) => errors.push(format!("host {h}: {}", f.error)),
-            Ok(other) => errors.push(format!("host {h}: unexpected {other:?}")),
+            Ok(Reply::Failed(f)) => errors.push(format!("host {h}: {}", f.error).into()),
+            Ok(other) => errors.push(format!("host {h}: unexpected {other:?}").into()),
             Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
         Ok(runs)
     } else {
-        Err(errors.join("; "))
+        // Lost if any host was: the load did not fail on its own account.
+        Err(HostError {
+            lost: errors.iter().any(|e| e.lost),
+            reason: errors
+                .iter()
+                .map(|e| e.reason.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
     }
 }

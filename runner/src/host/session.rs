@@ -10,6 +10,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::HostError;
 use crate::agent::protocol::{Reply, Request};
 
 pub struct Session {
@@ -23,13 +24,13 @@ pub struct Session {
 
 impl Session {
     /// Starts `cmd` (already tied to the runner) and waits for the agent's hello.
-    pub fn start(host: &str, mut cmd: Command, timeout: Duration) -> Result<Session, String> {
+    pub fn start(host: &str, mut cmd: Command, timeout: Duration) -> Result<Session, HostError> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd
             .spawn()
-            .map_err(|e| format!("host {host}: cannot start the agent: {e}"))?;
+            .map_err(|e| HostError::failed(format!("host {host}: cannot start the agent: {e}")))?;
         let out = child.stdout.take().expect("piped");
         let err = child.stderr.take().expect("piped");
         let (tx, rx) = channel();
@@ -62,43 +63,51 @@ impl Session {
         };
         match s.recv(timeout)? {
             Reply::Hello { .. } => Ok(s),
-            other => Err(format!(
+            other => Err(HostError::failed(format!(
                 "host {host}: agent said {other:?} instead of hello"
-            )),
+            ))),
         }
     }
 
-    pub fn send(&mut self, req: &Request) -> Result<(), String> {
-        let line = serde_json::to_string(req).map_err(|e| e.to_string())?;
+    pub fn send(&mut self, req: &Request) -> Result<(), HostError> {
+        let line = serde_json::to_string(req).map_err(|e| HostError::failed(e.to_string()))?;
         let host = &self.host;
         let stdin = self
             .stdin
             .as_mut()
-            .ok_or_else(|| format!("host {host}: session already closed"))?;
+            .ok_or_else(|| HostError::failed(format!("host {host}: session already closed")))?;
         writeln!(stdin, "{line}")
             .and_then(|()| stdin.flush())
-            .map_err(|e| format!("host {host}: agent gone ({e}): {}", self.stderr_tail()))
+            .map_err(|e| {
+                HostError::lost(format!(
+                    "host {host}: agent gone ({e}): {}",
+                    self.stderr_tail()
+                ))
+            })
     }
 
     /// The next reply within `timeout` (never past an interrupt).
-    pub fn recv(&mut self, timeout: Duration) -> Result<Reply, String> {
+    pub fn recv(&mut self, timeout: Duration) -> Result<Reply, HostError> {
         let deadline = Instant::now() + timeout;
         loop {
             if crate::interrupt::requested() {
-                return Err("interrupted".into());
+                return Err(HostError::failed("interrupted".into()));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(format!(
+                return Err(HostError::lost(format!(
                     "host {}: no answer from the agent within {} s",
                     self.host,
                     timeout.as_secs()
-                ));
+                )));
             }
             match self.lines.recv_timeout(left.min(Duration::from_millis(50))) {
                 Ok(line) => {
                     return serde_json::from_str(&line).map_err(|e| {
-                        format!("host {}: unreadable agent reply ({e}): {line}", self.host)
+                        HostError::failed(format!(
+                            "host {}: unreadable agent reply ({e}): {line}",
+                            self.host
+                        ))
                     });
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -106,18 +115,18 @@ impl Session {
                     // Give stderr's reader a moment to take ssh's last words.
                     std::thread::sleep(Duration::from_millis(100));
                     let st = self.exit_status(Duration::from_secs(2));
-                    return Err(format!(
+                    return Err(HostError::lost(format!(
                         "host {}: connection ended ({st}): {}",
                         self.host,
                         self.stderr_tail()
-                    ));
+                    )));
                 }
             }
         }
     }
 
     /// A request and its reply.
-    pub fn ask(&mut self, req: &Request, timeout: Duration) -> Result<Reply, String> {
+    pub fn ask(&mut self, req: &Request, timeout: Duration) -> Result<Reply, HostError> {
         self.send(req)?;
         self.recv(timeout)
     }
