@@ -16,12 +16,16 @@ pub const TIMER_P99_US: f64 = 200.0;
 pub fn line(res: &ResultsFile, run: Option<&RunRecord>) -> String {
     let mut busy = Vec::new();
     let mut fine = Vec::new();
+    // Whether the machine itself was looked at (drift re-runs, the timer floor), not only
+    // the cells' own suspect rules.
+    let mut checked = false;
     match res.drift.as_ref().and_then(|d| {
         d.max_requests_per_s_drift_pct
             .or(d.requests_per_s_drift_pct)
             .map(|p| (d, p))
     }) {
         Some((d, p)) => {
+            checked = true;
             let s = format!(
                 "the drift reference cell's req/s moved up to {:.0} % over the run ({})",
                 p.abs(),
@@ -46,6 +50,7 @@ pub fn line(res: &ResultsFile, run: Option<&RunRecord>) -> String {
                 .max_by(|a, b| a.1.total_cmp(&b.1))
         });
     if let Some((rate, p99)) = timer {
+        checked = true;
         let s = format!("timer wake-ups late by {p99:.0} µs at p99 ({rate:.0}/s)");
         if p99 > TIMER_P99_US {
             busy.push(s)
@@ -65,7 +70,12 @@ pub fn line(res: &ResultsFile, run: Option<&RunRecord>) -> String {
             fine.push(s)
         }
     }
-    if busy.is_empty() {
+    if busy.is_empty() && !checked {
+        format!(
+            "Machine: not judged — {} and no timer floor.",
+            fine.join("; ")
+        )
+    } else if busy.is_empty() {
         format!("Machine: quiet enough for its times — {}.", fine.join("; "))
     } else {
         format!(
@@ -131,6 +141,9 @@ mod tests {
             "{suspect}"
         );
         let unchecked = line(&results(&[false], None), None);
-        assert!(unchecked.contains("not checked"), "{unchecked}");
+        assert!(
+            unchecked.starts_with("Machine: not judged") && unchecked.contains("not checked"),
+            "{unchecked}"
+        );
     }
 }
