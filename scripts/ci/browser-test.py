@@ -437,8 +437,9 @@ def refusal_checks(browser, site, old_run, new_run):
 
 
 def counted_checks(browser, base):
-    """The counted run's leaderboard: each counted column's value is results.json's mean
-    (its interval below it), "unmeasured" carries the reason, and the column sorts."""
+    """The counted run's leaderboard: each counted column's value is results.json's median
+    (the repetitions' range below it, as README and results.md), "unmeasured" carries the
+    reason, and the column sorts."""
     results = json.loads((REPO / "results" / COUNTED_RUN / "results.json").read_text())
     by_key = {c["key"]: c for c in results["cells"]}
     page, errors = page_with_errors(browser)
@@ -466,10 +467,10 @@ def counted_checks(browser, base):
                     shown = num(td.locator(".v").inner_text())
                     ci = td.locator(".ci").inner_text() if td.locator(".ci").count() else ""
                     lo, hi = [num(x) for x in ci.split("–")] if "–" in ci else (None, None)
-                    # A count per request is never negative: the interval shown stops at 0.
-                    low = None if st["ci95_low"] is None else max(0.0, st["ci95_low"])
-                    if not (close(shown, st["mean"]) and close(lo, low) and close(hi, st["ci95_high"])):
-                        bad.append(f"{c['key']} {col}: shown {shown} [{ci}], results.json {st['mean']} [{st['ci95_low']}, {st['ci95_high']}]")
+                    # As README's headline and results.md: the median, the range under it.
+                    lo_want, hi_want = (st["min"], st["max"]) if st["n"] > 1 else (None, None)
+                    if not (close(shown, st["median"]) and close(lo, lo_want) and close(hi, hi_want)):
+                        bad.append(f"{c['key']} {col}: shown {shown} [{ci}], results.json median {st['median']} [{st['min']}, {st['max']}]")
                 elif reason:
                     m = td.locator(".mark.unmeasured")
                     if not (m.count() == 1 and m.inner_text().startswith("unmeasured") and m.get_attribute("title") == reason):

@@ -16,12 +16,14 @@ const METRICS = [
 // Counted cost (results.json `counted`, where the run counted): the service's per-request
 // counts, each with why it is unmeasured where the run could not count it (e.g. io_uring
 // services under Valgrind). Keys are the metric names the Rust side bands them by.
+// Counts are shown as README's headline and results.md show them: the median over the counted
+// repetitions with the range they spanned (the range the rank's ties are drawn from).
 const COUNTED = [
-  { key: "syscalls_per_request", label: "syscalls/req", better: "lower", stat: (c) => c.counted && c.counted.server.syscalls, why: (c) => c.counted && c.counted.server.syscalls_unmeasured },
-  { key: "ctx_switches_per_request", label: "ctx sw/req", better: "lower", stat: (c) => c.counted && c.counted.server.ctx_switches, why: () => null },
-  { key: "instructions_per_request", label: "instr/req", better: "lower", stat: (c) => c.counted && c.counted.instructions, why: (c) => c.counted && c.counted.instructions_unmeasured },
+  { key: "syscalls_per_request", label: "syscalls/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.server.syscalls, why: (c) => c.counted && c.counted.server.syscalls_unmeasured },
+  { key: "ctx_switches_per_request", label: "ctx sw/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.server.ctx_switches, why: () => null },
+  { key: "instructions_per_request", label: "instr/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.instructions, why: (c) => c.counted && c.counted.instructions_unmeasured },
 ];
-const value = (m, c) => m.stat ? (m.stat(c) ? m.stat(c).mean : null) : (m.point(c) === undefined ? null : m.point(c));
+const value = (m, c) => m.stat ? (m.stat(c) ? m.stat(c)[m.median ? "median" : "mean"] : null) : (m.point(c) === undefined ? null : m.point(c));
 const tabOf = (c) => c.scenario + " · " + c.profile;
 const tabs = uniq(R.cells.map(tabOf));
 
@@ -148,14 +150,13 @@ function render() {
   for (const k of counted) {
     cols.push({
       key: k.key, label: k.label, numeric: true, better: k.better,
-      title: "counted per request (mean, 95 % CI below); see results.md's counted cost",
+      title: "counted per request (median over the counted repetitions, their range below); see results.md's counted cost",
       value: (c) => value(k, c),
       render: (c) => {
         const st = k.stat(c);
         if (!st) return k.why(c) ? mark("unmeasured", [k.why(c)], "unmeasured") : el("span", { class: "v" }, "—");
-        return [el("span", { class: "v", title: "mean of " + st.n + " counted repetitions" }, fmtNum(st.mean)),
-          // A count per request is never negative: its interval stops at 0.
-          st.ci95_low !== null ? el("span", { class: "ci" }, fmtNum(Math.max(0, st.ci95_low)) + " – " + fmtNum(st.ci95_high)) : null];
+        return [el("span", { class: "v", title: "median of " + st.n + " counted repetitions" }, fmtNum(st.median)),
+          st.n > 1 ? el("span", { class: "ci", title: "the range over the repetitions" }, fmtNum(st.min) + " – " + fmtNum(st.max)) : null];
       },
     });
   }

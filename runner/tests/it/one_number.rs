@@ -1,6 +1,7 @@
 //! One number per cell: a cell of the counted reference run read from all four outputs — the
 //! README headline, results.md, the run's page (its data) and the terminal summary — gives
-//! the same mean req/s, the same ceiling multiple and the same rank by counted cost.
+//! the same mean req/s, the same ceiling multiple, the same instructions per request (the
+//! median over the counted repetitions) and the same rank by counted cost.
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +71,15 @@ fn a_cell_reads_the_same_in_the_headline_results_md_the_page_and_the_terminal() 
     let (readme_rate, readme_ulp) = rate(col("peak req/s"));
     let readme_x = ceiling(col("server CPU/request at peak"));
     let readme_rank = r[0];
+    let count = |s: &str| -> f64 {
+        s.split_whitespace()
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("no count in {s:?}"))
+    };
+    let readme_ins = count(col("user-space instructions/request"));
     let rank_level = block
         .split("Ranked by counted cost at ")
         .nth(1)
@@ -87,6 +97,14 @@ fn a_cell_reads_the_same_in_the_headline_results_md_the_page_and_the_terminal() 
     let (md_rate, md_ulp) = rate(md_cell);
     let md_x = ceiling(md_cell);
 
+    // results.md's counted table at the ranking level: the instructions column.
+    let counted = md
+        .split(&format!("### ping {rank_level} · profile pinned"))
+        .nth(1)
+        .unwrap();
+    let (h, r) = row(counted, "| service |", SERVICE);
+    let md_ins = count(r[h.iter().position(|x| *x == "instructions").unwrap()]);
+
     // The page's data.
     let view = run_view::build(&set);
     let cell = |lvl: &str| {
@@ -102,6 +120,14 @@ fn a_cell_reads_the_same_in_the_headline_results_md_the_page_and_the_terminal() 
     let page = cell(level);
     let page_rate = page.summary.requests_per_s.as_ref().unwrap().mean;
     let page_x = page.ceiling_x.unwrap();
+    let page_ins = cell(rank_level)
+        .summary
+        .counted
+        .as_ref()
+        .and_then(|k| k.instructions.as_ref())
+        .unwrap()
+        .median
+        .round();
     let page_rank = cell(rank_level)
         .counted_rank
         .as_ref()
@@ -141,5 +167,10 @@ fn a_cell_reads_the_same_in_the_headline_results_md_the_page_and_the_terminal() 
     assert_eq!(
         readme_rank, page_rank,
         "rank at {rank_level}: README vs the page"
+    );
+    assert_eq!(
+        [readme_ins, md_ins],
+        [page_ins; 2],
+        "instructions per request at {rank_level}: README, results.md vs the page's median"
     );
 }

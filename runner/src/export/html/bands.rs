@@ -62,9 +62,16 @@ fn bands_for(group: &[&CellResult], m: Metric) -> Vec<(String, u32)> {
             let v = by_rep(c, m);
             let mean = crate::results::stats::mean(&v.iter().map(|x| x.1).collect::<Vec<_>>())?;
             // Ordered by the figure the board shows and sorts by (the summary's: a mean, or
-            // for latency percentiles the median over repetitions), so the bands never run
-            // backwards down a sorted column; the counts, not in the summary, by their mean.
-            let shown = metric::from_summary(&c.summary, m).map_or(mean, |s| s.mean);
+            // for latency percentiles the median over repetitions; for counts their median),
+            // so the bands never run backwards down a sorted column.
+            let shown = match metric::from_summary(&c.summary, m) {
+                Some(s) => s.mean,
+                // Counts are shown as the median over their repetitions.
+                None if metric::COUNTED.contains(&m) => {
+                    crate::results::stats::median(&v.iter().map(|x| x.1).collect::<Vec<_>>())?
+                }
+                None => mean,
+            };
             Some((*c, v, shown))
         })
         .collect();
