@@ -148,6 +148,8 @@ mod tests {
             "docs/generator-cost.md",
             "the same command ten minutes earlier",
         ),
+        // The first build of a fresh clone, measured, not planned.
+        ("README.md", "first time that is about 12 minutes of builds"),
         // The gate's variant builds.
         (
             "docs/variants-and-gate.md",
