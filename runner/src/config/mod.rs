@@ -72,7 +72,7 @@ pub struct QuickDef {
 #[derive(Debug, Clone)]
 pub struct ServiceDef {
     pub name: String,
-    /// The executable (for a variant: where its build will be, set by `crate::variant`).
+    /// The executable (for a variant: where its build will be, set by `variant`).
     pub binary: PathBuf,
     /// For a suite service, extra arguments after `--listen`/`--workers`; for an external
     /// one, its whole argument template (`external`).
@@ -155,7 +155,7 @@ pub struct ProfileDef {
     pub name: String,
     pub limits: ProfileLimits,
     /// Set when the profile names `server_host` or `loadgen_hosts`: its cells run through
-    /// the host agents (`crate::host`), even when every host is "local".
+    /// the host agents (`host`), even when every host is "local".
     pub placement: Option<Placement>,
 }
 

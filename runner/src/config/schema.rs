@@ -125,7 +125,7 @@ pub struct Service {
     /// `{host}` and `{workers}` replaced per start (`crate::service::external`).
     pub command: Option<Spanned<Vec<String>>>,
     /// The same service built at another revision or with pinned dependency versions; each
-    /// runs as `<name>@<variant>` beside it (`crate::variant`).
+    /// runs as `<name>@<variant>` beside it (`variant`).
     #[serde(default)]
     pub variants: Vec<Variant>,
 }

@@ -1,4 +1,4 @@
-//! run.json's record of each service variant (`crate::variant` builds them): what source
+//! run.json's record of each service variant (`variant` builds them): what source
 //! and which dependency versions the binary was built from, how, and its sha256 — or why it
 //! could not be built.
 

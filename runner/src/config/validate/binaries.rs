@@ -41,7 +41,7 @@ impl Binaries<'_> {
     }
 }
 
-/// Where a variant's binary will be until `crate::variant` builds it.
+/// Where a variant's binary will be until `variant` builds it.
 pub(super) fn unbuilt(name: &str) -> PathBuf {
     PathBuf::from(format!("(variant {name}: not built yet)"))
 }

@@ -18,7 +18,7 @@ use crate::results::schema::Placement;
 use loadgen::LoadModel;
 
 /// Where binaries go on a host unless `work_dir` says otherwise: under the SSH user's home,
-/// made 0700 (`crate::host::work_dir`), where no other user can put or change a binary.
+/// made 0700 (`host::work_dir`), where no other user can put or change a binary.
 pub const DEFAULT_WORK_DIR: &str = "~/.cache/pingmatrix";
 
 /// Most generator hosts one cell may split its load between.

@@ -1,7 +1,7 @@
 //! `[[services.variants]]`: each a name (unique within its service, a valid name part),
 //! a `rev` that resolves to a commit of the repository the matrix file is in, and pins of
 //! workspace dependencies to versions that look like versions. Whether a pinned version
-//! exists and fits the rest of the lock is found by `crate::variant` before the run starts
+//! exists and fits the rest of the lock is found by `variant` before the run starts
 //! (it needs the registry); the pin's location is kept for that error.
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! The results viewer: a run as one self-contained HTML page (`matrix report --html`); the
-//! page shell (`page`) is also the one `crate::site` fills with every run.
+//! page shell (`page`) is also the one `site` fills with every run.
 //!
 //! The Rust side owns every number: it builds a view model (what the run measured, rank
 //! bands from the run's own paired intervals) and

@@ -174,7 +174,7 @@ pub struct Environment {
     /// on. None in runs made before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loadgen_identity: Option<String>,
-    /// The service variants built for this run (`crate::variant`), one per variant.
+    /// The service variants built for this run (`variant`), one per variant.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<crate::results::variants::VariantRecord>,
     /// Resolved absolute paths of every binary used.
