@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::results::group::{self, CEILING, Group};
 use crate::results::schema::{CellStatus, CellSummary, ResultsFile, RunRecord};
-use crate::results::units::{mib_cell, micros_cell, rate_cell};
+use crate::results::units::{mib_cell, micros_cell, rate_cell, rate_with_ci};
 
 /// Marks: † generator saturated, ⚠ suspect, ✗ failed, n/a unsupported.
 fn marks(c: &CellSummary) -> String {
@@ -45,10 +45,7 @@ fn closed_cell(g: &Group, c: &CellSummary) -> String {
     }
     let mut s = String::new();
     if let Some(r) = &c.requests_per_s {
-        s += &rate_cell(r.mean);
-        if let (Some(lo), Some(hi)) = (r.ci95_low, r.ci95_high) {
-            let _ = write!(s, " ±{:.0}%", (hi - lo) / 2.0 / r.mean.max(1e-9) * 100.0);
-        }
+        s += &rate_with_ci(r);
     }
     if let Some(l) = &c.latency {
         let _ = write!(s, " · p99 {}", micros_cell(l.p99_us as f64));

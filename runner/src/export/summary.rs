@@ -10,9 +10,9 @@ use std::path::Path;
 
 use crate::results::counted_rank::{self, Cost, Place};
 use crate::results::group::{CEILING, ceiling_multiple};
-use crate::results::schema::{CellStatus, CellSummary, ResultsFile, RunRecord, Stat};
+use crate::results::schema::{CellStatus, CellSummary, ResultsFile, RunRecord};
 use crate::results::trust;
-use crate::results::units::{micros_cell, rate_cell};
+use crate::results::units::{micros_cell, rate_with_ci};
 
 /// Connections of a closed-loop level named `c<N>` (`c64`, `c64-d8`): N.
 fn connections(level: &str) -> Option<u32> {
@@ -67,18 +67,6 @@ fn headline(res: &ResultsFile) -> Option<Headline<'_>> {
         rows.into_iter().map(|c| (c, None)).collect()
     };
     Some((format!("{scenario} / {profile} / {level}"), ranked, counted))
-}
-
-/// "120k ±4%": the mean and the half-width of its 95 % interval.
-fn rate(r: &Stat) -> String {
-    match (r.ci95_low, r.ci95_high) {
-        (Some(lo), Some(hi)) => format!(
-            "{} ±{:.0}%",
-            rate_cell(r.mean),
-            (hi - lo) / 2.0 / r.mean.max(1e-9) * 100.0
-        ),
-        _ => rate_cell(r.mean),
-    }
 }
 
 fn status_word(s: Option<CellStatus>) -> &'static str {
@@ -157,7 +145,7 @@ pub fn text(res: &ResultsFile, run: Option<&RunRecord>, results_md: &Path) -> St
             let line = match (&c.requests_per_s, c.status) {
                 (Some(r), Some(CellStatus::Ok)) => format!(
                     "{:>11} req/s  p99 {:>7}  CPU/request {cpu}",
-                    rate(r),
+                    rate_with_ci(r),
                     c.latency
                         .as_ref()
                         .map_or("–".into(), |l| micros_cell(l.p99_us as f64)),

@@ -58,6 +58,19 @@ pub fn count(x: f64) -> String {
     }
 }
 
+/// "120k ±4%": a req/s mean in a table cell with the half-width of its 95 % interval, as a
+/// share of the mean (results.md and the terminal summary).
+pub fn rate_with_ci(r: &super::schema::Stat) -> String {
+    match (r.ci95_low, r.ci95_high) {
+        (Some(lo), Some(hi)) => format!(
+            "{} ±{:.0}%",
+            rate_cell(r.mean),
+            (hi - lo) / 2.0 / r.mean.max(1e-9) * 100.0
+        ),
+        _ => rate_cell(r.mean),
+    }
+}
+
 /// Requests per second in a table cell: "142k", "5.0k", "830".
 pub fn rate_cell(x: f64) -> String {
     if x >= 10_000.0 {
