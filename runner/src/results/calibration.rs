@@ -160,23 +160,10 @@ mod tests {
     use super::*;
     use crate::results::schema::Calibration;
 
-    /// A committed real cell as `service`'s cell (arm `arm`), one round per req/s value.
+    /// The real fixture cell as `service`'s (arm `arm`), one round per req/s value.
     fn cell(service: &str, arm: Option<&str>, rps: &[f64]) -> CellResult {
-        let mut c: CellResult = serde_json::from_str(include_str!(
-            "../../../results/2026-12-01T06-28-28Z-492c110/cells/ping-axum__ping__c64__pinned.json"
-        ))
-        .unwrap();
-        c.cell.service = service.into();
+        let mut c = crate::results::fixture::cell_with_rps(service, rps);
         c.cell.arm = arm.map(String::from);
-        let template = c.reps[0].clone();
-        c.reps = (rps.iter().enumerate())
-            .map(|(i, &v)| {
-                let mut r = template.clone();
-                r.rep = i as u32 + 1;
-                r.report.requests_per_s = v;
-                r
-            })
-            .collect();
         c
     }
 

@@ -10,6 +10,8 @@ pub mod churn;
 pub mod counted;
 pub mod counted_rank;
 pub mod difference;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod group;
 pub mod measured;
 pub mod metric;
