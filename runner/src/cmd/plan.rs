@@ -149,7 +149,7 @@ mod tests {
             "the same command ten minutes earlier",
         ),
         // The first build of a fresh clone, measured, not planned.
-        ("README.md", "first time that is about 12 minutes of builds"),
+        ("README.md", "first time that is about 7 minutes of builds"),
         // The gate's variant builds.
         (
             "docs/variants-and-gate.md",
