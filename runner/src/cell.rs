@@ -1,8 +1,9 @@
 //! One repetition of one cell, start to finish: confine → spawn → first 200 → start-up line →
 //! verify → idle RSS → load (warm-up + measured window) with CPU/RSS sampling and the
 //! kernel's counts of server and generator (`count`) → stop → port check — the service's
-//! part is `service::session`, the same on every path. Every failure is recorded on the cell
-//! with its stage, reason and the service's stderr tail; the matrix goes on.
+//! part is `service::session`, the same on every path. The repetition is returned as a value
+//! (`RepOutcome`): its starts, what they told, what it measured, or the stage, reason and
+//! stderr tail of its failure; the schedule records it on the cell and the matrix goes on.
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -13,10 +14,8 @@ use crate::count;
 use crate::interrupt;
 use crate::limits::{self, Confinement, Request, Role};
 use crate::load;
-use crate::results::churn::ChurnRep;
-use crate::results::schema::{
-    AppliedLimits, CellResult, CellSpec, CellStatus, RepResult, Stage, StageError,
-};
+use crate::results::outcome::{RepBody, RepOutcome};
+use crate::results::schema::{AppliedLimits, CellSpec, RepResult, Stage, StageError};
 use crate::sample;
 use crate::service::session::{Launch, Session};
 use crate::service::spawn;
@@ -37,18 +36,14 @@ pub struct Ctx<'a> {
     pub syscalls_off: Option<&'static str>,
 }
 
-/// Marks the cell as ended badly (interrupts win over other causes).
-fn fail(res: &mut CellResult, mut e: StageError) {
-    let status = if interrupt::requested() {
-        e.stage = Stage::Interrupted;
-        CellStatus::Interrupted
-    } else if e.stage == Stage::Limits {
-        CellStatus::Unsupported
-    } else {
-        CellStatus::Failed
-    };
-    res.status = status;
-    res.failure = Some(e);
+/// The outcome ended by `r`; a failure while the run was interrupted is the interrupt's.
+fn ended(out: RepOutcome, r: Result<RepBody, StageError>) -> RepOutcome {
+    out.with(r.map_err(|mut e| {
+        if interrupt::requested() {
+            e.stage = Stage::Interrupted;
+        }
+        e
+    }))
 }
 
 fn request(cpus: &[u32], quota: Option<f64>, mem: Option<u64>) -> Request {
@@ -76,58 +71,56 @@ pub trait Window {
     fn load_done(&mut self);
 }
 
-/// Runs repetition `rep` (0 = drift re-run) of the cell in `res`. On success returns the
-/// repetition; on failure records it on `res` and returns None.
-pub fn run_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
-    run_rep_with(ctx, res, rep, None)
+/// Runs repetition `rep` (0 = drift re-run) of `cell`: a measured one, or for a churn cell
+/// a churn one.
+pub fn run_rep(ctx: &Ctx, cell: &CellSpec, rep: u32) -> RepOutcome {
+    if cell.churn.is_some() {
+        return run_churn_rep(ctx, cell, rep);
+    }
+    run_rep_with(ctx, cell, rep, None)
 }
 
-/// [`run_rep`] with `window` around the load (`matrix run --flamegraph`).
+/// A measured repetition with `window` around the load (`matrix run --flamegraph`).
 pub fn run_rep_with(
     ctx: &Ctx,
-    res: &mut CellResult,
+    cell: &CellSpec,
     rep: u32,
     window: Option<&mut dyn Window>,
-) -> Option<RepResult> {
-    let r = if res.cell.hosts.is_some() {
-        multi_host(ctx, res, rep)
-    } else {
-        steps(ctx, res, rep, window).map_err(|e| fail(res, e)).ok()
-    }?;
-    // A window that measured nothing fails the cell, whichever way it was produced.
-    match crate::results::measured::problem(&r) {
-        None => Some(r),
-        Some(why) => {
-            fail(res, StageError::at(Stage::Load, why));
-            None
+) -> RepOutcome {
+    let mut out = RepOutcome::default();
+    let r = if cell.hosts.is_some() {
+        match ctx.fleet {
+            Some(f) => {
+                crate::host::rep::run_rep(f, ctx.matrix, cell, rep, ctx.syscalls_off, &mut out)
+            }
+            None => Err(StageError::at(
+                Stage::Spawn,
+                "no hosts connected for a multi-host cell",
+            )),
         }
-    }
-}
-
-/// A multi-host cell's repetition, run by `host::rep` through the hosts' agents.
-fn multi_host(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<RepResult> {
-    let r = match ctx.fleet {
-        Some(f) => crate::host::rep::run_rep(f, ctx.matrix, res, rep),
-        None => Err(StageError::at(
-            Stage::Spawn,
-            "no hosts connected for a multi-host cell",
-        )),
+    } else {
+        steps(ctx, cell, rep, window, &mut out)
     };
-    r.map_err(|e| fail(res, e)).ok()
+    // A window that measured nothing fails the cell, whichever way it was produced.
+    let r = r.and_then(|r| match crate::results::measured::problem(&r) {
+        None => Ok(RepBody::Measured(Box::new(r))),
+        Some(why) => Err(StageError::at(Stage::Load, why)),
+    });
+    ended(out, r)
 }
 
 /// The repetition as a list of steps; the first that fails ends it.
 fn steps(
     ctx: &Ctx,
-    res: &mut CellResult,
+    cell: &CellSpec,
     rep: u32,
     window: Option<&mut dyn Window>,
+    out: &mut RepOutcome,
 ) -> Result<RepResult, StageError> {
-    let cell = res.cell.clone();
-    let binary = service_binary(ctx, &cell)?;
-    let mut confs = confine(&cell)?;
-    let session = start_service(ctx, res, &cell, binary, &confs, rep)?;
-    measure(ctx, res, &cell, session, &mut confs, window)
+    let binary = service_binary(ctx, cell)?;
+    let mut confs = confine(cell)?;
+    let session = start_service(ctx, out, cell, binary, &confs, rep)?;
+    measure(ctx, out, cell, session, &mut confs, window)
 }
 
 /// Where the server and the generator run.
@@ -167,10 +160,10 @@ fn confine(cell: &CellSpec) -> Result<Confinements, StageError> {
 }
 
 /// Starts and checks the service on 127.0.0.1 for repetition `rep`, launched and probed
-/// from the generator's CPUs, and folds what the start told into the cell.
+/// from the generator's CPUs; what the start told goes into `out`.
 fn start_service(
     ctx: &Ctx,
-    res: &mut CellResult,
+    out: &mut RepOutcome,
     cell: &CellSpec,
     binary: &Path,
     confs: &Confinements,
@@ -194,14 +187,14 @@ fn start_service(
     match Session::start(&launch, &confs.server, rep) {
         Ok((session, mut outcome)) => {
             outcome.limits = limits;
-            res.record_start(&outcome);
+            out.told.push(outcome);
             Ok(session)
         }
         Err(failed) => {
             let mut failed = *failed;
             failed.outcome.limits = limits;
-            res.record_start(&failed.outcome);
-            res.starts.extend(failed.start);
+            out.told.push(failed.outcome);
+            out.starts.extend(failed.start);
             Err(failed.error)
         }
     }
@@ -210,7 +203,7 @@ fn start_service(
 /// The load with CPU/RSS sampling, then the stop; the service's usage over the window.
 fn measure(
     ctx: &Ctx,
-    res: &mut CellResult,
+    out: &mut RepOutcome,
     cell: &CellSpec,
     mut session: Session,
     confs: &mut Confinements,
@@ -259,7 +252,7 @@ fn measure(
     };
     let stopped = session.stop();
     let died = died.or(stopped.died);
-    res.starts.push(stopped.start);
+    out.starts.push(stopped.start);
     confs.server.release();
 
     let tail = stopped.stderr_tail;
@@ -303,7 +296,7 @@ fn measure(
         floor_check,
         generators: vec![],
         counts: Some(counts),
-        instructions: instructions(ctx, res, cell),
+        instructions: instructions(ctx, out, cell),
         started_unix_ms: r.started_unix_ms,
         server,
         cgroup: sampled.cgroup,
@@ -316,7 +309,7 @@ fn measure(
 /// service's instructions per request under Valgrind (its own starts, after the load).
 fn instructions(
     ctx: &Ctx,
-    res: &CellResult,
+    out: &RepOutcome,
     cell: &CellSpec,
 ) -> Option<crate::results::schema::InstructionCount> {
     let c1 = matches!(
@@ -337,46 +330,47 @@ fn instructions(
         binary,
         service_args: &cell.service_args,
         path: &cell.path,
-        io_driver: res.startup_line.as_ref().map(|l| l.io_driver.as_str()),
+        io_driver: out
+            .told
+            .iter()
+            .find_map(|t| t.startup_line.as_ref())
+            .map(|l| l.io_driver.as_str()),
         cpus: &cell.limits.server_cpus,
         scratch_dir: ctx.tmp_dir,
     }))
 }
 
-/// One repetition of a connection-churn cell: the same start and checks as `run_rep`, then
-/// the runner's own open/close cycles (from the generator's CPUs) instead of loadgen, then
-/// the stop. On failure records it on `res` and returns None; a repetition that ended
-/// partway is kept on `res.churn` with its finished cycles (`partial` says why).
-pub fn run_churn_rep(ctx: &Ctx, res: &mut CellResult, rep: u32) -> Option<ChurnRep> {
+/// One repetition of a connection-churn cell: the same start and checks as a measured one,
+/// then the runner's own open/close cycles (from the generator's CPUs) instead of loadgen,
+/// then the stop. A repetition that ended partway keeps its finished cycles (`partial` says
+/// why) beside its failure.
+fn run_churn_rep(ctx: &Ctx, cell: &CellSpec, rep: u32) -> RepOutcome {
+    let mut out = RepOutcome::default();
     let r = (|| {
-        let cell = res.cell.clone();
         let spec = cell
             .churn
             .ok_or_else(|| StageError::at(Stage::Load, "not a churn cell"))?;
-        let binary = service_binary(ctx, &cell)?;
-        let mut confs = confine(&cell)?;
-        let mut session = start_service(ctx, res, &cell, binary, &confs, rep)?;
+        let binary = service_binary(ctx, cell)?;
+        let mut confs = confine(cell)?;
+        let mut session = start_service(ctx, &mut out, cell, binary, &confs, rep)?;
         let timeout = Duration::from_millis(ctx.matrix.request_timeout_ms);
         let addr = session.addr;
         let run = limits::cpus::on_cpus(&cell.limits.loadgen_cpus, || {
             crate::churn::run(&mut session.proc, addr, &cell.path, &spec, timeout, rep)
         });
         let stopped = session.stop();
-        res.starts.push(stopped.start);
+        out.starts.push(stopped.start);
         confs.server.release();
-        match run.partial.clone() {
-            None => Ok(run),
-            Some(why) => {
-                res.churn.push(run);
-                Err(StageError::at(Stage::Load, why).with_tail(stopped.stderr_tail))
-            }
-        }
+        Ok((run, stopped.stderr_tail))
     })();
     match r {
-        Ok(r) => Some(r),
-        Err(e) => {
-            fail(res, e);
-            None
-        }
+        Ok((run, tail)) => match run.partial.clone() {
+            None => ended(out, Ok(RepBody::Churn(run))),
+            Some(why) => {
+                out.body = Some(RepBody::Churn(run));
+                ended(out, Err(StageError::at(Stage::Load, why).with_tail(tail)))
+            }
+        },
+        Err(e) => ended(out, Err(e)),
     }
 }

@@ -18,10 +18,10 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::cell::{self, Ctx, Window};
+use crate::cell::{Ctx, Window};
 use crate::limits::cpus::on_cpus;
 use crate::profile::{NotAvailable, Options, Perf, Profile, ProfileRecord};
-use crate::results::schema::{CellFlamegraph, CellResult, CellSpec, FlamegraphProbe};
+use crate::results::schema::{CellFlamegraph, CellSpec, FlamegraphProbe};
 
 /// The directory under the run directory that holds the flame graphs.
 pub const DIR: &str = "flamegraphs";
@@ -71,10 +71,10 @@ impl Profiler {
         self.perf.as_ref().err().map(|na| na.reason.as_str())
     }
 
-    /// Runs the profiled repetition of the cell in `st` (whose measured repetitions are done)
-    /// and stores it on `st.flamegraph`. `run_dir` is where `flamegraphs/` goes.
-    pub fn profiled_rep(&self, ctx: &Ctx, st: &mut CellResult, run_dir: &Path) {
-        let rep = st.cell.repetitions + 1;
+    /// Runs the profiled repetition of `cell` (whose measured repetitions are done); its
+    /// starts are not the cell's. `run_dir` is where `flamegraphs/` goes.
+    pub fn profiled_rep(&self, ctx: &Ctx, cell: &CellSpec, run_dir: &Path) -> CellFlamegraph {
+        let rep = cell.repetitions + 1;
         let mut fg = CellFlamegraph {
             rep,
             profiled: true,
@@ -82,25 +82,23 @@ impl Profiler {
             profile: None,
             error: None,
         };
-        if let Some(p) = &st.cell.hosts {
+        if let Some(p) = &cell.hosts {
             fg.error = Some(format!(
                 "not profiled: the server runs on host {}; --flamegraph profiles servers on \
                  this machine only",
                 p.server_host
             ));
-            st.flamegraph = Some(fg);
-            return;
+            return fg;
         }
         let perf = match &self.perf {
             Ok(p) => p,
             Err(na) => {
                 fg.profile = Some(Profile::NotAvailable(na.clone()));
-                st.flamegraph = Some(fg);
-                return;
+                return fg;
             }
         };
         let mut options = self.options.clone();
-        options.title = format!("{} — {} (run {})", st.cell.key, perf.event, ctx.run_id);
+        options.title = format!("{} — {} (run {})", cell.key, perf.event, ctx.run_id);
         let mut window = PerfWindow {
             perf: perf.clone(),
             options,
@@ -108,22 +106,21 @@ impl Profiler {
             running: None,
             outcome: None,
         };
-        // A scratch cell: the profiled start must not count among the cell's starts either.
-        let mut scratch = CellResult::new(ctx.run_id, &st.cell);
-        fg.result = cell::run_rep_with(ctx, &mut scratch, rep, Some(&mut window));
+        let o = crate::cell::run_rep_with(ctx, cell, rep, Some(&mut window));
+        fg.result = o.measured().cloned();
         match window.outcome {
             Some(Ok(p)) => fg.profile = Some(relative(p, run_dir)),
             Some(Err(e)) => fg.error = Some(e),
             None => {}
         }
-        if let Some(f) = scratch.failure {
+        if let Some(f) = o.failure {
             let e = format!("profiled repetition failed: {f}");
             fg.error = Some(match fg.error {
                 Some(prev) => format!("{e}; {prev}"),
                 None => e,
             });
         }
-        st.flamegraph = Some(fg);
+        fg
     }
 }
 

@@ -5,8 +5,9 @@
 //! - `cmd` — the subcommands, wiring only: `cmd::run`, `cmd::report`, `cmd::compare`,
 //!   `cmd::plan`, `cmd::k8s`;
 //! - `schedule` — the policy of a run (groups, interleaved repetitions, adaptive stops,
-//!   drift re-runs, profiled repetitions, resume) over a repetition runner; `finish` — the
-//!   end of a run (results.json, results.md, run.json);
+//!   drift re-runs, profiled repetitions, resume) over a repetition runner, and the one
+//!   writer of a cell: a runner returns each repetition as a value (`RepOutcome`) that the
+//!   schedule records; `finish` — the end of a run (results.json, results.md, run.json);
 //! - `cell` — one repetition: `limits` (cgroups, CPU lists) → `service` (spawn, first 200,
 //!   start-up line, verify, stop) → `load` (loadgen as a child) with `sample` (CPU/RSS);
 //!   a churn cell runs `churn` (the runner's own open/close rounds, RSS after each) instead;

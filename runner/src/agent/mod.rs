@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use protocol::{Ready, Reply, Request, Serve, Stopped};
 
+use crate::count::{self, exact};
 use crate::limits::{self, Confinement, Request as LimitsRequest, Role};
 use crate::results::schema::{Stage, StageError};
 use crate::sample::{self, now_unix_us};
@@ -62,7 +63,14 @@ pub fn main() -> anyhow::Result<std::process::ExitCode> {
                 spec,
                 cpus,
             } => load(&loadgen, &spec, &cpus),
-            Request::Stop { .. } => failed(Stage::Stop, "no service running"),
+            Request::ExactLoad {
+                loadgen,
+                spec,
+                cpus,
+            } => exact_load(&loadgen, &spec, &cpus),
+            Request::Stop { .. } | Request::CountStart | Request::CountEnd { .. } => {
+                failed(Stage::Stop, "no service running")
+            }
         };
         reply(&r);
     }
@@ -145,7 +153,10 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         start: session.start.clone(),
         outcome,
     })));
-    let sampled = session.sample_while(&conf, || wait_for_stop(requests));
+    let tree = session.proc.tree();
+    let counter = count::Counter::start_proc_tree(tree.clone());
+    let sampled = session.sample_while(&conf, || wait_for_stop(requests, &tree));
+    let counted = counter.finish();
     let stopped = session.stop();
     conf.release();
     let Some((ws, window_s, responses)) = sampled.value else {
@@ -155,55 +166,106 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         start: stopped.start,
         usage: sample::usage_in_window(&sampled.samples, ws, window_s, responses),
         cgroup: sampled.cgroup,
+        counts: Some(counted.window(ws, window_s, responses)),
         died: stopped.died.map(|st| st.to_string()),
         stderr_tail: stopped.stderr_tail,
     }))
 }
 
-/// Waits for `Stop` (the window on this host's clock); None when the session closed.
-fn wait_for_stop(requests: &Receiver<String>) -> Option<(u64, f64, u64)> {
+/// Waits for `Stop` (the window on this host's clock), counting the service's syscalls
+/// between `CountStart` and `CountEnd` on the way; None when the session closed.
+fn wait_for_stop(
+    requests: &Receiver<String>,
+    tree: &crate::process::Tree,
+) -> Option<(u64, f64, u64)> {
+    let mut counting: Option<exact::ServerCount> = None;
+    let record_out =
+        std::env::temp_dir().join(format!("pm-agent-{}.perf.data", std::process::id()));
     loop {
         if crate::interrupt::requested() {
             return None;
         }
         match requests.recv_timeout(Duration::from_millis(50)) {
-            Ok(line) => {
-                if let Ok(Request::Stop {
+            Ok(line) => match serde_json::from_str(&line) {
+                Ok(Request::Stop {
                     window_start_unix_us,
                     window_s,
                     responses,
-                }) = serde_json::from_str(&line)
-                {
-                    return Some((window_start_unix_us, window_s, responses));
+                }) => return Some((window_start_unix_us, window_s, responses)),
+                Ok(Request::CountStart) => {
+                    let started = exact::ServerCount::start(&tree.members(), &record_out);
+                    let unmeasured = started.as_ref().err().cloned();
+                    counting = started.ok();
+                    reply(&Reply::Counting { unmeasured });
                 }
-                reply(&failed(
+                Ok(Request::CountEnd {
+                    load_starts_unix_us,
+                }) => reply(&match counting.take() {
+                    Some(c) => Reply::Counted(Box::new(c.finish(&load_starts_unix_us))),
+                    None => failed(Stage::Load, "not counting"),
+                }),
+                _ => reply(&failed(
                     Stage::Load,
-                    "only `stop` is accepted while serving",
-                ));
-            }
+                    "only `count_start`, `count_end` and `stop` are accepted while serving",
+                )),
+            },
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return None,
         }
     }
 }
 
-/// loadgen confined to `cpus` on this host.
-fn load(loadgen: &str, spec: &loadgen::LoadSpec, cpus: &[u32]) -> Reply {
+/// The generator's confinement to `cpus` on this host.
+fn loadgen_confined(cpus: &[u32]) -> Result<Confinement, Reply> {
     let req = LimitsRequest {
         cpus: cpus.to_vec(),
         cpu_quota: None,
         memory_max_bytes: None,
     };
-    let conf: Confinement = match limits::confine(Role::Loadgen, &req) {
+    limits::confine(Role::Loadgen, &req).map_err(|e| failed(Stage::Limits, format!("loadgen: {e}")))
+}
+
+fn spec_file() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("pm-agent-{}.spec.json", std::process::id()))
+}
+
+/// loadgen confined to `cpus` on this host, counted from /proc as on the runner's host.
+fn load(loadgen: &str, spec: &loadgen::LoadSpec, cpus: &[u32]) -> Reply {
+    let conf = match loadgen_confined(cpus) {
         Ok(c) => c,
-        Err(e) => return failed(Stage::Limits, format!("loadgen: {e}")),
+        Err(r) => return r,
     };
-    let file = std::env::temp_dir().join(format!("pm-agent-{}.spec.json", std::process::id()));
-    match crate::load::run(Path::new(loadgen), spec, &file, &conf) {
-        Ok(run) => Reply::Loaded {
-            report: Box::new(run.report),
-            exit_code: run.exit_code,
-        },
+    let mut counter = None;
+    let run =
+        crate::load::run_observed(Path::new(loadgen), spec, &spec_file(), &conf, &mut |pid| {
+            counter = Some(count::Counter::start_proc(pid))
+        });
+    let counted = counter.map(count::Counter::finish);
+    match run {
+        Ok(run) => {
+            let r = &run.report;
+            let responses = (r.requests_per_s * r.window_s).round() as u64;
+            let counts = counted
+                .map(|c| Box::new(c.window(r.started_unix_ms * 1000, r.window_s, responses)));
+            Reply::Loaded {
+                report: Box::new(run.report),
+                exit_code: run.exit_code,
+                counts,
+            }
+        }
         Err(e) => failed(Stage::Load, e),
+    }
+}
+
+/// One exact load of the syscall window from this host.
+fn exact_load(loadgen: &str, spec: &loadgen::LoadSpec, cpus: &[u32]) -> Reply {
+    match loadgen_confined(cpus) {
+        Ok(conf) => Reply::ExactLoaded(Box::new(exact::one_load(
+            Path::new(loadgen),
+            spec,
+            &spec_file(),
+            &conf,
+        ))),
+        Err(r) => r,
     }
 }

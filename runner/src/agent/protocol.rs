@@ -9,12 +9,14 @@ use std::collections::BTreeMap;
 use loadgen::{LoadSpec, Report};
 use serde::{Deserialize, Serialize};
 
-use crate::results::schema::{
-    CgroupCounters, Environment, ProfileLimits, ServerUsage, StageError, StartRecord,
-};
+use crate::count::exact::{Load, ServerCounted};
 /// A failed start on the host travels as the session's own `Failed` (stage, reason, stderr
 /// tail, and what the start told), so both sides share one failure shape.
-pub use crate::service::session::{Failed, StartOutcome};
+pub use crate::results::outcome::StartOutcome;
+use crate::results::schema::{
+    CgroupCounters, Environment, ProcessCounts, ProfileLimits, ServerUsage, StageError, StartRecord,
+};
+pub use crate::service::session::Failed;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -35,8 +37,19 @@ pub enum Request {
         window_s: f64,
         responses: u64,
     },
-    /// Run loadgen with `spec`, confined to `cpus`.
+    /// Run loadgen with `spec`, confined to `cpus`; its /proc counts over its window.
     Load {
+        loadgen: String,
+        spec: Box<LoadSpec>,
+        cpus: Vec<u32>,
+    },
+    /// While serving, after the timed load: attach perf to the service for the exact-count
+    /// window (`count::exact`).
+    CountStart,
+    /// While counting: stop perf; the loads began at these times (this host's clock).
+    CountEnd { load_starts_unix_us: Vec<u64> },
+    /// One exact load of the window: loadgen under `perf stat`, confined to `cpus`.
+    ExactLoad {
         loadgen: String,
         spec: Box<LoadSpec>,
         cpus: Vec<u32>,
@@ -75,7 +88,16 @@ pub enum Reply {
     Loaded {
         report: Box<Report>,
         exit_code: Option<i32>,
+        /// The generator's /proc counts over its report's window.
+        #[serde(default)]
+        counts: Option<Box<ProcessCounts>>,
     },
+    /// perf is counting the service, or why it cannot.
+    Counting {
+        unmeasured: Option<String>,
+    },
+    Counted(Box<ServerCounted>),
+    ExactLoaded(Box<Load>),
     Failed(Box<Failed>),
 }
 
@@ -92,6 +114,9 @@ pub struct Stopped {
     pub start: StartRecord,
     pub usage: ServerUsage,
     pub cgroup: Option<CgroupCounters>,
+    /// The service's /proc counts over the window.
+    #[serde(default)]
+    pub counts: Option<ProcessCounts>,
     /// The service had exited before the stop ("exit status: 1").
     pub died: Option<String>,
     pub stderr_tail: Option<String>,

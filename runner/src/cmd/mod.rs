@@ -2,7 +2,6 @@
 //! results → export/report/compare) and decide what is written where and the exit status.
 //! Nothing below imports from here.
 
-pub mod churn;
 pub mod compare;
 pub mod diff_flamegraph;
 pub mod k8s;

@@ -17,7 +17,8 @@ use crate::host::Fleet;
 use crate::interrupt;
 use crate::plan::{self, Calibrate, Options, Plan};
 use crate::progress::Progress;
-use crate::results::schema::{CellResult, Floors, RepResult, RunRecord, RunStatus};
+use crate::results::outcome::RepOutcome;
+use crate::results::schema::{CellFlamegraph, CellSpec, Floors, RunRecord, RunStatus};
 use crate::results::store::{self, Store};
 use crate::sample::now_unix_us;
 use crate::schedule::{self, RepRunner};
@@ -342,24 +343,18 @@ struct Local<'a> {
 }
 
 impl RepRunner for Local<'_> {
-    fn rep(&mut self, st: &mut CellResult, rep: u32) -> Option<RepResult> {
-        cell::run_rep(self.ctx, st, rep)
+    fn rep(&mut self, cell: &CellSpec, rep: u32) -> RepOutcome {
+        cell::run_rep(self.ctx, cell, rep)
     }
 
-    fn churn_rep(&mut self, st: &mut CellResult, rep: u32, progress: &mut Progress) {
-        super::churn::record_rep(self.ctx, st, rep, progress);
-    }
-
-    fn profiled_rep(&mut self, st: &mut CellResult, progress: &Progress) {
-        let Some(p) = self.profiler else { return };
-        p.profiled_rep(self.ctx, st, self.run_dir);
-        if let Some(fg) = &st.flamegraph {
-            progress.note(&format!(
-                "{} profiled: {}",
-                st.cell.key,
-                crate::export::flamegraphs::outcome(fg)
-            ));
-        }
+    fn profiled_rep(&mut self, cell: &CellSpec, progress: &Progress) -> Option<CellFlamegraph> {
+        let fg = self.profiler?.profiled_rep(self.ctx, cell, self.run_dir);
+        progress.note(&format!(
+            "{} profiled: {}",
+            cell.key,
+            crate::export::flamegraphs::outcome(&fg)
+        ));
+        Some(fg)
     }
 
     fn cool_down(&mut self, ms: u64) -> bool {

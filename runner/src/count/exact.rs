@@ -18,6 +18,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use loadgen::report::Counts;
 use loadgen::{LoadModel, LoadSpec};
 
@@ -152,14 +154,14 @@ pub fn names_per_request(loads: &[(u64, f64, Names)]) -> Result<Vec<(String, f64
     Ok(v)
 }
 
-/// One load's outcome.
-struct Load {
-    before_us: u64,
-    after_us: u64,
-    /// CLOCK_MONOTONIC µs just before the generator started (perf record's clock).
-    before_mono_us: u64,
-    responses: Result<u64, String>,
-    loadgen: Result<f64, String>,
+/// One exact load's outcome, its times on the clock of the host that ran it (a multi-host
+/// cell's runner moves them onto the server's clock).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Load {
+    pub before_us: u64,
+    pub after_us: u64,
+    pub responses: Result<u64, String>,
+    pub loadgen: Result<f64, String>,
 }
 
 /// Syscalls by name of each load: the recorded calls from its start to the next load's
@@ -179,8 +181,97 @@ pub fn split_by_load(calls: &[(u64, u64)], starts_mono_us: &[u64]) -> Result<Vec
     Ok(out)
 }
 
-/// Runs the exact-count window against the server's processes `server_pids` (its whole
-/// process tree; perf counts them together), whose timed window measured `req_per_s`.
+/// perf attached to the server's processes for the window: `perf stat` of the syscall
+/// tracepoint, `perf record` of it (names) and the hardware counters' own perf. Started and
+/// finished where the service runs (this process, or a host's agent).
+pub struct ServerCount {
+    syscalls: perf::Syscalls,
+    record: Result<perf::Record, perf::Unmeasured>,
+    hardware: Result<perf::Hardware, perf::Unmeasured>,
+    /// (unix µs, CLOCK_MONOTONIC µs) at the start: perf record stamps on the monotonic clock.
+    clocks: (u64, u64),
+}
+
+/// What perf counted on the server over the window.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerCounted {
+    /// perf stat's cumulative syscalls, (unix µs on arrival, count).
+    pub points: Vec<(u64, f64)>,
+    /// Syscalls by name of each load, or why not.
+    pub names: Result<Vec<Names>, String>,
+    pub hardware: Result<perf::HwTimeline, String>,
+}
+
+impl ServerCount {
+    /// Attaches perf to `pids` (the service's whole process tree; perf counts them together)
+    /// and waits for it to settle; `record_out` is perf record's scratch file.
+    pub fn start(pids: &[u32], record_out: &Path) -> Result<ServerCount, String> {
+        if pids.is_empty() {
+            return Err("the service has no process left to count".into());
+        }
+        let pids = pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let record = perf::Record::start(&pids, record_out);
+        let syscalls = perf::Syscalls::start(&pids).map_err(|u| u.0)?;
+        // Its own perf, after the syscalls' one is counting: on a VM without a PMU it says so in
+        // its first interval and is gone before the loads.
+        let hardware = perf::Hardware::start_with(perf::program(), &pids);
+        std::thread::sleep(GAP.max(RECORD_ATTACH));
+        Ok(ServerCount {
+            syscalls,
+            record,
+            hardware,
+            clocks: (now_unix_us(), crate::process::mono_ns() / 1000),
+        })
+    }
+
+    /// Stops perf; the loads started at `starts_unix_us` (this host's clock).
+    pub fn finish(self, starts_unix_us: &[u64]) -> ServerCounted {
+        let hardware = self.hardware.map(perf::Hardware::finish).map_err(|u| u.0);
+        let points = self.syscalls.finish();
+        let (unix0, mono0) = self.clocks;
+        let starts: Vec<u64> = starts_unix_us
+            .iter()
+            .map(|t| (t + mono0).saturating_sub(unix0))
+            .collect();
+        let names = self
+            .record
+            .and_then(perf::Record::finish)
+            .map_err(|u| u.0)
+            .and_then(|calls| split_by_load(&calls, &starts));
+        ServerCounted {
+            points,
+            names,
+            hardware,
+        }
+    }
+}
+
+/// The N and 3N loads, each made by `load` (`one_load` here, or a generator host's agent);
+/// stops after a load that failed or an interrupt.
+pub fn loads(
+    spec: &LoadSpec,
+    req_per_s: f64,
+    mut load: impl FnMut(&LoadSpec) -> Load,
+) -> Vec<Load> {
+    let (n1, n2) = requests_for(spec, req_per_s);
+    let mut out = Vec::new();
+    for n in [n1, n2] {
+        let l = load(&exact_spec(spec, n));
+        let failed = l.responses.is_err();
+        out.push(l);
+        if failed || crate::interrupt::requested() {
+            break;
+        }
+    }
+    out
+}
+
+/// Runs the exact-count window against the server's processes `server_pids`, whose timed
+/// window measured `req_per_s`, with the generator on this host.
 pub fn window(
     loadgen_bin: &Path,
     spec: &LoadSpec,
@@ -189,51 +280,15 @@ pub fn window(
     server_pids: &[u32],
     req_per_s: f64,
 ) -> SyscallWindow {
-    if server_pids.is_empty() {
-        return SyscallWindow::unmeasured("the service has no process left to count");
-    }
-    let server_pid = server_pids
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    let (n1, n2) = requests_for(spec, req_per_s);
-    let record_out = spec_file.with_extension("perf.data");
-    let record = perf::Record::start(&server_pid, &record_out);
-    let server = match perf::Syscalls::start(&server_pid) {
+    let server = match ServerCount::start(server_pids, &spec_file.with_extension("perf.data")) {
         Ok(s) => s,
-        Err(u) => return SyscallWindow::unmeasured(u.0),
+        Err(why) => return SyscallWindow::unmeasured(why),
     };
-    // Its own perf, after the syscalls' one is counting: on a VM without a PMU it says so in
-    // its first interval and is gone before the loads.
-    let hw_perf = perf::Hardware::start_with(perf::program(), &server_pid);
-    std::thread::sleep(GAP.max(RECORD_ATTACH));
-    let mut loads = Vec::new();
-    for n in [n1, n2] {
-        let load = one_load(loadgen_bin, &exact_spec(spec, n), spec_file, conf);
-        let failed = load.responses.is_err();
-        loads.push(load);
-        if failed || crate::interrupt::requested() {
-            break;
-        }
-    }
-    let hw = hw_perf.map(perf::Hardware::finish);
-    let points = server.finish();
-    let starts: Vec<u64> = loads.iter().map(|l| l.before_mono_us).collect();
-    let names = record
-        .and_then(perf::Record::finish)
-        .map_err(|u| u.0)
-        .and_then(|calls| split_by_load(&calls, &starts));
-    let mut w = tally(&points, &loads, names);
-    w.hardware = match hw {
-        Ok(tl) => loads
-            .iter()
-            .map(|l| Ok((l.responses.clone()?, l.before_us, l.after_us)))
-            .collect::<Result<Vec<_>, String>>()
-            .map_or_else(HardwareCounts::unmeasured, |ls| hardware(&tl, &ls)),
-        Err(u) => HardwareCounts::unmeasured(u.0),
-    };
-    w
+    let loads = loads(spec, req_per_s, |s| {
+        one_load(loadgen_bin, s, spec_file, conf)
+    });
+    let starts: Vec<u64> = loads.iter().map(|l| l.before_us).collect();
+    tally(server.finish(&starts), &loads)
 }
 
 impl HardwareCounts {
@@ -287,10 +342,11 @@ pub fn hardware(tl: &perf::HwTimeline, loads: &[(u64, u64, u64)]) -> HardwareCou
     out
 }
 
-fn one_load(loadgen_bin: &Path, spec: &LoadSpec, spec_file: &Path, conf: &Confinement) -> Load {
+/// One exact load of `spec` from this host, the generator under `perf stat`, and the idle
+/// gap after it.
+pub fn one_load(loadgen_bin: &Path, spec: &LoadSpec, spec_file: &Path, conf: &Confinement) -> Load {
     let stat_out = spec_file.with_extension("perf.txt");
     let prefix = perf::stat_prefix(&stat_out);
-    let before_mono_us = crate::process::mono_ns() / 1000;
     let before_us = now_unix_us();
     let run = crate::load::run_under(&prefix, loadgen_bin, spec, spec_file, conf, &mut |_| {});
     let after_us = now_unix_us();
@@ -309,7 +365,6 @@ fn one_load(loadgen_bin: &Path, spec: &LoadSpec, spec_file: &Path, conf: &Confin
     Load {
         before_us,
         after_us,
-        before_mono_us,
         responses: run
             .map_err(|e| format!("exact-count window: {e}"))
             .and_then(|r| answered(&r.report.counts)),
@@ -317,8 +372,23 @@ fn one_load(loadgen_bin: &Path, spec: &LoadSpec, spec_file: &Path, conf: &Confin
     }
 }
 
-/// The window's result from perf's server timeline and the loads.
-fn tally(
+/// The window's result from what perf counted on the server and the loads (their times on
+/// the server's clock).
+pub fn tally(counted: ServerCounted, loads: &[Load]) -> SyscallWindow {
+    let mut w = syscalls(&counted.points, loads, counted.names);
+    w.hardware = match counted.hardware {
+        Ok(tl) => loads
+            .iter()
+            .map(|l| Ok((l.responses.clone()?, l.before_us, l.after_us)))
+            .collect::<Result<Vec<_>, String>>()
+            .map_or_else(HardwareCounts::unmeasured, |ls| hardware(&tl, &ls)),
+        Err(why) => HardwareCounts::unmeasured(why),
+    };
+    w
+}
+
+/// The syscalls of the window from perf's server timeline and the loads.
+fn syscalls(
     points: &[(u64, f64)],
     loads: &[Load],
     names: Result<Vec<Names>, String>,

@@ -205,13 +205,22 @@ pub fn rep_counts(
         },
         |l| l.window(start_unix_us, window_s, responses),
     );
+    with_window(
+        server.window(start_unix_us, window_s, responses),
+        loadgen,
+        sys,
+    )
+}
+
+/// One repetition's counts from the /proc counts already cut to the measured window (on
+/// whichever hosts the processes ran) and the syscall window.
+pub fn with_window(
+    server: ProcessCounts,
+    loadgen: ProcessCounts,
+    sys: &SyscallWindow,
+) -> RepCounts {
     let mut server = with_names(
-        with_syscalls(
-            server.window(start_unix_us, window_s, responses),
-            &sys.server,
-            sys.responses,
-            &sys.server_points,
-        ),
+        with_syscalls(server, &sys.server, sys.responses, &sys.server_points),
         &sys.server_names,
     );
     server.hardware = Some(sys.hardware.clone());
@@ -219,6 +228,27 @@ pub fn rep_counts(
         server,
         loadgen: with_syscalls(loadgen, &sys.loadgen, sys.responses, &sys.loadgen_points),
         tool: tool(),
+    }
+}
+
+/// The /proc counts of several generators (a multi-host cell's), added up: each counted
+/// over its own host's window, with its own responses; a count any of them lacks is `None`.
+pub fn sum_proc(parts: &[ProcessCounts]) -> ProcessCounts {
+    let add = |f: fn(&ProcessCounts) -> Option<f64>| {
+        let v: Option<Vec<f64>> = parts.iter().map(f).collect();
+        v.filter(|v| !v.is_empty()).map(|v| v.iter().sum())
+    };
+    let responses = parts.iter().map(|p| p.responses).sum();
+    ProcessCounts {
+        responses,
+        syscall_window_responses: responses,
+        voluntary_ctx_switches: add(|p| p.voluntary_ctx_switches),
+        involuntary_ctx_switches: add(|p| p.involuntary_ctx_switches),
+        minor_faults: add(|p| p.minor_faults),
+        major_faults: add(|p| p.major_faults),
+        user_us: add(|p| p.user_us),
+        system_us: add(|p| p.system_us),
+        ..Default::default()
     }
 }
 

@@ -300,7 +300,7 @@ impl HwReading {
 
 /// Where perf could count [`HW_EVENTS`]: each event's (unix µs, cumulative count) timeline
 /// placed as [`place`] does, or why that event has none.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct HwTimeline {
     pub points: Vec<(u64, [f64; 3])>,
     pub events: [Result<(), String>; 3],

@@ -15,7 +15,9 @@ use super::session::Session;
 use super::{Fleet, HostError};
 use crate::agent::protocol::{Failed, Reply, Request, Serve};
 use crate::config::Matrix;
-use crate::results::schema::{CellResult, CellSpec, GeneratorRun, RepResult, Stage, StageError};
+use crate::count::{self, SyscallWindow, exact};
+use crate::results::outcome::RepOutcome;
+use crate::results::schema::{CellSpec, GeneratorRun, ProcessCounts, RepResult, Stage, StageError};
 
 /// A host step's failure as the stage's, the host marked lost where it was.
 fn at(stage: Stage, e: HostError) -> StageError {
@@ -24,21 +26,24 @@ fn at(stage: Stage, e: HostError) -> StageError {
     s
 }
 
-/// Folds a failed start on the host into the cell; the error names the host.
-fn from_failed(res: &mut CellResult, host: &str, f: Failed) -> StageError {
-    res.record_start(&f.outcome);
-    res.starts.extend(f.start);
+/// Folds a failed start on the host into the outcome; the error names the host.
+fn from_failed(out: &mut RepOutcome, host: &str, f: Failed) -> StageError {
+    out.told.push(f.outcome);
+    out.starts.extend(f.start);
     StageError::at(f.error.stage, format!("host {host}: {}", f.error.reason))
         .with_tail(f.error.stderr_tail)
 }
 
+/// Repetition `rep` of the multi-host `cell`, its starts and what they told put in `out`;
+/// `syscalls_off` says why no exact-count window follows the timed load, if none does.
 pub fn run_rep(
     fleet: &Fleet,
     m: &Matrix,
-    res: &mut CellResult,
+    cell: &CellSpec,
     rep: u32,
+    syscalls_off: Option<&str>,
+    out: &mut RepOutcome,
 ) -> Result<RepResult, StageError> {
-    let cell = res.cell.clone();
     let place = cell
         .hosts
         .clone()
@@ -67,7 +72,7 @@ pub fn run_rep(
     let ready_within = Duration::from_millis(m.startup_timeout_ms + m.stop_grace_ms + 15_000);
     let ready = match srv.ask(&Request::Serve(Box::new(serve)), ready_within) {
         Ok(Reply::Ready(r)) => r,
-        Ok(Reply::Failed(f)) => return Err(from_failed(res, &server.name, *f)),
+        Ok(Reply::Failed(f)) => return Err(from_failed(out, &server.name, *f)),
         Ok(other) => {
             return Err(spawn_err(HostError::failed(format!(
                 "host {}: unexpected {other:?}",
@@ -76,7 +81,7 @@ pub fn run_rep(
         }
         Err(e) => return Err(at(Stage::Startup, e)),
     };
-    res.record_start(&ready.outcome);
+    out.told.push(ready.outcome.clone());
     let start = ready.start.clone();
     let mut total = cell.load_spec(ready.port);
     total.url = format!(
@@ -84,10 +89,25 @@ pub fn run_rep(
         std::net::SocketAddr::new(server.address, ready.port),
         cell.path
     );
-    let outcome = generate(fleet, &cell, &total, &place.loadgen_hosts);
+    let outcome = generate(fleet, cell, &total, &place.loadgen_hosts);
+    // As on one machine: the exact-count window after the timed one, the service still up.
+    let sys = match (&outcome, syscalls_off) {
+        (Ok(_), Some(why)) => SyscallWindow::unmeasured(why),
+        (Ok(g), None) => {
+            let req_per_s = g.runs.iter().map(|r| r.report.requests_per_s).sum();
+            let exact = Exact {
+                fleet,
+                server_offset_us: server.clock_offset_us,
+                host: &place.loadgen_hosts[0],
+                cpus: &cell.limits.loadgen_cpus,
+            };
+            exact.window(&mut srv, &total, req_per_s)
+        }
+        (Err(_), _) => SyscallWindow::unmeasured("the measured load did not complete"),
+    };
     // The stop goes out whatever the generators did, so the service's record is complete.
     let (window_start_unix_us, window_s, responses) = match &outcome {
-        Ok(runs) => window_on_server(fleet, server.clock_offset_us, runs),
+        Ok(g) => window_on_server(fleet, server.clock_offset_us, &g.runs),
         Err(_) => (0, 0.0, 0),
     };
     let stop = Request::Stop {
@@ -97,7 +117,7 @@ pub fn run_rep(
     };
     let stopped = match srv.ask(&stop, Duration::from_millis(m.stop_grace_ms + 15_000)) {
         Ok(Reply::Stopped(s)) => s,
-        Ok(Reply::Failed(f)) => return Err(from_failed(res, &server.name, *f)),
+        Ok(Reply::Failed(f)) => return Err(from_failed(out, &server.name, *f)),
         Ok(other) => {
             return Err(StageError::at(
                 Stage::Stop,
@@ -105,13 +125,14 @@ pub fn run_rep(
             ));
         }
         Err(e) => {
-            res.starts.push(start);
+            out.starts.push(start);
             return Err(at(Stage::Stop, e));
         }
     };
     drop(srv);
-    res.starts.push(stopped.start.clone());
-    let runs = outcome.map_err(|e| at(Stage::Load, e).with_tail(stopped.stderr_tail.clone()))?;
+    out.starts.push(stopped.start.clone());
+    let Generated { runs, counts } =
+        outcome.map_err(|e| at(Stage::Load, e).with_tail(stopped.stderr_tail.clone()))?;
     if let Some(st) = &stopped.died {
         return Err(StageError::at(
             Stage::Load,
@@ -125,6 +146,17 @@ pub fn run_rep(
     let parts: Vec<(&str, &loadgen::Report)> =
         runs.iter().map(|g| (g.host.as_str(), &g.report)).collect();
     let report = Report::merge(&total, &parts).map_err(|e| StageError::at(Stage::Load, e))?;
+    let server_counts = stopped.counts.unwrap_or(ProcessCounts {
+        responses,
+        ..Default::default()
+    });
+    let loadgen_counts = counts.map_or_else(
+        || ProcessCounts {
+            responses,
+            ..Default::default()
+        },
+        |c| count::sum_proc(&c),
+    );
     Ok(RepResult {
         rep,
         started_unix_ms: report.started_unix_ms,
@@ -134,7 +166,7 @@ pub fn run_rep(
         floor_check: None,
         report,
         generators: runs,
-        counts: None,
+        counts: Some(count::with_window(server_counts, loadgen_counts, &sys)),
         instructions: None,
     })
 }
@@ -164,12 +196,18 @@ fn window_on_server(fleet: &Fleet, server_offset: i64, runs: &[GeneratorRun]) ->
 /// back over SSH.
 const RELAY_SLACK: Duration = Duration::from_secs(15);
 
+/// The generators' reports, and their /proc counts where every host counted.
+struct Generated {
+    runs: Vec<GeneratorRun>,
+    counts: Option<Vec<ProcessCounts>>,
+}
+
 fn generate(
     fleet: &Fleet,
     cell: &CellSpec,
     total: &LoadSpec,
     hosts: &[String],
-) -> Result<Vec<GeneratorRun>, HostError> {
+) -> Result<Generated, HostError> {
     let shares = total.split(hosts.len() as u32);
     let mut sessions: Vec<(String, Session, String)> = Vec::new();
     for h in hosts {
@@ -193,21 +231,32 @@ fn generate(
     }
     let budget = total.wall_budget() + RELAY_SLACK;
     let mut runs = Vec::new();
+    let mut counts = Some(Vec::new());
     let mut errors: Vec<HostError> = Vec::new();
     for (h, s, _) in &mut sessions {
         match s.recv(budget) {
-            Ok(Reply::Loaded { report, exit_code }) => runs.push(GeneratorRun {
-                host: h.clone(),
-                report: *report,
-                loadgen_exit_code: exit_code,
-            }),
+            Ok(Reply::Loaded {
+                report,
+                exit_code,
+                counts: c,
+            }) => {
+                runs.push(GeneratorRun {
+                    host: h.clone(),
+                    report: *report,
+                    loadgen_exit_code: exit_code,
+                });
+                counts = counts.zip(c).map(|(mut v, c)| {
+                    v.push(*c);
+                    v
+                });
+            }
             Ok(Reply::Failed(f)) => errors.push(format!("host {h}: {}", f.error).into()),
             Ok(other) => errors.push(format!("host {h}: unexpected {other:?}").into()),
             Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
-        Ok(runs)
+        Ok(Generated { runs, counts })
     } else {
         // Lost if any host was: the load did not fail on its own account.
         Err(HostError {
@@ -218,5 +267,89 @@ fn generate(
                 .collect::<Vec<_>>()
                 .join("; "),
         })
+    }
+}
+
+/// The exact-count window (`count::exact`) across hosts: perf on the server host (its agent),
+/// the two loads at the cell's whole shape from one generator host, their times moved onto
+/// the server's clock.
+struct Exact<'a> {
+    fleet: &'a Fleet,
+    server_offset_us: i64,
+    host: &'a str,
+    cpus: &'a [u32],
+}
+
+impl Exact<'_> {
+    fn window(&self, srv: &mut Session, total: &LoadSpec, req_per_s: f64) -> SyscallWindow {
+        let ask = Duration::from_secs(15);
+        match srv.ask(&Request::CountStart, ask) {
+            Ok(Reply::Counting { unmeasured: None }) => {}
+            Ok(Reply::Counting {
+                unmeasured: Some(why),
+            }) => return SyscallWindow::unmeasured(why),
+            Ok(other) => {
+                return SyscallWindow::unmeasured(format!("server host: unexpected {other:?}"));
+            }
+            Err(e) => return SyscallWindow::unmeasured(e.reason),
+        }
+        let loads = match self.generator() {
+            Ok((mut g, loadgen)) => {
+                exact::loads(total, req_per_s, |spec| self.load(&mut g, &loadgen, spec))
+            }
+            Err(e) => vec![failed_load(e.reason)],
+        };
+        let load_starts_unix_us = loads.iter().map(|l| l.before_us).collect();
+        match srv.ask(
+            &Request::CountEnd {
+                load_starts_unix_us,
+            },
+            ask,
+        ) {
+            Ok(Reply::Counted(c)) => exact::tally(*c, &loads),
+            Ok(other) => SyscallWindow::unmeasured(format!("server host: unexpected {other:?}")),
+            Err(e) => SyscallWindow::unmeasured(e.reason),
+        }
+    }
+
+    fn generator(&self) -> Result<(Session, String), HostError> {
+        let ep = self.fleet.get(self.host)?;
+        let loadgen = ep
+            .bins
+            .get("loadgen")
+            .cloned()
+            .ok_or_else(|| format!("host {}: loadgen was not shipped", self.host))?;
+        Ok((ep.session()?, loadgen))
+    }
+
+    /// One exact load from the generator host, its times on the server's clock.
+    fn load(&self, g: &mut Session, loadgen: &str, spec: &LoadSpec) -> exact::Load {
+        let req = Request::ExactLoad {
+            loadgen: loadgen.to_owned(),
+            spec: Box::new(spec.clone()),
+            cpus: self.cpus.to_vec(),
+        };
+        let gen_offset = self.fleet.get(self.host).map_or(0, |e| e.clock_offset_us);
+        let on_server = |t: u64| (t as i64 - gen_offset + self.server_offset_us).max(0) as u64;
+        match g.ask(&req, spec.wall_budget() + RELAY_SLACK) {
+            Ok(Reply::ExactLoaded(l)) => exact::Load {
+                before_us: on_server(l.before_us),
+                after_us: on_server(l.after_us),
+                ..*l
+            },
+            Ok(Reply::Failed(f)) => failed_load(format!("host {}: {}", self.host, f.error)),
+            Ok(other) => failed_load(format!("host {}: unexpected {other:?}", self.host)),
+            Err(e) => failed_load(e.reason),
+        }
+    }
+}
+
+/// A load that did not run, for `why`.
+fn failed_load(why: String) -> exact::Load {
+    exact::Load {
+        before_us: 0,
+        after_us: 0,
+        responses: Err(why.clone()),
+        loadgen: Err(why),
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod fixture;
 pub mod group;
 pub mod measured;
 pub mod metric;
+pub mod outcome;
 pub mod power;
 pub mod schema;
 pub mod set;

@@ -4,7 +4,7 @@
 use super::RepRunner;
 use crate::plan::Plan;
 use crate::progress::Progress;
-use crate::results::schema::{CellResult, Drift, DriftPoint};
+use crate::results::schema::{Drift, DriftPoint};
 use crate::results::stats::pct_change;
 use crate::results::store::Store;
 use crate::sample::now_unix_us;
@@ -12,17 +12,16 @@ use crate::sample::now_unix_us;
 /// One re-run of the reference cell after `after_groups` matrix groups.
 pub(super) fn point(
     plan: &Plan,
-    run_id: &str,
     after_groups: usize,
     runner: &mut dyn RepRunner,
     progress: &mut Progress,
 ) -> Option<DriftPoint> {
     let spec = plan.reference.as_ref()?;
-    let mut scratch = CellResult::new(run_id, spec);
     progress.begin(spec, 0);
-    let rerun = runner.rep(&mut scratch, 0);
-    let failure = scratch.failure.as_ref().map(ToString::to_string);
-    progress.end(spec, 0, rerun.as_ref(), failure.as_deref());
+    let o = runner.rep(spec, 0);
+    let rerun = o.measured();
+    let failure = o.failure.as_ref().map(ToString::to_string);
+    progress.end(spec, 0, rerun, failure.as_deref());
     Some(DriftPoint {
         after_groups,
         unix_ms: now_unix_us() / 1000,

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use super::RepRunner;
 use crate::progress::Progress;
-use crate::results::schema::{CellResult, CellStatus, RepResult, Stage, StageError};
+use crate::results::outcome::{RepBody, RepOutcome};
+use crate::results::schema::{CellFlamegraph, CellSpec, Stage, StageError};
 use crate::results::suspect::tests as suspect_tests;
 
 #[derive(Default)]
@@ -24,34 +25,30 @@ impl Fake {
 }
 
 impl RepRunner for Fake {
-    fn rep(&mut self, st: &mut CellResult, rep: u32) -> Option<RepResult> {
-        let key = st.cell.key.clone();
+    fn rep(&mut self, cell: &CellSpec, rep: u32) -> RepOutcome {
+        let key = cell.key.clone();
         let nth = self.calls.iter().filter(|(k, _)| *k == key).count();
         self.calls.push((key.clone(), rep));
+        if cell.churn.is_some() {
+            return RepOutcome::default();
+        }
         let Some(values) = self.rps.get(&key) else {
-            st.status = CellStatus::Failed;
-            st.failure = Some(StageError {
-                stage: Stage::Load,
-                reason: "fake failure".into(),
-                stderr_tail: None,
-                host_lost: false,
-            });
-            return None;
+            return RepOutcome::failed(StageError::at(Stage::Load, "fake failure"));
         };
-        Some(suspect_tests::rep(
-            &st.cell,
-            rep,
-            values[nth % values.len()],
-            100.0,
-        ))
+        RepOutcome {
+            body: Some(RepBody::Measured(Box::new(suspect_tests::rep(
+                cell,
+                rep,
+                values[nth % values.len()],
+                100.0,
+            )))),
+            ..Default::default()
+        }
     }
 
-    fn churn_rep(&mut self, st: &mut CellResult, rep: u32, _: &mut Progress) {
-        self.calls.push((st.cell.key.clone(), rep));
-    }
-
-    fn profiled_rep(&mut self, st: &mut CellResult, _: &Progress) {
-        self.calls.push((st.cell.key.clone(), u32::MAX));
+    fn profiled_rep(&mut self, cell: &CellSpec, _: &Progress) -> Option<CellFlamegraph> {
+        self.calls.push((cell.key.clone(), u32::MAX));
+        None
     }
 
     fn cool_down(&mut self, _ms: u64) -> bool {

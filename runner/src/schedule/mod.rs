@@ -11,19 +11,20 @@ use crate::interrupt;
 use crate::plan::Plan;
 use crate::progress::Progress;
 use crate::results::adaptive;
-use crate::results::schema::{CellResult, CellSpec, CellStatus, Drift, RepResult};
+use crate::results::outcome::RepOutcome;
+use crate::results::schema::{CellFlamegraph, CellResult, CellSpec, CellStatus, Drift};
 use crate::results::store::{Store, finished};
 use crate::results::summary::summarize_cell;
 
-/// How repetitions are run: on this machine (`cmd::run`), or by a fake in tests.
+/// How repetitions are run: on this machine and its hosts (`cell`), or by a fake in tests.
+/// A runner returns values; the schedule alone writes them into the cells.
 pub trait RepRunner {
-    /// One measured repetition of `st`'s cell (`rep` 0: a drift re-run); None when it
-    /// failed, the failure recorded on `st`.
-    fn rep(&mut self, st: &mut CellResult, rep: u32) -> Option<RepResult>;
-    /// One connection-churn repetition, recorded on `st` with its progress line.
-    fn churn_rep(&mut self, st: &mut CellResult, rep: u32, progress: &mut Progress);
-    /// The extra profiled repetition (`--flamegraph`), recorded on `st`.
-    fn profiled_rep(&mut self, st: &mut CellResult, progress: &Progress);
+    /// One repetition of `cell` (`rep` 0: a drift re-run): a measured one, or a churn one
+    /// for a churn cell.
+    fn rep(&mut self, cell: &CellSpec, rep: u32) -> RepOutcome;
+    /// The extra profiled repetition of a completed cell (`--flamegraph`); None when the run
+    /// does not profile.
+    fn profiled_rep(&mut self, cell: &CellSpec, progress: &Progress) -> Option<CellFlamegraph>;
     /// The pause between repetitions; false when the run was interrupted meanwhile.
     fn cool_down(&mut self, ms: u64) -> bool;
 }
@@ -68,7 +69,7 @@ pub fn run(
             break;
         }
         if drift_after.contains(&(i + 1)) {
-            series.extend(drift::point(plan, run_id, i + 1, g.runner, g.progress));
+            series.extend(drift::point(plan, i + 1, g.runner, g.progress));
         }
     }
     Ok(Outcome {
@@ -143,7 +144,9 @@ impl Group<'_> {
             if st.status != CellStatus::Ok || st.flamegraph.is_some() {
                 continue;
             }
-            self.runner.profiled_rep(st, self.progress);
+            if let Some(fg) = self.runner.profiled_rep(&st.cell, self.progress) {
+                st.flamegraph = Some(fg);
+            }
             self.store.write_cell(st)?;
             if !self.runner.cool_down(st.cell.cooldown_ms) {
                 return Ok(false);
@@ -177,27 +180,44 @@ impl Group<'_> {
     /// One repetition of one cell, recorded on it with its progress line; an adaptive cell
     /// that has enough stops here (in a `together` group, at the end of the round).
     fn rep(&mut self, st: &mut CellResult, rep: u32) {
-        if st.cell.churn.is_some() {
-            return self.runner.churn_rep(st, rep, self.progress);
-        }
         self.progress.begin(&st.cell, rep);
-        let r = self.runner.rep(st, rep);
-        let failure = st.failure.as_ref().map(ToString::to_string);
-        self.progress
-            .end(&st.cell, rep, r.as_ref(), failure.as_deref());
+        let o = self.runner.rep(&st.cell, rep);
+        let failure = o.failure.as_ref().map(ToString::to_string);
+        match o.churn() {
+            Some(c) => self.progress.end_with(&st.cell, rep, &churn_line(c)),
+            None => self
+                .progress
+                .end(&st.cell, rep, o.measured(), failure.as_deref()),
+        }
+        let ok = o.failure.is_none();
+        st.record(o);
         let left = u64::from(st.cell.max_repetitions().saturating_sub(rep));
-        if let Some(r) = r {
-            st.reps.push(r);
-            if let Some(stopped) = adaptive::enough(st).filter(|_| !self.together) {
-                st.status = CellStatus::Ok;
-                self.progress.skip(left);
-                st.stopped = stopped;
-            }
-        } else {
+        if !ok {
             self.progress.skip(left);
+        } else if st.cell.churn.is_some() {
+            if rep == st.cell.repetitions {
+                st.status = CellStatus::Ok;
+            }
+        } else if let Some(stopped) = adaptive::enough(st).filter(|_| !self.together) {
+            st.status = CellStatus::Ok;
+            self.progress.skip(left);
+            st.stopped = stopped;
         }
         st.summary = summarize_cell(st);
     }
+}
+
+/// A churn repetition's progress line: RSS before and after each cycle's close, failures.
+fn churn_line(r: &crate::results::churn::ChurnRep) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let mib = |b: Option<u64>| b.map_or("?".into(), |b| format!("{:.1}", b as f64 / MIB));
+    let closed: Vec<String> = r.cycles.iter().map(|c| mib(c.rss_closed_bytes)).collect();
+    let failed: u32 = r.cycles.iter().map(|c| c.failed).sum();
+    format!(
+        "churn RSS {} → [{}] MiB after closing, {failed} connections failed",
+        mib(r.rss_before_bytes),
+        closed.join(", ")
+    )
 }
 
 #[cfg(test)]

@@ -3,22 +3,21 @@
 //! start-up line and verification → idle RSS; then sampling while the caller loads it, and
 //! the stop with the port checked free. Each step returns values — the start record, the
 //! start's outcome, the samples and counters — or the `StageError` that ended it; what a
-//! cell keeps of them is folded in one place, `CellResult::record_start`.
+//! cell keeps of them is folded in one place, `CellResult::record` (`results::outcome`).
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use ping_common::startup::StartupLine;
 use serde::{Deserialize, Serialize};
 
 use super::{spawn, startup, startup_line, stop, verify, warm};
 use crate::limits::{Confinement, cpus};
 use crate::process::Proc;
+use crate::results::outcome::StartOutcome;
 use crate::results::schema::{
-    AppliedLimits, CellResult, CgroupCounters, EndpointCheck, Stage, StageError, StartRecord,
-    StopRecord,
+    AppliedLimits, CgroupCounters, EndpointCheck, Stage, StageError, StartRecord, StopRecord,
 };
 use crate::sample::{self, Sample, Sampler};
 
@@ -36,14 +35,6 @@ pub struct Launch<'a> {
     pub stop_grace: Duration,
     /// The endpoint the cell loads, verified with the others.
     pub path: &'a str,
-}
-
-/// What a start told about the service, whether or not it passed.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StartOutcome {
-    pub limits: Option<AppliedLimits>,
-    pub startup_line: Option<StartupLine>,
-    pub verification: Vec<EndpointCheck>,
 }
 
 /// A start that failed: why, the start record when the service had started (already
@@ -248,24 +239,6 @@ impl Session {
             start: self.start,
             died,
             stderr_tail: self.proc.stderr_tail(),
-        }
-    }
-}
-
-impl CellResult {
-    /// Folds what one start told into the cell: the limits and the start-up line of the
-    /// first start that had them, and the verification of the first start — or of any
-    /// later start that failed it, so the failing checks are the ones kept.
-    pub fn record_start(&mut self, o: &StartOutcome) {
-        if self.limits.is_none() {
-            self.limits.clone_from(&o.limits);
-        }
-        if self.startup_line.is_none() {
-            self.startup_line.clone_from(&o.startup_line);
-        }
-        let failed = o.verification.iter().any(|c| !c.passed);
-        if self.verification.is_empty() || failed {
-            self.verification.clone_from(&o.verification);
         }
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! One test, in order: `matrix run --quick` with the server on `s` and the load split
 //! between `a` and `b` (run.json records every host and its binary hashes; each cell's
-//! percentiles equal those of the generators' merged histograms); an unreachable host and
+//! percentiles equal those of the generators' merged histograms; each repetition counted as
+//! a local one is: syscalls and context switches per request, server and generator); an unreachable host and
 //! a refused key (each cell fails naming host and cause, the other cells still run), and a
 //! server host without cgroups under a CPU-quota profile (unsupported, naming it); a
 //! work_dir another user owns, and one others can write (refused with the reason, nothing
@@ -31,6 +32,14 @@ use runner::results::schema::{CellResult, CellStatus, RunRecord};
 const SSHD: &str = "/usr/sbin/sshd";
 /// The bridge's subnet (inside the test's namespaces only).
 const NET: &str = "127.0.10";
+
+/// Whether perf can count here (the syscall window needs it; without it the counts say why).
+fn perf_runs() -> bool {
+    Command::new("perf")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
 
 /// Why the test cannot run here, if it cannot.
 fn missing() -> Option<String> {
@@ -456,6 +465,48 @@ fn merged_run(net: &Net) {
             "{key}: {:?}",
             rep.server
         );
+        // Counted as a local cell is: the service's context switches per request from /proc
+        // on its host, its syscalls over exact request counts (perf on the server host, the
+        // two loads from gen1), and the generators' /proc counts added up.
+        let k = rep
+            .counts
+            .as_ref()
+            .expect("a multi-host repetition is counted");
+        eprintln!(
+            "{key}: server {:?} syscalls and {:?} context switches per request; loadgen {:?} syscalls",
+            k.server.syscalls_per_request(),
+            k.server.ctx_switches_per_request(),
+            k.loadgen.syscalls_per_request(),
+        );
+        // The generator's context switches are summed over its threads, which leave with
+        // their counts as it ends: over a 300 ms window often not countable, here as on one
+        // machine. The server's are.
+        assert!(
+            k.server.ctx_switches_per_request().is_some_and(|n| n > 0.0),
+            "{key}: server: {:?}",
+            k.server
+        );
+        for (who, p) in [("server", &k.server), ("loadgen", &k.loadgen)] {
+            match p.syscalls_per_request() {
+                Some(n) => assert!(
+                    (0.5..50.0).contains(&n),
+                    "{key}: {who}: {n} syscalls/request"
+                ),
+                None => assert!(
+                    !perf_runs() && p.syscalls_unmeasured.is_some(),
+                    "{key}: {who}: perf runs here but counted nothing: {p:?}"
+                ),
+            }
+        }
+        if k.server.syscalls.is_some() {
+            assert_eq!(k.server.syscall_points.len(), 2, "{key}: {:?}", k.server);
+            assert!(
+                k.server.syscalls_by_name_unmeasured.is_some()
+                    || !k.server.syscalls_by_name.is_empty(),
+                "{key}: {:?}",
+                k.server
+            );
+        }
         assert_eq!(
             c.starts[0].stop.as_ref().map(|s| s.port_free_after),
             Some(true)
