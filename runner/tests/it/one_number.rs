@@ -9,7 +9,7 @@ use runner::export::html::run_view;
 use runner::export::summary;
 use runner::results::set;
 
-const RUN: &str = "2026-12-03T19-48-49Z-82ec039";
+const RUN: &str = "2026-12-04T06-33-17Z-7357b8a";
 const SERVICE: &str = "ping-tokio-hyper";
 
 fn repo() -> PathBuf {
