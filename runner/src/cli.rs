@@ -144,6 +144,10 @@ pub struct RunArgs {
     /// (docs/counted-cost.md).
     #[arg(long)]
     pub count_instructions: bool,
+    /// Replay the repetitions a run directory recorded instead of running any (`rep::Replay`):
+    /// for tests of everything after a repetition. Hidden: its results are a copy.
+    #[arg(long, hide = true, value_name = "RUN_DIR", conflicts_with = "resume")]
+    pub fake_reps: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,8 +4,10 @@
 //! - `config` (matrix.toml, validated) → `plan` (expanded cells, groups, estimate);
 //! - `cmd` — the subcommands, wiring only: `cmd::run`, `cmd::report`, `cmd::compare`,
 //!   `cmd::plan`, `cmd::k8s`;
-//! - `schedule` — the policy of a run (groups, interleaved repetitions, adaptive stops,
-//!   drift re-runs, profiled repetitions, resume) over a repetition runner, and the one
+//! - `start` — the start of a run (a new run directory and run.json, or the run to resume,
+//!   checked for the same matrix and binaries); `schedule` — the policy of a run (groups,
+//!   interleaved repetitions, adaptive stops, drift re-runs, profiled repetitions, resume)
+//!   over a repetition runner (`rep`: `cell` and `flamegraph` behind one trait), and the one
 //!   writer of a cell: a runner returns each repetition as a value (`RepOutcome`) that the
 //!   schedule records; `finish` — the end of a run (results.json, results.md, run.json);
 //! - `cell` — one repetition: `limits` (cgroups, CPU lists) → `service` (spawn, first 200,
@@ -65,6 +67,7 @@ pub mod process;
 pub mod profile;
 pub mod progress;
 pub mod readme;
+pub mod rep;
 pub mod report;
 pub mod results;
 pub mod sample;
@@ -72,4 +75,5 @@ pub mod schedule;
 pub mod service;
 pub mod siblings;
 pub mod site;
+pub mod start;
 pub mod variant;

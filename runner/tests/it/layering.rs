@@ -104,7 +104,8 @@ fn the_runner_s_modules_form_no_circle_and_keep_their_layers() {
     let uses = |a: &str, b: &str| g.get(a).and_then(|e| e.get(b));
     let lower = ["results", "env", "limits", "process", "cargo"];
     let upper = [
-        "config", "plan", "cell", "schedule", "cmd", "export", "report", "compare", "site",
+        "config", "plan", "start", "cell", "rep", "schedule", "cmd", "export", "report", "compare",
+        "site",
     ];
     for a in lower {
         for b in upper {

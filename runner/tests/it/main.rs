@@ -17,6 +17,7 @@ mod method;
 mod one_number;
 mod patch;
 mod regenerate;
+mod replay;
 mod report;
 mod sensitivity;
 mod startup_clock;
