@@ -3,7 +3,7 @@
 //! reach the list through here. The matrix files still name their services themselves (they
 //! are user configuration); a test here keeps both committed ones naming exactly these.
 
-pub use ping_catalogue::{IO_DRIVERS, MODELS, Service, catalogue, find};
+pub use ping_catalogue::{IO_DRIVERS, MODELS, Service, catalogue, find, runtime_crates};
 
 #[cfg(test)]
 mod tests {

@@ -93,7 +93,8 @@ pub fn build(
 ) -> VariantRecord {
     let target = target_dir(dir);
     let args = cargo_args(v);
-    let mut crates: Vec<&str> = super::RUNTIME_CRATES.to_vec();
+    // Every runtime's crates (services/services.toml), beside whatever it pins.
+    let mut crates: Vec<&str> = crate::catalogue::runtime_crates();
     crates.extend(v.pins.keys().map(String::as_str));
     crates.extend(v.patches.keys().map(String::as_str));
     let lock = std::fs::read(src.join("Cargo.lock")).unwrap_or_default();

@@ -21,23 +21,6 @@ use sha2::{Digest, Sha256};
 use crate::config::{Matrix, VariantDef};
 use crate::results::variants::VariantRecord;
 
-/// The crates whose resolved versions are recorded for every variant (those of them in its
-/// lock), beside whatever it pins.
-pub const RUNTIME_CRATES: [&str; 12] = [
-    "tokio",
-    "hyper",
-    "hyper-util",
-    "axum",
-    "actix-web",
-    "actix-rt",
-    "monoio",
-    "glommio",
-    "compio",
-    "may",
-    "may_minihttp",
-    "mio",
-];
-
 /// Where variant trees and the shared build directory live: `PINGMATRIX_VARIANTS_DIR`, or
 /// `target/variants` of the repository.
 pub fn cache_root(repo: &Path) -> PathBuf {

@@ -25,6 +25,9 @@ pub struct Service {
     pub dir: String,
     /// The start-up line's `runtime`.
     pub runtime: String,
+    /// The runtime's crates, whose resolved versions a variant records (empty for a service
+    /// on libc alone).
+    pub crates: Vec<String>,
     /// One of [`MODELS`].
     pub model: String,
     /// One of [`IO_DRIVERS`].
@@ -88,6 +91,18 @@ pub fn catalogue() -> &'static [Service] {
     SERVICES.get_or_init(|| parse(SERVICES_TOML).unwrap_or_else(|e| panic!("{e}")))
 }
 
+/// Every service's runtime crates, once each, in the list's order: what a variant records
+/// the resolved versions of.
+pub fn runtime_crates() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for c in catalogue().iter().flat_map(|s| &s.crates) {
+        if !out.contains(&c.as_str()) {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The service of this name, if it is one of the project's.
 pub fn find(name: &str) -> Option<&'static Service> {
     catalogue().iter().find(|s| s.name == name)
@@ -100,8 +115,30 @@ mod tests {
     #[test]
     fn the_list_parses_and_matches_the_crates() {
         let services = parse(SERVICES_TOML).unwrap();
-        assert_eq!(services.len(), 9);
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        // Every service crate (a crate under services/ with a binary) is listed, no more.
+        let mut dirs: Vec<String> = std::fs::read_dir(root)
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.ok()?.path();
+                p.join("src/main.rs")
+                    .exists()
+                    .then(|| p.file_name()?.to_str().map(String::from))?
+            })
+            .collect();
+        dirs.sort();
+        let mut listed: Vec<String> = services.iter().map(|s| s.dir.clone()).collect();
+        listed.sort();
+        assert_eq!(listed, dirs, "services.toml against the service crates");
+        assert!(runtime_crates().contains(&"tokio") && runtime_crates().contains(&"may_minihttp"));
+        // A runtime crate no build resolves would record nothing: each is in the lock file.
+        let lock = std::fs::read_to_string(format!("{root}/../Cargo.lock")).unwrap();
+        for c in runtime_crates() {
+            assert!(
+                lock.contains(&format!("name = \"{c}\"\n")),
+                "services.toml names crate {c}, which Cargo.lock does not resolve"
+            );
+        }
         for s in &services {
             let manifest = std::fs::read_to_string(format!("{root}/{}/Cargo.toml", s.dir))
                 .unwrap_or_else(|e| panic!("{}: no crate in services/{}: {e}", s.name, s.dir));
@@ -142,7 +179,7 @@ mod tests {
     fn bad_lists_are_refused_with_the_reason() {
         let one = |extra: &str| {
             format!(
-                "[[service]]\nname = \"a\"\ndir = \"a\"\nruntime = \"r\"\nmodel = \"coroutine\"\n\
+                "[[service]]\nname = \"a\"\ndir = \"a\"\nruntime = \"r\"\ncrates = []\nmodel = \"coroutine\"\n\
                  io_driver = \"epoll\"\nio_uring_only = false\npalette = 0\n{extra}"
             )
         };
