@@ -268,9 +268,7 @@ impl Proc {
             if p == self.pid {
                 continue;
             }
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat"))
-                .ok()
-                .and_then(|s| parse_stat(&s));
+            let stat = ProcStat::read(p);
             // SAFETY: kill(2) of a process of the service's tree, found just now.
             unsafe { libc::kill(p as i32, libc::SIGKILL) };
             if let Some(s) = stat
@@ -561,7 +559,7 @@ fn orphans(whose: &Whose) -> Vec<ProcStat> {
     direct
         .into_iter()
         .filter(|p| Some(*p) != guard)
-        .filter_map(|p| parse_stat(&std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?))
+        .filter_map(ProcStat::read)
         .filter(|p| match whose {
             Whose::AnyService => guard::carries_marker(p.pid, None),
             Whose::Service { id, leader, .. } => {
@@ -574,7 +572,9 @@ fn orphans(whose: &Whose) -> Vec<ProcStat> {
         .collect()
 }
 
-/// One line of `/proc/<pid>/stat`, the fields the runner reads.
+/// One line of `/proc/<pid>/stat`, the fields the runner reads: which process it is, and the
+/// counters the kernel keeps for the whole process (exited threads included). The one
+/// reader of that file: the sampler and the counts read it here too.
 #[derive(Debug, Clone)]
 pub(crate) struct ProcStat {
     pub pid: u32,
@@ -582,19 +582,56 @@ pub(crate) struct ProcStat {
     pub state: char,
     pub ppid: u32,
     pub pgid: u32,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    /// User and system CPU time, in clock ticks ([`clk_tck`]).
+    pub utime: u64,
+    pub stime: u64,
+    /// Clock ticks since boot at the start: with the pid, which process this is.
+    pub start: u64,
 }
 
-/// Parses "pid (comm) state ppid pgrp …" (comm may hold spaces and parentheses).
+impl ProcStat {
+    /// `pid`'s line now; None once the process is gone.
+    pub fn read(pid: u32) -> Option<ProcStat> {
+        parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    pub fn user_us(&self) -> f64 {
+        self.utime as f64 * 1e6 / clk_tck()
+    }
+
+    pub fn system_us(&self) -> f64 {
+        self.stime as f64 * 1e6 / clk_tck()
+    }
+}
+
+/// Clock ticks per second, the unit of /proc's CPU times.
+pub(crate) fn clk_tck() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// Parses "pid (comm) state ppid pgrp …" (comm may hold spaces and parentheses); fields
+/// are numbered as proc(5) numbers them.
 fn parse_stat(stat: &str) -> Option<ProcStat> {
     let (head, rest) = stat.rsplit_once(')')?;
     let (pid, name) = head.split_once(" (")?;
-    let mut f = rest.split_whitespace();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Field 3 (state) is the first after comm.
+    let at = |field: usize| f.get(field - 3)?.parse::<u64>().ok();
     Some(ProcStat {
         pid: pid.trim().parse().ok()?,
         name: name.to_string(),
-        state: f.next()?.chars().next()?,
-        ppid: f.next()?.parse().ok()?,
-        pgid: f.next()?.parse().ok()?,
+        state: f.first()?.chars().next()?,
+        ppid: at(4)? as u32,
+        pgid: at(5)? as u32,
+        minor_faults: at(10)?,
+        major_faults: at(12)?,
+        utime: at(14)?,
+        stime: at(15)?,
+        start: at(22)?,
     })
 }
 
@@ -649,6 +686,25 @@ impl Drop for Proc {
 mod tests {
     use super::*;
     use crate::limits::{self, Request, Role};
+
+    #[test]
+    fn parses_stat_with_spaces_and_parentheses_in_comm() {
+        let line = "42 (a (b) c) S 1 40 42 0 -1 4194560 1234 0 7 0 250 40 0 0 20 0 3 0 99 0 0";
+        let s = parse_stat(line).unwrap();
+        assert_eq!((s.pid, s.name.as_str(), s.state), (42, "a (b) c", 'S'));
+        assert_eq!((s.ppid, s.pgid), (1, 40));
+        assert_eq!(
+            (s.minor_faults, s.major_faults, s.utime, s.stime, s.start),
+            (1234, 7, 250, 40, 99)
+        );
+        assert!(parse_stat("garbage").is_none());
+        assert!(
+            parse_stat("42 (short) S 1 40").is_none(),
+            "a cut line is no line"
+        );
+        let me = ProcStat::read(std::process::id()).unwrap();
+        assert_eq!(me.pid, std::process::id());
+    }
 
     fn launch(program: &str, args: &[&str], conf: &Confinement, cpus: &[u32]) -> Proc {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();

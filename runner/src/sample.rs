@@ -32,12 +32,6 @@ pub fn now_unix_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
-}
-
 /// The process's CPU-time clock now (µs): the run time of all its threads, live and exited.
 fn clock_cpu_us(pid: u32) -> Option<f64> {
     let mut clock: libc::clockid_t = 0;
@@ -57,14 +51,8 @@ fn clock_cpu_us(pid: u32) -> Option<f64> {
 /// utime+stime (µs) and the start time (clock ticks since boot: with the pid, which process
 /// this is) from /proc/<pid>/stat.
 fn stat_cpu_us(pid: u32) -> Option<(f64, u64)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the ")" of comm: state is field 3; utime/stime are 14/15, starttime 22.
-    let rest = s.get(s.rfind(')')? + 2..)?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ut: f64 = f.get(11)?.parse().ok()?;
-    let st: f64 = f.get(12)?.parse().ok()?;
-    let start: u64 = f.get(19)?.parse().ok()?;
-    Some(((ut + st) / clk_tck() * 1e6, start))
+    let s = crate::process::ProcStat::read(pid)?;
+    Some((s.user_us() + s.system_us(), s.start))
 }
 
 /// `VmRSS`, `VmHWM` (bytes) and `Threads` from /proc/<pid>/status.

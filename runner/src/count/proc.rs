@@ -15,21 +15,6 @@ pub struct ProcRead {
     pub system_us: f64,
 }
 
-fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
-}
-
-/// Fields 10 (minflt), 12 (majflt), 14 (utime), 15 (stime) of a `stat` line.
-fn parse_stat(line: &str) -> Option<(u64, u64, u64, u64)> {
-    // After the ")" closing comm (which may hold spaces), field 3 (state) comes first.
-    let rest = line.get(line.rfind(')')? + 2..)?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let at = |field: usize| f.get(field - 3)?.parse::<u64>().ok();
-    Some((at(10)?, at(12)?, at(14)?, at(15)?))
-}
-
 /// `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` of a `status` file.
 fn parse_switches(status: &str) -> Option<(u64, u64)> {
     let get = |key: &str| {
@@ -46,13 +31,6 @@ fn parse_switches(status: &str) -> Option<(u64, u64)> {
     ))
 }
 
-/// Field 22 (starttime, clock ticks since boot) of a `stat` line: with the pid, which
-/// process this is.
-fn parse_start(line: &str) -> Option<u64> {
-    let rest = line.get(line.rfind(')')? + 2..)?;
-    rest.split_whitespace().nth(22 - 3)?.parse().ok()
-}
-
 /// Reads `pid`'s counters now; `None` once the process is gone.
 pub fn read(pid: u32) -> Option<ProcRead> {
     read_of(pid).map(|(_, r)| r)
@@ -60,9 +38,7 @@ pub fn read(pid: u32) -> Option<ProcRead> {
 
 /// [`read`], with the process's start time.
 fn read_of(pid: u32) -> Option<(u64, ProcRead)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (minflt, majflt, utime, stime) = parse_stat(&stat)?;
-    let start = parse_start(&stat)?;
+    let stat = crate::process::ProcStat::read(pid)?;
     let (mut vol, mut invol) = (0, 0);
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
@@ -78,17 +54,16 @@ fn read_of(pid: u32) -> Option<(u64, ProcRead)> {
             invol += i;
         }
     }
-    let tick_us = 1e6 / clk_tck();
     Some((
-        start,
+        stat.start,
         ProcRead {
             t_unix_us: crate::sample::now_unix_us(),
             voluntary_ctx_switches: vol,
             involuntary_ctx_switches: invol,
-            minor_faults: minflt,
-            major_faults: majflt,
-            user_us: utime as f64 * tick_us,
-            system_us: stime as f64 * tick_us,
+            minor_faults: stat.minor_faults,
+            major_faults: stat.major_faults,
+            user_us: stat.user_us(),
+            system_us: stat.system_us(),
         },
     ))
 }
@@ -138,14 +113,6 @@ impl TreeReads {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_stat_with_spaces_in_comm() {
-        let line = "42 (a b) S 1 42 42 0 -1 4194560 1234 0 7 0 250 40 0 0 20 0 3 0 1 0 0";
-        assert_eq!(parse_start(line), Some(1));
-        assert_eq!(parse_stat(line), Some((1234, 7, 250, 40)));
-        assert_eq!(parse_stat("garbage"), None);
-    }
 
     #[test]
     fn parses_switches() {
