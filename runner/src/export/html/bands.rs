@@ -80,16 +80,22 @@ fn bands_for(group: &[&CellResult], m: Metric) -> Vec<(String, u32)> {
     let mut out = Vec::new();
     let mut band = 0;
     let mut leader: Option<&Vec<(u32, f64)>> = None;
-    for (c, values, _) in &ranked {
-        let distinct = match leader {
-            None => true,
-            Some(l) => difference::between(l, values).is_some_and(|d| {
-                matches!(
-                    difference::verdict(m, &d, NOISE_PCT),
-                    Verdict::Better | Verdict::Worse
-                )
-            }),
-        };
+    let mut last_shown: Option<f64> = None;
+    for (c, values, shown) in &ranked {
+        // Cells the board shows with the same figure share a band: their order on the board
+        // is the sort's choice, and the bands must not run backwards whichever it takes.
+        let tied = last_shown == Some(*shown);
+        last_shown = Some(*shown);
+        let distinct = !tied
+            && match leader {
+                None => true,
+                Some(l) => difference::between(l, values).is_some_and(|d| {
+                    matches!(
+                        difference::verdict(m, &d, NOISE_PCT),
+                        Verdict::Better | Verdict::Worse
+                    )
+                }),
+            };
         if distinct {
             band += 1;
             leader = Some(values);
@@ -119,6 +125,22 @@ mod tests {
             "indistinguishable from the leader: same band"
         );
         assert_eq!(band(&c.cell.key), 2);
+    }
+
+    #[test]
+    fn cells_shown_with_the_same_figure_share_a_band() {
+        // b and c have the same mean (the figure the board sorts by); b differs from the
+        // leader a in every round, c's rounds are too spread to tell. Whichever of b and c
+        // comes first, they share a band, so no sort of the board puts 2 above 1.
+        let a = cell_with_rps("a", &[100.0, 101.0, 99.0]);
+        let b = cell_with_rps("b", &[90.0, 90.5, 89.5]);
+        let c = cell_with_rps("c", &[60.0, 120.0, 90.0]);
+        for order in [[&a, &b, &c], [&a, &c, &b]] {
+            let bands = of(order);
+            let band = |k: &str| bands[k]["requests_per_s"];
+            assert_eq!(band(&a.cell.key), 1);
+            assert_eq!(band(&b.cell.key), band(&c.cell.key), "{bands:?}");
+        }
     }
 
     #[test]
