@@ -276,7 +276,7 @@ fn tool() -> String {
 
 /// perf's version line (`perf version 6.1.187`), for the record of how counts were taken.
 pub fn perf_version() -> Option<String> {
-    let out = std::process::Command::new("perf")
+    let out = std::process::Command::new(perf::program())
         .arg("version")
         .output()
         .ok()?;

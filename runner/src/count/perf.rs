@@ -91,9 +91,9 @@ fn read_lines(stderr: impl std::io::Read) -> Reading {
 }
 
 impl Syscalls {
-    /// `perf` from PATH; see [`Syscalls::start_with`].
+    /// [`program`]; see [`Syscalls::start_with`].
     pub fn start(pid: impl std::fmt::Display) -> Result<Syscalls, Unmeasured> {
-        Syscalls::start_with("perf", pid)
+        Syscalls::start_with(program(), pid)
     }
 
     /// Attaches `program stat` to `pid` (one pid, or several comma-separated: counted
@@ -217,7 +217,7 @@ pub const HW_EVENTS: [&str; 3] = ["instructions:u", "instructions:k", "cycles"];
 /// stand-in, or a missing file to exercise the "not available" path.
 pub const PERF_ENV: &str = "PINGMATRIX_PERF";
 
-/// The perf that records and counts hardware events: `$PINGMATRIX_PERF`, else `perf` from
+/// The perf every count, recording and profile runs: `$PINGMATRIX_PERF`, else `perf` from
 /// PATH.
 pub fn program() -> std::ffi::OsString {
     std::env::var_os(PERF_ENV).unwrap_or_else(|| "perf".into())
@@ -469,10 +469,12 @@ pub fn total(text: &str) -> Option<f64> {
 
 /// The argv prefix that runs a command under `perf stat`, its count written to `out`.
 pub fn stat_prefix(out: &std::path::Path) -> Vec<std::ffi::OsString> {
-    let mut v: Vec<std::ffi::OsString> = ["perf", "stat", "-x", ",", "-e", EVENT, "-o"]
-        .iter()
-        .map(Into::into)
-        .collect();
+    let mut v: Vec<std::ffi::OsString> = vec![program()];
+    v.extend(
+        ["stat", "-x", ",", "-e", EVENT, "-o"]
+            .iter()
+            .map(Into::into),
+    );
     v.push(out.as_os_str().to_owned());
     v.push("--".into());
     v
@@ -514,13 +516,15 @@ pub fn script_lines(text: &str) -> Vec<(u64, u64)> {
 pub struct Record {
     child: Child,
     out: PathBuf,
+    program: std::ffi::OsString,
 }
 
 impl Record {
     /// Starts recording `pid` into `out`. perf record says nothing when it is ready: the
     /// caller waits, and checks the recording's count against `perf stat`'s.
     pub fn start(pid: impl std::fmt::Display, out: &std::path::Path) -> Result<Record, Unmeasured> {
-        let child = Command::new("perf")
+        let program = program();
+        let child = Command::new(&program)
             .args([
                 "record",
                 "-q",
@@ -541,6 +545,7 @@ impl Record {
         Ok(Record {
             child,
             out: out.to_owned(),
+            program,
         })
     }
 
@@ -579,7 +584,7 @@ impl Record {
                 words.trim().lines().take(2).collect::<Vec<_>>().join(" / ")
             )));
         }
-        let out = Command::new("perf")
+        let out = Command::new(&self.program)
             .args(["script", "-F", "time,trace", "-i"])
             .arg(&self.out)
             .stdin(Stdio::null())
