@@ -641,10 +641,7 @@ pub(crate) fn processes() -> Vec<ProcStat> {
         return Vec::new();
     };
     dir.flatten()
-        .filter_map(|e| {
-            e.file_name().to_str()?.parse::<u32>().ok()?;
-            parse_stat(&std::fs::read_to_string(e.path().join("stat")).ok()?)
-        })
+        .filter_map(|e| ProcStat::read(e.file_name().to_str()?.parse().ok()?))
         .collect()
 }
 

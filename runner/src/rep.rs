@@ -3,6 +3,7 @@
 //! (`flamegraph`); `Replay` — a recorded run's repetitions (`--fake-reps`). Each returns a
 //! value; the schedule records it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::cell::{self, Ctx};
@@ -10,7 +11,7 @@ use crate::flamegraph::Profiler;
 use crate::interrupt;
 use crate::progress::Progress;
 use crate::results::outcome::{RepBody, RepOutcome, StartOutcome};
-use crate::results::schema::{CellFlamegraph, CellSpec, Stage, StageError};
+use crate::results::schema::{CellFlamegraph, CellResult, CellSpec, Stage, StageError};
 use crate::results::store::Store;
 use crate::schedule::RepRunner;
 
@@ -50,13 +51,24 @@ impl RepRunner for Local<'_> {
 /// they fail, so the drift record says so.
 pub struct Replay {
     store: Store,
+    /// Each cell file, read once (None: the run has none by that key).
+    cells: BTreeMap<String, Option<CellResult>>,
 }
 
 impl Replay {
     pub fn open(run_dir: &Path) -> anyhow::Result<Replay> {
         Ok(Replay {
             store: Store::open(run_dir)?,
+            cells: BTreeMap::new(),
         })
+    }
+
+    fn cell(&mut self, key: &str) -> Option<&CellResult> {
+        let store = &self.store;
+        self.cells
+            .entry(key.to_owned())
+            .or_insert_with(|| store.read_cell(key))
+            .as_ref()
     }
 }
 
@@ -67,7 +79,7 @@ fn not_recorded(why: String) -> RepOutcome {
 
 impl RepRunner for Replay {
     fn rep(&mut self, cell: &CellSpec, rep: u32) -> RepOutcome {
-        let Some(c) = self.store.read_cell(&cell.key) else {
+        let Some(c) = self.cell(&cell.key) else {
             return not_recorded(format!("no recorded cell {}", cell.key));
         };
         let body = if cell.churn.is_some() {
@@ -95,9 +107,9 @@ impl RepRunner for Replay {
         RepOutcome {
             starts: c.starts.iter().filter(|s| s.rep == rep).cloned().collect(),
             told: vec![StartOutcome {
-                limits: c.limits,
-                startup_line: c.startup_line,
-                verification: c.verification,
+                limits: c.limits.clone(),
+                startup_line: c.startup_line.clone(),
+                verification: c.verification.clone(),
             }],
             body,
             failure,
@@ -105,7 +117,7 @@ impl RepRunner for Replay {
     }
 
     fn profiled_rep(&mut self, cell: &CellSpec, _: &Progress) -> Option<CellFlamegraph> {
-        self.store.read_cell(&cell.key)?.flamegraph
+        self.cell(&cell.key)?.flamegraph.clone()
     }
 
     fn cool_down(&mut self, _ms: u64) -> bool {

@@ -1,7 +1,7 @@
 //! `matrix run` (and `matrix calibrate`), wiring: the start of the run (`start`: a new one,
 //! or the one to resume) → the hosts → the schedule (`schedule`, over the repetition runner
-//! `rep`) → the end of the run (`finish`). Cell files are written after every repetition, so an interruption or crash
-//! loses at most the repetition in flight.
+//! `rep`) → the end of the run (`finish`). Cell files are written after every repetition,
+//! so an interruption or crash loses at most the repetition in flight.
 
 use std::process::ExitCode;
 
@@ -113,7 +113,6 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
         &mut progress,
     )?;
     progress.finish();
-    drop(runner);
     let _ = std::fs::remove_dir_all(&tmp);
 
     let status = if !out.completed || interrupt::requested() {

@@ -80,12 +80,10 @@ fn bands_for(group: &[&CellResult], m: Metric) -> Vec<(String, u32)> {
     let mut out = Vec::new();
     let mut band = 0;
     let mut leader: Option<&Vec<(u32, f64)>> = None;
-    let mut last_shown: Option<f64> = None;
-    for (c, values, shown) in &ranked {
+    for (i, (c, values, shown)) in ranked.iter().enumerate() {
         // Cells the board shows with the same figure share a band: their order on the board
         // is the sort's choice, and the bands must not run backwards whichever it takes.
-        let tied = last_shown == Some(*shown);
-        last_shown = Some(*shown);
+        let tied = i > 0 && ranked[i - 1].2 == *shown;
         let distinct = !tied
             && match leader {
                 None => true,
