@@ -1,7 +1,7 @@
 //! One repetition of one cell, start to finish: confine → spawn → first 200 → start-up line →
-//! verify → idle RSS → load (warm-up + measured window) with CPU/RSS sampling and the
-//! kernel's counts of server and generator (`count`) → stop → port check — the service's
-//! part is `service::session`, the same on every path. The repetition is returned as a value
+//! verify → idle RSS → load (warm-up + measured window) watched by the service's observers
+//! (`observe`) and the generator's /proc counts → the syscall window (`count::exact`) → stop
+//! → port check — the service's part is `service::session`, the same on every path. The repetition is returned as a value
 //! (`RepOutcome`): its starts, what they told, what it measured, or the stage, reason and
 //! stderr tail of its failure; the schedule records it on the cell and the matrix goes on.
 
@@ -14,9 +14,11 @@ use crate::count;
 use crate::interrupt;
 use crate::limits::{self, Confinement, Request, Role};
 use crate::load;
+use crate::observe;
 use crate::results::outcome::{RepBody, RepOutcome};
-use crate::results::schema::{AppliedLimits, CellSpec, RepResult, Stage, StageError};
-use crate::sample;
+use crate::results::schema::{
+    AppliedLimits, CellSpec, ProcessCounts, RepResult, Stage, StageError,
+};
 use crate::service::session::{Launch, Session};
 use crate::service::spawn;
 
@@ -213,24 +215,29 @@ fn measure(
     let spec = cell.load_spec(session.start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
     let pid = session.proc.pid;
-    let server_counter = count::Counter::start_proc_tree(session.proc.tree());
     let mut loadgen_counter = None;
-    let sampled = session.sample_while(&confs.server, || {
-        if let Some(w) = window.as_deref_mut() {
-            w.load_starting(pid, cell);
-        }
-        load::run_observed(
-            &ctx.matrix.loadgen,
-            &spec,
-            &spec_file,
-            &confs.loadgen,
-            &mut |pid| loadgen_counter = Some(count::Counter::start_proc(pid)),
-        )
-    });
-    let counted = (
-        server_counter.finish(),
-        loadgen_counter.map(count::Counter::finish),
+    let (load, seen) = observe::watch(
+        &session.proc.tree(),
+        &confs.server,
+        || {
+            if let Some(w) = window.as_deref_mut() {
+                w.load_starting(pid, cell);
+            }
+            load::run_observed(
+                &ctx.matrix.loadgen,
+                &spec,
+                &spec_file,
+                &confs.loadgen,
+                &mut |pid| loadgen_counter = Some(count::Counter::start_proc(pid)),
+            )
+        },
+        |load| {
+            load.as_ref()
+                .ok()
+                .map(|run| observe::Window::of(&run.report))
+        },
     );
+    let loadgen_counted = loadgen_counter.map(count::Counter::finish);
     if let Some(w) = window {
         w.load_done();
     }
@@ -238,7 +245,7 @@ fn measure(
     // Syscalls in their own window after the timed one: perf's tracepoint slows every
     // syscall, so it must not run while req/s, latency and CPU are measured. Counted over
     // exact request counts sized from the req/s just measured.
-    let sys = match (&sampled.value, died, ctx.syscalls_off) {
+    let sys = match (&load, died, ctx.syscalls_off) {
         (Ok(_), None, Some(why)) => count::SyscallWindow::unmeasured(why),
         (Ok(run), None, None) => count::exact::window(
             &ctx.matrix.loadgen,
@@ -256,9 +263,7 @@ fn measure(
     confs.server.release();
 
     let tail = stopped.stderr_tail;
-    let run = sampled
-        .value
-        .map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
+    let run = load.map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
     if let Some(st) = died {
         return Err(StageError::at(
             Stage::Load,
@@ -267,18 +272,17 @@ fn measure(
         .with_tail(tail));
     }
     let r = &run.report;
-    let responses = (r.requests_per_s * r.window_s).round() as u64;
-    let server = sample::usage_in_window(
-        &sampled.samples,
-        r.started_unix_ms * 1000,
-        r.window_s,
-        responses,
+    let w = observe::Window::of(r);
+    let seen = seen.unwrap_or_default();
+    // A generator that never started counts nothing.
+    let loadgen = loadgen_counted.map_or_else(
+        || ProcessCounts {
+            responses: w.responses,
+            ..Default::default()
+        },
+        |t| w.counts(&t),
     );
-    let counts = count::rep_counts(
-        &counted,
-        (r.started_unix_ms * 1000, r.window_s, responses),
-        &sys,
-    );
+    let counts = count::with_window(seen.counts, loadgen, &sys);
     let floor_check = match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
         (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
             let lag = crate::floor::Lag {
@@ -298,8 +302,8 @@ fn measure(
         counts: Some(counts),
         instructions: instructions(ctx, out, cell),
         started_unix_ms: r.started_unix_ms,
-        server,
-        cgroup: sampled.cgroup,
+        server: seen.usage,
+        cgroup: seen.cgroup,
         loadgen_exit_code: run.exit_code,
         report: run.report,
     })

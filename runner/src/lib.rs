@@ -11,7 +11,9 @@
 //!   writer of a cell: a runner returns each repetition as a value (`RepOutcome`) that the
 //!   schedule records; `finish` — the end of a run (results.json, results.md, run.json);
 //! - `cell` — one repetition: `limits` (cgroups, CPU lists) → `service` (spawn, first 200,
-//!   start-up line, verify, stop) → `load` (loadgen as a child) with `sample` (CPU/RSS);
+//!   start-up line, verify, stop) → `load` (loadgen as a child) watched by `observe` (one
+//!   set of observers: `sample`'s CPU/RSS, `count`'s /proc counts, the cgroup's counters,
+//!   the same on a server host's `agent`);
 //!   a churn cell runs `churn` (the runner's own open/close rounds, RSS after each) instead;
 //! - `results` — the data layer every reader uses: schema, store, summary, suspect rules,
 //!   stats, loading a result set, grouping, units;
@@ -62,6 +64,7 @@ pub mod interrupt;
 pub mod k8s;
 pub mod limits;
 pub mod load;
+pub mod observe;
 pub mod plan;
 pub mod process;
 pub mod profile;

@@ -1,8 +1,8 @@
 //! `matrix agent`: the runner's hands on a host (started over SSH, or directly for
 //! "local"). It reads requests from stdin and answers on stdout, one JSON line each
 //! (`protocol`), and does there what `cell` does on a single machine: confine
-//! and start the service, wait for its first 200, verify it, sample its CPU and memory,
-//! stop it; or run loadgen confined to the generator's CPUs.
+//! and start the service, wait for its first 200, verify it, watch it with the same
+//! observers (`observe`), stop it; or run loadgen confined to the generator's CPUs.
 //!
 //! Nothing outlives the session: when stdin closes — the runner ended the session, or the
 //! runner or its ssh died and sshd closed the channel — the agent interrupts itself (every
@@ -21,8 +21,9 @@ use protocol::{Ready, Reply, Request, Serve, Stopped};
 
 use crate::count::{self, exact};
 use crate::limits::{self, Confinement, Request as LimitsRequest, Role};
+use crate::observe::{self, Window};
 use crate::results::schema::{Stage, StageError};
-use crate::sample::{self, now_unix_us};
+use crate::sample::now_unix_us;
 use crate::service::session::{Launch, Session};
 
 /// Seconds between stdin closing and a forced exit.
@@ -154,19 +155,17 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
         outcome,
     })));
     let tree = session.proc.tree();
-    let counter = count::Counter::start_proc_tree(tree.clone());
-    let sampled = session.sample_while(&conf, || wait_for_stop(requests, &tree));
-    let counted = counter.finish();
+    let (_, seen) = observe::watch(&tree, &conf, || wait_for_stop(requests, &tree), |w| *w);
     let stopped = session.stop();
     conf.release();
-    let Some((ws, window_s, responses)) = sampled.value else {
+    let Some(seen) = seen else {
         return failed(Stage::Interrupted, "session closed before the stop");
     };
     Reply::Stopped(Box::new(Stopped {
         start: stopped.start,
-        usage: sample::usage_in_window(&sampled.samples, ws, window_s, responses),
-        cgroup: sampled.cgroup,
-        counts: Some(counted.window(ws, window_s, responses)),
+        usage: seen.usage,
+        cgroup: seen.cgroup,
+        counts: Some(seen.counts),
         died: stopped.died.map(|st| st.to_string()),
         stderr_tail: stopped.stderr_tail,
     }))
@@ -174,10 +173,7 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
 
 /// Waits for `Stop` (the window on this host's clock), counting the service's syscalls
 /// between `CountStart` and `CountEnd` on the way; None when the session closed.
-fn wait_for_stop(
-    requests: &Receiver<String>,
-    tree: &crate::process::Tree,
-) -> Option<(u64, f64, u64)> {
+fn wait_for_stop(requests: &Receiver<String>, tree: &crate::process::Tree) -> Option<Window> {
     let mut counting: Option<exact::ServerCount> = None;
     let record_out =
         std::env::temp_dir().join(format!("pm-agent-{}.perf.data", std::process::id()));
@@ -191,7 +187,13 @@ fn wait_for_stop(
                     window_start_unix_us,
                     window_s,
                     responses,
-                }) => return Some((window_start_unix_us, window_s, responses)),
+                }) => {
+                    return Some(Window {
+                        start_unix_us: window_start_unix_us,
+                        secs: window_s,
+                        responses,
+                    });
+                }
                 Ok(Request::CountStart) => {
                     let started = exact::ServerCount::start(&tree.members(), &record_out);
                     let unmeasured = started.as_ref().err().cloned();
@@ -243,10 +245,8 @@ fn load(loadgen: &str, spec: &loadgen::LoadSpec, cpus: &[u32]) -> Reply {
     let counted = counter.map(count::Counter::finish);
     match run {
         Ok(run) => {
-            let r = &run.report;
-            let responses = (r.requests_per_s * r.window_s).round() as u64;
-            let counts = counted
-                .map(|c| Box::new(c.window(r.started_unix_ms * 1000, r.window_s, responses)));
+            let w = Window::of(&run.report);
+            let counts = counted.map(|t| Box::new(w.counts(&t)));
             Reply::Loaded {
                 report: Box::new(run.report),
                 exit_code: run.exit_code,

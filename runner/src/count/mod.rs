@@ -191,27 +191,6 @@ fn with_syscalls(
     c
 }
 
-/// One repetition's counts: /proc counts from the measured window's timelines (a generator
-/// that never started counts nothing), syscalls from the syscall window.
-pub fn rep_counts(
-    (server, loadgen): &(Timeline, Option<Timeline>),
-    (start_unix_us, window_s, responses): (u64, f64, u64),
-    sys: &SyscallWindow,
-) -> RepCounts {
-    let loadgen = loadgen.as_ref().map_or_else(
-        || ProcessCounts {
-            responses,
-            ..Default::default()
-        },
-        |l| l.window(start_unix_us, window_s, responses),
-    );
-    with_window(
-        server.window(start_unix_us, window_s, responses),
-        loadgen,
-        sys,
-    )
-}
-
 /// One repetition's counts from the /proc counts already cut to the measured window (on
 /// whichever hosts the processes ran) and the syscall window.
 pub fn with_window(

@@ -17,9 +17,9 @@ use crate::limits::{Confinement, cpus};
 use crate::process::Proc;
 use crate::results::outcome::StartOutcome;
 use crate::results::schema::{
-    AppliedLimits, CgroupCounters, EndpointCheck, Stage, StageError, StartRecord, StopRecord,
+    AppliedLimits, EndpointCheck, Stage, StageError, StartRecord, StopRecord,
 };
-use crate::sample::{self, Sample, Sampler};
+use crate::sample;
 
 /// How to start the service.
 pub struct Launch<'a> {
@@ -67,14 +67,6 @@ pub struct Session {
     pub addr: SocketAddr,
     pub start: StartRecord,
     stop_grace: Duration,
-}
-
-/// What the service did while it was sampled.
-pub struct Sampled<T> {
-    pub value: T,
-    pub samples: Vec<Sample>,
-    /// Throttling and memory over the sampled span.
-    pub cgroup: Option<CgroupCounters>,
 }
 
 /// The stopped service.
@@ -210,21 +202,6 @@ impl Session {
             Ok(())
         } else {
             Err(StageError::at(Stage::Verify, failed.join(" | ")))
-        }
-    }
-
-    /// Samples the service's CPU and memory, and its cgroup's counters, while `f` runs.
-    pub fn sample_while<T>(&self, conf: &Confinement, f: impl FnOnce() -> T) -> Sampled<T> {
-        let before = conf.counters();
-        let sampler = Sampler::start_tree(self.proc.tree());
-        let value = f();
-        let samples = sampler.finish();
-        let after = conf.counters();
-        let cgroup = after.zip(before).map(|(a, b)| a.since(&b));
-        Sampled {
-            value,
-            samples,
-            cgroup,
         }
     }
 

@@ -158,7 +158,19 @@ fn flamegraph_run_profiles_every_cell_and_diffs_two_runs() {
     let m = write_matrix(&d.0);
     let a = run_flamegraph(&m, &d.0.join("a"), None);
     check_profiled_run(&a);
-    let b = run_flamegraph(&m, &d.0.join("b"), None);
+    // The run to diff against is a copy, not a second profiled run (40 s with the machine to
+    // itself): what the diff computes is unit-tested (`profile::fold`); here, that it reads
+    // two run directories, writes an SVG per cell and refuses profiles it cannot compare.
+    let b_out = d.0.join("b");
+    std::fs::create_dir_all(&b_out).unwrap();
+    let st = Command::new("cp")
+        .arg("-R")
+        .arg(&a)
+        .arg(&b_out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let b = live::only_run_dir(&b_out);
     check_profiled_run(&b);
 
     // `matrix report` keeps the section (results.md regenerated with plots).
@@ -234,7 +246,9 @@ fn flamegraph_run_profiles_every_cell_and_diffs_two_runs() {
 fn without_perf_the_run_goes_on_and_says_why() {
     let _machine = support::busy();
     let d = Scratch::new("noperf");
-    let m = write_matrix(&d.0);
+    let m = d.0.join("m.toml");
+    let text = tiny_matrix(&[("hyper", bin("ping-tokio-hyper"), "")], REPS, "", "");
+    std::fs::write(&m, text).unwrap();
     let missing = d.0.join("no-such-perf");
     let run_dir = run_flamegraph(&m, &d.0.join("out"), Some(missing.to_str().unwrap()));
     let run: RunRecord = read(&run_dir.join("run.json"));
@@ -279,9 +293,13 @@ fn without_perf_the_run_goes_on_and_says_why() {
 /// `"flamegraph": null`, and results.md did not mention the cell.
 #[test]
 fn resume_runs_a_missing_profiled_repetition_and_results_md_names_a_cell_without_one() {
-    let _machine = support::quiet();
+    // No perf runs here (its path is missing), so no samples to starve: the kit's 250 ms
+    // windows and a busy machine do.
+    let _machine = support::busy();
     let d = Scratch::new("fg-resume");
-    let m = write_matrix(&d.0);
+    let m = d.0.join("m.toml");
+    let text = tiny_matrix(&[("hyper", bin("ping-tokio-hyper"), "")], REPS, "", "");
+    std::fs::write(&m, text).unwrap();
     let missing = d.0.join("no-such-perf");
     let perf = missing.to_str().unwrap();
     let run_dir = run_flamegraph(&m, &d.0.join("out"), Some(perf));

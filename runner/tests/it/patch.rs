@@ -70,7 +70,9 @@ fn httparse_repo(dir: &Path) -> (PathBuf, String, String) {
 
 #[test]
 fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
-    let _machine = support::quiet();
+    // Instructions under Valgrind are counted, not timed: this test needs no quiet machine,
+    // only to keep its two builds from crowding the load tests beside it (one job each).
+    let _machine = support::busy();
     let scratch = Scratch::new("patch");
     let (repo, base, head) = httparse_repo(&scratch.0);
     let url = format!("file://{}", repo.display());
@@ -108,6 +110,10 @@ fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
         ],
     )
     .env("PINGMATRIX_VARIANTS_DIR", scratch.0.join("variants"))
+    // Cargo reads these for the variants' builds: one job, and no link-time optimisation
+    // (the difference counted is a loop of `black_box` calls, which no optimiser removes).
+    .env("CARGO_BUILD_JOBS", "1")
+    .env("CARGO_PROFILE_RELEASE_LTO", "off")
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
