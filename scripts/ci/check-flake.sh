@@ -146,23 +146,52 @@ if run_nix flake check "path:$flake" "${on_stand_in[@]}" --no-build; then
 else
     fail "structure: nix flake check --no-build"
 fi
-missing=0
-for sys in x86_64-linux aarch64-linux; do
-    for want in "packages.$sys.workspace" "packages.$sys.matrix" "packages.$sys.default" "packages.$sys.site" \
-        "devShells.$sys.default" "formatter.$sys" "checks.$sys.build" "checks.$sys.tests" \
-        "checks.$sys.clippy" "checks.$sys.fmt" "checks.$sys.smoke" "checks.$sys.nix-fmt"; do
-        run_nix eval --raw "path:$flake#$want.drvPath" "${on_stand_in[@]}" >/dev/null ||
-            { fail "structure: $want is missing or not a derivation"; missing=1; }
-    done
-done
-[ "$missing" -eq 1 ] || ok "structure: packages {workspace, matrix, default, site}, devShells.default, formatter, checks {build, tests, clippy, fmt, smoke, nix-fmt} on both systems"
-# One image per binary the matrices name, for `matrix k8s render`.
-images=0
+# Each output attribute is evaluated once (one evaluation copies the tree into the store:
+# about a second and a half each): the names under it that are missing or not derivations.
+# $1: the attribute; $2: a Nix expression, sys -> the names wanted under it on that system.
+# The --apply argument is Nix code, built in single quotes on purpose.
+# shellcheck disable=SC2016
+not_derivations() {
+    run_nix eval --raw "path:$flake#$1" "${on_stand_in[@]}" --apply '
+      out: let
+        wanted = '"$2"';
+        isDrv = x: builtins.isAttrs x && x ? drvPath && builtins.isString x.drvPath;
+        bad = sys: builtins.filter (n: !((out.${sys} or { }) ? ${n}) || !(isDrv out.${sys}.${n}))
+          (wanted sys);
+      in builtins.concatStringsSep " " (builtins.concatMap
+        (sys: map (n: "'"$1"'.${sys}.${n}") (bad sys)) [ "x86_64-linux" "aarch64-linux" ])'
+}
+# One image per binary the matrices name, for `matrix k8s render` (x86_64-linux).
+images=""
 for b in loadgen $(sed -n 's/^binary = "\(.*\)"/\1/p' "$flake/matrix.toml" "$flake/matrix-full.toml" | sort -u); do
-    run_nix eval --raw "path:$flake#packages.x86_64-linux.image-$b.drvPath" "${on_stand_in[@]}" >/dev/null ||
-        { fail "structure: packages.x86_64-linux.image-$b (dockerTools) is missing"; images=1; }
+    images="$images \"image-$b\""
 done
-[ "$images" -eq 1 ] || ok "structure: an image-<binary> package (dockerTools) for loadgen and every service of matrix.toml and matrix-full.toml"
+missing=""
+for want in \
+    "packages|sys: [ \"workspace\" \"matrix\" \"default\" \"site\" ] ++ (if sys == \"x86_64-linux\" then [$images ] else [ ])" \
+    'devShells|sys: [ "default" ]' \
+    'checks|sys: [ "build" "tests" "clippy" "fmt" "smoke" "nix-fmt" ]'; do
+    attr=${want%%|*}
+    if bad=$(not_derivations "$attr" "${want#*|}"); then
+        missing="$missing $bad"
+    else
+        missing="$missing $attr (could not be evaluated)"
+    fi
+done
+# formatter.<system> is itself the derivation.
+# shellcheck disable=SC2016
+bad=$(run_nix eval --raw "path:$flake#formatter" "${on_stand_in[@]}" --apply '
+  f: builtins.concatStringsSep " " (map (sys: "formatter.${sys}") (builtins.filter
+    (sys: !(f ? ${sys} && builtins.isAttrs f.${sys} && f.${sys} ? drvPath)) [ "x86_64-linux" "aarch64-linux" ]))') ||
+    bad="formatter (could not be evaluated)"
+read -r -a missing_list <<<"$missing $bad"
+missing="${missing_list[*]-}"
+if [ -n "$missing" ]; then
+    fail "structure: missing or not a derivation: $missing"
+else
+    ok "structure: packages {workspace, matrix, default, site}, devShells.default, formatter, checks {build, tests, clippy, fmt, smoke, nix-fmt} on both systems"
+    ok "structure: an image-<binary> package (dockerTools) for loadgen and every service of matrix.toml and matrix-full.toml"
+fi
 
 # --- 5. apps, by hand (Nix 2.8 does not validate them) ---------------------------------
 # The --apply arguments are Nix code, single-quoted on purpose.

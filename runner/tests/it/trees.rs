@@ -83,9 +83,23 @@ elif mode == "daemon-late":
     time.sleep(3)
     os._exit(0)
 elif mode == "daemon":
+    # The daemon serves only once its launcher has exited (and 200 ms more), so the runner
+    # sees the exit before any answer: on a busy machine the launcher's exit was once seen
+    # after the daemon's first 200, and the cell failed "during the load" instead.
+    launcher = os.getpid()
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
+            import time
+            for _ in range(500):
+                try:
+                    stat = open(f"/proc/{launcher}/stat").read()
+                except OSError:
+                    break
+                if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+                time.sleep(0.01)
+            time.sleep(0.2)
             serve()
         os._exit(0)
     os._exit(0)
