@@ -202,50 +202,24 @@ fn start_service(
     }
 }
 
-/// The load with CPU/RSS sampling, then the stop; the service's usage over the window.
+/// The load watched by the observers, the syscall window, the stop; what they measured.
 fn measure(
     ctx: &Ctx,
     out: &mut RepOutcome,
     cell: &CellSpec,
     mut session: Session,
     confs: &mut Confinements,
-    mut window: Option<&mut dyn Window>,
+    window: Option<&mut dyn Window>,
 ) -> Result<RepResult, StageError> {
     let rep = session.start.rep;
     let spec = cell.load_spec(session.start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
-    let pid = session.proc.pid;
-    let mut loadgen_counter = None;
-    let (load, seen) = observe::watch(
-        &session.proc.tree(),
-        &confs.server,
-        || {
-            if let Some(w) = window.as_deref_mut() {
-                w.load_starting(pid, cell);
-            }
-            load::run_observed(
-                &ctx.matrix.loadgen,
-                &spec,
-                &spec_file,
-                &confs.loadgen,
-                &mut |pid| loadgen_counter = Some(count::Counter::start_proc(pid)),
-            )
-        },
-        |load| {
-            load.as_ref()
-                .ok()
-                .map(|run| observe::Window::of(&run.report))
-        },
-    );
-    let loadgen_counted = loadgen_counter.map(count::Counter::finish);
-    if let Some(w) = window {
-        w.load_done();
-    }
+    let loaded = watched_load(ctx, cell, &session, confs, window, &spec, &spec_file);
     let died = session.proc.try_wait();
     // Syscalls in their own window after the timed one: perf's tracepoint slows every
     // syscall, so it must not run while req/s, latency and CPU are measured. Counted over
     // exact request counts sized from the req/s just measured.
-    let sys = match (&load, died, ctx.syscalls_off) {
+    let sys = match (&loaded.load, died, ctx.syscalls_off) {
         (Ok(_), None, Some(why)) => count::SyscallWindow::unmeasured(why),
         (Ok(run), None, None) => count::exact::window(
             &ctx.matrix.loadgen,
@@ -263,7 +237,7 @@ fn measure(
     confs.server.release();
 
     let tail = stopped.stderr_tail;
-    let run = load.map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
+    let run = (loaded.load).map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
     if let Some(st) = died {
         return Err(StageError::at(
             Stage::Load,
@@ -271,19 +245,92 @@ fn measure(
         )
         .with_tail(tail));
     }
-    let r = &run.report;
-    let w = observe::Window::of(r);
-    let seen = seen.unwrap_or_default();
+    let w = observe::Window::of(&run.report);
+    let seen = loaded.seen.unwrap_or_default();
     // A generator that never started counts nothing.
-    let loadgen = loadgen_counted.map_or_else(
+    let loadgen = loaded.loadgen.map_or_else(
         || ProcessCounts {
             responses: w.responses,
             ..Default::default()
         },
         |t| w.counts(&t),
     );
-    let counts = count::with_window(seen.counts, loadgen, &sys);
-    let floor_check = match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
+    Ok(RepResult {
+        rep,
+        floor_check: floor_check(ctx, cell, &run.report),
+        generators: vec![],
+        counts: Some(count::with_window(seen.counts, loadgen, &sys)),
+        instructions: instructions(ctx, out, cell),
+        started_unix_ms: run.report.started_unix_ms,
+        server: seen.usage,
+        cgroup: seen.cgroup,
+        loadgen_exit_code: run.exit_code,
+        report: run.report,
+    })
+}
+
+/// The timed load and what watched it.
+struct Loaded {
+    load: Result<load::LoadRun, String>,
+    /// The service's observers over the generator's window (None when the load failed).
+    seen: Option<observe::Observation>,
+    /// The generator's /proc counts (None when it never started).
+    loadgen: Option<count::Timeline>,
+}
+
+/// The timed load, with the service's observers and `window` (a profiler) around it and the
+/// generator counted from /proc as soon as it runs.
+fn watched_load(
+    ctx: &Ctx,
+    cell: &CellSpec,
+    session: &Session,
+    confs: &Confinements,
+    mut window: Option<&mut dyn Window>,
+    spec: &loadgen::LoadSpec,
+    spec_file: &Path,
+) -> Loaded {
+    let pid = session.proc.pid;
+    let mut loadgen_counter = None;
+    let (load, seen) = observe::watch(
+        &session.proc.tree(),
+        &confs.server,
+        || {
+            if let Some(w) = window.as_deref_mut() {
+                w.load_starting(pid, cell);
+            }
+            load::run_observed(
+                &ctx.matrix.loadgen,
+                spec,
+                spec_file,
+                &confs.loadgen,
+                &mut |pid| loadgen_counter = Some(count::Counter::start_proc(pid)),
+            )
+        },
+        |load| {
+            load.as_ref()
+                .ok()
+                .map(|run| observe::Window::of(&run.report))
+        },
+    );
+    let loadgen = loadgen_counter.map(count::Counter::finish);
+    if let Some(w) = window {
+        w.load_done();
+    }
+    Loaded {
+        load,
+        seen,
+        loadgen,
+    }
+}
+
+/// An open-loop repetition's send lag against the machine's timer floor, where both are
+/// known.
+fn floor_check(
+    ctx: &Ctx,
+    cell: &CellSpec,
+    r: &loadgen::Report,
+) -> Option<crate::results::schema::FloorCheck> {
+    match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
         (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
             let lag = crate::floor::Lag {
                 send_p99_us: lag.p99,
@@ -294,19 +341,7 @@ fn measure(
             crate::floor::check(f, *rate_per_s, lag)
         }
         _ => None,
-    };
-    Ok(RepResult {
-        rep,
-        floor_check,
-        generators: vec![],
-        counts: Some(counts),
-        instructions: instructions(ctx, out, cell),
-        started_unix_ms: r.started_unix_ms,
-        server: seen.usage,
-        cgroup: seen.cgroup,
-        loadgen_exit_code: run.exit_code,
-        report: run.report,
-    })
+    }
 }
 
 /// With `--count-instructions`, a closed-loop keep-alive cell at one connection: the
