@@ -565,7 +565,10 @@ done
                 Ok(named) => {
                     assert_eq!(named.len(), 1, "{by:?}");
                     assert_eq!(named[0].0, "getppid", "{by:?}");
-                    assert!((named[0].1 - 1.0).abs() < 0.001, "{by:?}");
+                    // Within 1 %: once, on a full test run, perf record gave the second burst
+                    // 30,051 getppid where perf stat counted 30,000 (1.0026 a request). The
+                    // exact count is perf stat's; the names give its shares.
+                    assert!((named[0].1 - 1.0).abs() < 0.01, "{by:?}");
                 }
                 // perf could not drain its buffer on a loaded machine: said, never wrong.
                 Err(e) => assert!(e.contains("lost events"), "{e}"),
