@@ -1,9 +1,10 @@
 //! One repetition of one cell, start to finish: confine → spawn → first 200 → start-up line →
 //! verify → idle RSS → load (warm-up + measured window) watched by the service's observers
 //! (`observe`) and the generator's /proc counts → the syscall window (`count::exact`) → stop
-//! → port check — the service's part is `service::session`, the same on every path. The repetition is returned as a value
-//! (`RepOutcome`): its starts, what they told, what it measured, or the stage, reason and
-//! stderr tail of its failure; the schedule records it on the cell and the matrix goes on.
+//! → port check — the service's part is `service::session`, the same on every path. The
+//! repetition is returned as a value (`RepOutcome`): its starts, what they told, what it
+//! measured, or the stage, reason and stderr tail of its failure; the schedule records it on
+//! the cell and the matrix goes on.
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -237,7 +238,9 @@ fn measure(
     confs.server.release();
 
     let tail = stopped.stderr_tail;
-    let run = (loaded.load).map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
+    let run = loaded
+        .load
+        .map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
     if let Some(st) = died {
         return Err(StageError::at(
             Stage::Load,
@@ -245,16 +248,12 @@ fn measure(
         )
         .with_tail(tail));
     }
-    let w = observe::Window::of(&run.report);
     let seen = loaded.seen.unwrap_or_default();
     // A generator that never started counts nothing.
-    let loadgen = loaded.loadgen.map_or_else(
-        || ProcessCounts {
-            responses: w.responses,
-            ..Default::default()
-        },
-        |t| w.counts(&t),
-    );
+    let loadgen = loaded.loadgen.unwrap_or_else(|| ProcessCounts {
+        responses: seen.counts.responses,
+        ..Default::default()
+    });
     Ok(RepResult {
         rep,
         floor_check: floor_check(ctx, cell, &run.report),
@@ -274,8 +273,8 @@ struct Loaded {
     load: Result<load::LoadRun, String>,
     /// The service's observers over the generator's window (None when the load failed).
     seen: Option<observe::Observation>,
-    /// The generator's /proc counts (None when it never started).
-    loadgen: Option<count::Timeline>,
+    /// The generator's /proc counts over its window (None when the load failed).
+    loadgen: Option<ProcessCounts>,
 }
 
 /// The timed load, with the service's observers and `window` (a profiler) around it and the
@@ -290,29 +289,21 @@ fn watched_load(
     spec_file: &Path,
 ) -> Loaded {
     let pid = session.proc.pid;
-    let mut loadgen_counter = None;
-    let (load, seen) = observe::watch(
+    let ((load, loadgen), seen) = observe::watch(
         &session.proc.tree(),
         &confs.server,
         || {
             if let Some(w) = window.as_deref_mut() {
                 w.load_starting(pid, cell);
             }
-            load::run_observed(
-                &ctx.matrix.loadgen,
-                spec,
-                spec_file,
-                &confs.loadgen,
-                &mut |pid| loadgen_counter = Some(count::Counter::start_proc(pid)),
-            )
+            observe::counted_load(&ctx.matrix.loadgen, spec, spec_file, &confs.loadgen)
         },
-        |load| {
+        |(load, _)| {
             load.as_ref()
                 .ok()
                 .map(|run| observe::Window::of(&run.report))
         },
     );
-    let loadgen = loadgen_counter.map(count::Counter::finish);
     if let Some(w) = window {
         w.load_done();
     }

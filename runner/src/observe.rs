@@ -5,12 +5,19 @@
 //! the runner's host (`cell`) and on a server host (`agent`), so a multi-host cell measures
 //! what a local one does.
 //!
+//! The generator is counted from /proc too (`counted_load`), over the window it reports.
+//!
 //! Not among them: the syscall count, because perf slows every syscall and so has its own
 //! window after the timed one (`count::exact`, shared by both paths), and Valgrind, which
 //! needs starts of its own (`count::valgrind`).
 
+use std::path::Path;
+
+use loadgen::LoadSpec;
+
 use crate::count::{Counter, Timeline};
 use crate::limits::Confinement;
+use crate::load::{self, LoadRun};
 use crate::process::Tree;
 use crate::results::schema::{CgroupCounters, ProcessCounts, ServerUsage};
 use crate::sample::{self, Sample, Sampler};
@@ -103,6 +110,26 @@ pub fn watch<T>(
     let w = window(&value);
     let seen = set.finish(w.as_ref());
     (value, seen)
+}
+
+/// The generator, counted from /proc from the moment it runs (`load::run_observed` tells its
+/// pid): its run, and its counts over the window it reports (None when the run failed).
+pub fn counted_load(
+    loadgen: &Path,
+    spec: &LoadSpec,
+    spec_file: &Path,
+    conf: &Confinement,
+) -> (Result<LoadRun, String>, Option<ProcessCounts>) {
+    let mut counter = None;
+    let run = load::run_observed(loadgen, spec, spec_file, conf, &mut |pid| {
+        counter = Some(Counter::start_proc(pid))
+    });
+    let read = counter.map(Counter::finish);
+    let counts = match (&run, read) {
+        (Ok(r), Some(t)) => Some(Window::of(&r.report).counts(&t)),
+        _ => None,
+    };
+    (run, counts)
 }
 
 /// CPU, RSS and threads of the tree, sampled every `sample::INTERVAL_MS`.

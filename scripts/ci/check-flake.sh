@@ -151,11 +151,13 @@ fi
 # $1: the attribute; $2: a Nix expression, sys -> the names wanted under it on that system.
 # The --apply argument is Nix code, built in single quotes on purpose.
 # shellcheck disable=SC2016
+is_drv='x: builtins.isAttrs x && x ? drvPath && builtins.isString x.drvPath'
+# shellcheck disable=SC2016
 not_derivations() {
     run_nix eval --raw "path:$flake#$1" "${on_stand_in[@]}" --apply '
       out: let
         wanted = '"$2"';
-        isDrv = x: builtins.isAttrs x && x ? drvPath && builtins.isString x.drvPath;
+        isDrv = '"$is_drv"';
         bad = sys: builtins.filter (n: !((out.${sys} or { }) ? ${n}) || !(isDrv out.${sys}.${n}))
           (wanted sys);
       in builtins.concatStringsSep " " (builtins.concatMap
@@ -181,8 +183,8 @@ done
 # formatter.<system> is itself the derivation.
 # shellcheck disable=SC2016
 bad=$(run_nix eval --raw "path:$flake#formatter" "${on_stand_in[@]}" --apply '
-  f: builtins.concatStringsSep " " (map (sys: "formatter.${sys}") (builtins.filter
-    (sys: !(f ? ${sys} && builtins.isAttrs f.${sys} && f.${sys} ? drvPath)) [ "x86_64-linux" "aarch64-linux" ]))') ||
+  f: let isDrv = '"$is_drv"'; in builtins.concatStringsSep " " (map (sys: "formatter.${sys}")
+    (builtins.filter (sys: !(f ? ${sys} && isDrv f.${sys})) [ "x86_64-linux" "aarch64-linux" ]))') ||
     bad="formatter (could not be evaluated)"
 read -r -a missing_list <<<"$missing $bad"
 missing="${missing_list[*]-}"

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use protocol::{Ready, Reply, Request, Serve, Stopped};
 
-use crate::count::{self, exact};
+use crate::count::exact;
 use crate::limits::{self, Confinement, Request as LimitsRequest, Role};
 use crate::observe::{self, Window};
 use crate::results::schema::{Stage, StageError};
@@ -237,22 +237,13 @@ fn load(loadgen: &str, spec: &loadgen::LoadSpec, cpus: &[u32]) -> Reply {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let mut counter = None;
-    let run =
-        crate::load::run_observed(Path::new(loadgen), spec, &spec_file(), &conf, &mut |pid| {
-            counter = Some(count::Counter::start_proc(pid))
-        });
-    let counted = counter.map(count::Counter::finish);
+    let (run, counts) = observe::counted_load(Path::new(loadgen), spec, &spec_file(), &conf);
     match run {
-        Ok(run) => {
-            let w = Window::of(&run.report);
-            let counts = counted.map(|t| Box::new(w.counts(&t)));
-            Reply::Loaded {
-                report: Box::new(run.report),
-                exit_code: run.exit_code,
-                counts,
-            }
-        }
+        Ok(run) => Reply::Loaded {
+            report: Box::new(run.report),
+            exit_code: run.exit_code,
+            counts: counts.map(Box::new),
+        },
         Err(e) => failed(Stage::Load, e),
     }
 }
