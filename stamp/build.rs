@@ -6,8 +6,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// `--no-optional-locks`: `git status` otherwise refreshes the index it reads and writes it
+/// back, and the index is watched below, so every build would make the next one rebuild the
+/// stamp and every crate above it.
 fn git(root: &Path, args: &[&str]) -> Option<String> {
     let o = Command::new("git")
+        .arg("--no-optional-locks")
         .arg("-C")
         .arg(root)
         .args(args)

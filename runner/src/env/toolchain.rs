@@ -44,7 +44,16 @@ fn find_up(start: &Path, name: &str) -> Option<PathBuf> {
 
 /// The commit and dirty flag of the checkout at `dir`, if it is one.
 fn checkout(dir: &Path) -> (Option<String>, Option<bool>) {
-    let git = |args: &[&str]| output(Command::new("git").arg("-C").arg(dir).args(args));
+    // `--no-optional-locks`: a run must not rewrite the index (stamp/build.rs watches it,
+    // so the next build would rebuild every crate).
+    let git = |args: &[&str]| {
+        output(
+            Command::new("git")
+                .args(["--no-optional-locks", "-C"])
+                .arg(dir)
+                .args(args),
+        )
+    };
     let commit = git(&["rev-parse", "HEAD"]);
     let dirty = commit
         .as_ref()
