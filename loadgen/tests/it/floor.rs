@@ -84,6 +84,6 @@ fn committed_floor_schema_is_the_generated_one() {
     assert!(
         committed == generated,
         "loadgen/floor-schema.json differs from the types; regenerate it with \
-         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test it -- floor"
+         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test loadgen-it -- floor"
     );
 }

@@ -3,7 +3,7 @@
 //! same JSON (so no field is lost, renamed or unknown).
 //!
 //! Regenerate the committed schema after changing a report type:
-//! `LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test it -- schema`
+//! `LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test loadgen-it -- schema`
 
 use std::process::Command;
 
@@ -23,7 +23,7 @@ fn committed_schema_is_the_generated_one() {
     assert!(
         committed == generated,
         "loadgen/schema.json differs from the report types; regenerate it with \
-         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test it -- schema"
+         LOADGEN_WRITE_SCHEMA=1 cargo test -p loadgen --test loadgen-it -- schema"
     );
 }
 
