@@ -125,8 +125,10 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
         2,
         &limited,
     )
-    // The one end-to-end run that counts syscalls exactly (the kit leaves it off).
-    .replace("count_syscalls = false", "count_syscalls = true");
+    // The one end-to-end run that counts syscalls exactly, and one with a drift point (the kit
+    // leaves both off).
+    .replace("count_syscalls = false", "count_syscalls = true")
+    .replace("drift_points = 0", "drift_points = 1");
     let m = live::write_config(&d.0, &text);
     let out = d.0.join("results");
     let o = live::matrix_at(&m, &out, &["run", "--only", "scenario=ping,open"])

@@ -20,6 +20,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::live;
@@ -259,8 +260,9 @@ impl Net {
             .collect()
     }
 
-    /// A matrix file for these hosts; `extra` adds hosts and profiles.
-    fn matrix(&self, duration_ms: u64, extra: &str) -> PathBuf {
+    /// A matrix file for these hosts; `defaults` adds lines to `[defaults]`, `extra` adds
+    /// hosts and profiles.
+    fn matrix(&self, duration_ms: u64, defaults: &str, extra: &str) -> PathBuf {
         let host = |name: &str, h: u32, key: &str| {
             format!(
                 "\n[[hosts]]\nname = \"{name}\"\nhost = \"{NET}.{h}\"\nuser = \"root\"\n\
@@ -281,6 +283,7 @@ startup_timeout_ms = 5000
 stop_grace_ms = 1000
 loadgen = "{loadgen}"
 reference = "ping-epoll/ping/c4/split"
+{defaults}
 
 [quick]
 cells = ["ping/c4/split", "open/r2000/split"]
@@ -315,7 +318,11 @@ loadgen_hosts = ["gen1", "gen2"]
             g1 = host("gen1", 2, "userkey"),
             g2 = host("gen2", 3, "userkey"),
         );
-        let p = self.path(&format!("matrix-{duration_ms}.toml"));
+        static FILES: AtomicUsize = AtomicUsize::new(0);
+        let p = self.path(&format!(
+            "matrix-{}.toml",
+            FILES.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::write(&p, text).unwrap();
         p
     }
@@ -347,6 +354,11 @@ impl Drop for Net {
         }
     }
 }
+
+/// `[defaults]` of the phases that check hosts, failures and processes rather than
+/// measures: no drift re-runs of the reference cell and no syscall window (each about 3 s a
+/// repetition here).
+const LEAN: &str = "drift_points = 0\ncount_syscalls = false";
 
 fn cell(run: &Path, key: &str) -> CellResult {
     read(&run.join("cells").join(format!("{key}.json")))
@@ -395,7 +407,8 @@ fn server_and_two_generators_in_namespaces_over_ssh() {
 /// The quick run: every host recorded, percentiles merged from two generator hosts.
 fn merged_run(net: &Net) {
     let out = net.path("out-good");
-    let config = net.matrix(300, "");
+    // The syscall counts stay on: they are what a remote cell must record like a local one.
+    let config = net.matrix(300, "drift_points = 0", "");
     let o = net
         .matrix_run(&config, &out, &["--quick"])
         .output()
@@ -573,7 +586,7 @@ ssh_options = ["UserKnownHostsFile={known}"]
         quota = profile("quota", "srv", "gen1", "cpu_quota = 0.5\n"),
         refused = profile("refused", "srv", "badkey", ""),
     );
-    let config = net.matrix(200, &extra);
+    let config = net.matrix(200, LEAN, &extra);
     let o = net
         .matrix_run(&config, &out, &["--only", "scenario=ping"])
         .output()
@@ -677,7 +690,7 @@ fn unsafe_work_dirs_refused(net: &Net) {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(*mode)).unwrap();
     }
     let out = net.path("out-workdirs");
-    let config = net.matrix(200, &work_dir_hosts(net, &dirs));
+    let config = net.matrix(200, LEAN, &work_dir_hosts(net, &dirs));
     let o = net
         .matrix_run(
             &config,
@@ -729,7 +742,7 @@ fn swapped_cached_binary_never_runs(net: &Net) {
         .unwrap();
     }
     let out = net.path("out-swapped");
-    let config = net.matrix(200, &profile("srvonly", "srv", "local", ""));
+    let config = net.matrix(200, LEAN, &profile("srvonly", "srv", "local", ""));
     let o = net
         .matrix_run(
             &config,
@@ -769,8 +782,8 @@ fn swapped_cached_binary_never_runs(net: &Net) {
 
 /// Starts `matrix run` on the ping cell and waits until loadgen runs on both generator
 /// hosts and the service on the server host.
-fn start_loaded(net: &Net, out: &Path) -> std::process::Child {
-    let config = net.matrix(2000, "");
+fn start_loaded(net: &Net, out: &Path, defaults: &str) -> std::process::Child {
+    let config = net.matrix(2000, defaults, "");
     let mut child = net
         .matrix_run(&config, out, &["--only", "scenario=ping"])
         .stdout(Stdio::null())
@@ -795,7 +808,7 @@ fn start_loaded(net: &Net, out: &Path) -> std::process::Child {
 /// the interrupted cell again on all three hosts.
 fn interrupt_then_resume(net: &Net) {
     let out = net.path("out-int");
-    let mut child = start_loaded(net, &out);
+    let mut child = start_loaded(net, &out, LEAN);
     // SAFETY: SIGINT to the child we started (`ip netns exec` exec'd matrix).
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
@@ -833,7 +846,8 @@ fn resume_split_cell(net: &Net, run_dir: &Path) -> CellResult {
 /// the drift point and leave the cells failed).
 fn outage_then_resume(net: &Net) {
     let out = net.path("out-outage");
-    let mut child = start_loaded(net, &out);
+    // One drift point: the resume must run the failed cell again, not only the drift point.
+    let mut child = start_loaded(net, &out, "drift_points = 1\ncount_syscalls = false");
     for (p, comm) in net.procs("s") {
         if comm == "sshd" {
             // SAFETY: SIGKILL to a process of a namespace this test created.
@@ -857,7 +871,7 @@ fn outage_then_resume(net: &Net) {
 /// SIGKILL of the runner while both generators load the server: within 10 s no process of
 /// pingmatrix is left in any namespace.
 fn sigkill_leaves_nothing(net: &Net) {
-    let mut child = start_loaded(net, &net.path("out-kill"));
+    let mut child = start_loaded(net, &net.path("out-kill"), LEAN);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert_quiet(net, Duration::from_secs(10));

@@ -88,7 +88,8 @@ pub fn out_text(o: &Output) -> String {
 /// A tiny matrix on ~250 ms windows: closed loop at 4 connections (`ping`) and open loop at
 /// 300/s (`open`), one `pinned` profile (server on the first allowed CPU, generator on the
 /// last). `services` are (name, binary, TOML args list body); `defaults` lines go into
-/// `[defaults]`, `tail` after the profile.
+/// `[defaults]`, `tail` after the profile. The syscall window and the drift points are off
+/// unless `defaults` sets them.
 pub fn tiny_matrix(
     services: &[(&str, PathBuf, &str)],
     reps: u32,
@@ -103,6 +104,12 @@ pub fn tiny_matrix(
     } else {
         "count_syscalls = false"
     };
+    // Each drift point re-runs the reference cell (four by default): on only where asked.
+    let drift = if defaults.contains("drift_points") {
+        ""
+    } else {
+        "drift_points = 0"
+    };
     let mut t = format!(
         r#"[defaults]
 warmup_ms = 100
@@ -113,6 +120,7 @@ startup_timeout_ms = 1500
 stop_grace_ms = 1000
 loadgen = "{}"
 {count}
+{drift}
 {defaults}
 "#,
         bin("loadgen").display()
