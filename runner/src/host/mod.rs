@@ -21,6 +21,7 @@ pub mod work_dir;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::panic::resume_unwind;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -151,14 +152,15 @@ fn needs(cells: &[&CellSpec]) -> BTreeMap<String, (BTreeSet<String>, bool)> {
 
 impl Fleet {
     /// Connects to, ships binaries to and records every host `cells` use. Empty for a
-    /// single-machine plan.
+    /// single-machine plan. The hosts are made ready side by side (each is seconds of SSH
+    /// round trips, copies and probes, and none waits on another); the records keep the
+    /// hosts' name order.
     pub fn connect(
         m: &Matrix,
         cells: &[&CellSpec],
         note: &mut dyn FnMut(&str),
     ) -> (Fleet, Vec<HostRecord>) {
-        let mut fleet = Fleet::default();
-        let mut records = Vec::new();
+        let mut jobs = Vec::new();
         for (name, (services, generates)) in needs(cells) {
             let mut wanted: BTreeMap<String, PathBuf> = BTreeMap::new();
             for s in &services {
@@ -170,13 +172,30 @@ impl Fleet {
                 wanted.insert("loadgen".into(), m.loadgen.clone());
             }
             let def = m.hosts.iter().find(|h| h.name == name);
-            let (ep, rec) = match def {
-                None => local(&wanted),
-                Some(def) => {
-                    note(&format!("host {name}: connecting to {}", def.destination()));
-                    remote(def, &wanted)
-                }
-            };
+            if let Some(def) = def {
+                note(&format!("host {name}: connecting to {}", def.destination()));
+            }
+            jobs.push((name, def, wanted));
+        }
+        let ready: Vec<(String, (Endpoint, HostRecord))> = std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|(name, def, wanted)| {
+                    let h = scope.spawn(move || match def {
+                        None => local(wanted),
+                        Some(def) => remote(def, wanted),
+                    });
+                    (name.clone(), h)
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|(name, h)| (name, h.join().unwrap_or_else(|p| resume_unwind(p))))
+                .collect()
+        });
+        let mut fleet = Fleet::default();
+        let mut records = Vec::new();
+        for (name, (ep, rec)) in ready {
             if let Some(why) = &rec.unavailable {
                 note(&format!("host {name} UNAVAILABLE: {why}"));
             }
