@@ -1,7 +1,8 @@
 //! Instructions per request without a PMU (`matrix run --count-instructions`): the service
-//! runs under `valgrind --tool=cachegrind --cache-sim=no` twice, serving N1 and then N2
-//! sequential requests on one kept-alive connection; the slope (I2 − I1) / (N2 − N1) is
-//! its user-space instructions per request, start-up, readiness and shutdown cancelling.
+//! runs under `valgrind --tool=cachegrind --cache-sim=no --fair-sched=yes` twice, serving N1
+//! and then N2 sequential requests on one kept-alive connection; the slope
+//! (I2 − I1) / (N2 − N1) is its user-space instructions per request, start-up, readiness and
+//! shutdown cancelling.
 //! The kernel's instructions are not counted. A service Valgrind cannot run as it runs
 //! normally (another I/O driver than outside Valgrind, no start-up line) is unmeasured with
 //! the reason, never 0.
@@ -12,7 +13,8 @@
 //! completion arrives. Two consequences, both handled: the service must print its start-up
 //! line before its workers first wait (ping_common::per_core holds them until it has), and
 //! a SIGTERM, taken by the main thread, waits for that lock until the worker's time slice
-//! ends. So when the service is still there a moment after SIGTERM, the runner goes on
+//! ends (`--fair-sched=yes` makes it a ticket lock, so the worker does not take it again
+//! first: thousands of requests after SIGTERM became tens). So when the service is still there a moment after SIGTERM, the runner goes on
 //! sending the same request on the same connection until the process is gone, and counts
 //! the responses: a run's point is (all the responses it sent, its instructions), exact but
 //! for the part of one request the worker may have begun when it was stopped
@@ -64,7 +66,8 @@ pub fn version() -> Result<String, String> {
 
 fn tool(version: &str) -> String {
     format!(
-        "{version} --tool=cachegrind --cache-sim=no (user space only; the load's own request bytes)"
+        "{version} --tool=cachegrind --cache-sim=no --fair-sched=yes (user space only; the \
+         load's own request bytes)"
     )
 }
 
@@ -176,7 +179,7 @@ fn run_once(t: &Target, n: u64) -> Result<(u64, u64), String> {
         .scratch_dir
         .join(format!("cachegrind-{}-{n}.out", addr.port()));
     let mut cmd = Command::new("valgrind");
-    cmd.args(["--tool=cachegrind", "--cache-sim=no"])
+    cmd.args(["--tool=cachegrind", "--cache-sim=no", "--fair-sched=yes"])
         .arg(format!("--cachegrind-out-file={}", out.display()))
         .arg(t.binary)
         .args(["--listen", &addr.to_string(), "--workers", "1"])
@@ -366,19 +369,34 @@ mod tests {
             return;
         }
         let scratch = std::env::temp_dir();
-        for name in ["ping-monoio", "ping-compio", "ping-glommio"] {
-            let Some(bin) = built(name) else {
+        let names = ["ping-monoio", "ping-compio", "ping-glommio"];
+        // Side by side: each is Valgrind's one thread at a time, and the runs are independent.
+        let counts: Vec<Option<InstructionCount>> = std::thread::scope(|s| {
+            let runs: Vec<_> = names
+                .iter()
+                .map(|name| {
+                    let scratch = &scratch;
+                    s.spawn(move || {
+                        built(name).map(|bin| {
+                            measure(&Target {
+                                binary: &bin,
+                                service_args: &[],
+                                path: "/ping",
+                                io_driver: Some("io_uring"),
+                                cpus: &[],
+                                scratch_dir: scratch,
+                            })
+                        })
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        for (name, c) in names.into_iter().zip(counts) {
+            let Some(c) = c else {
                 eprintln!("SKIPPED: {name} under Valgrind: not built (cargo build -p {name})");
                 continue;
             };
-            let c = measure(&Target {
-                binary: &bin,
-                service_args: &[],
-                path: "/ping",
-                io_driver: Some("io_uring"),
-                cpus: &[],
-                scratch_dir: &scratch,
-            });
             // Both runs started under Valgrind, served and stopped, whatever the slope.
             let [(n1, _), (n2, _)] = c.points[..] else {
                 panic!("{name}: {c:?}")
