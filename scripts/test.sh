@@ -36,8 +36,15 @@ else
 fi
 # The offline flake checks need nix-bin, shellcheck and nixpkgs-fmt (.ci/run installs them).
 # CI always runs them; elsewhere they run when nix is installed and are skipped loudly if not.
+# They run beside the browser test (one Nix evaluation at a time, ~11 s; the browser test's
+# page-open limit is five times what it measures), their report printed after it; their own
+# process group, so nothing of theirs outlives this script if the browser test fails.
+flake_pid=
 if [ "${CI:-}" = true ] || command -v nix >/dev/null; then
-    scripts/ci/check-flake.sh
+    flake_log=$(mktemp)
+    trap 'if [ -n "$flake_pid" ]; then kill -- -"$flake_pid" 2>/dev/null || true; fi; rm -f "$flake_log"' EXIT
+    setsid scripts/ci/check-flake.sh >"$flake_log" 2>&1 &
+    flake_pid=$!
 else
     echo "test.sh: SKIPPED scripts/ci/check-flake.sh: no nix on PATH (see .ci/run for what it needs)" >&2
 fi
@@ -47,4 +54,14 @@ if [ "${CI:-}" = true ] || { command -v chromium >/dev/null && python3 -c 'impor
     scripts/ci/browser-test.py
 else
     echo "test.sh: SKIPPED scripts/ci/browser-test.py: no chromium or playwright (see .ci/run)" >&2
+fi
+if [ -n "$flake_pid" ]; then
+    flake_rc=0
+    wait "$flake_pid" || flake_rc=$?
+    flake_pid=
+    cat "$flake_log"
+    if [ "$flake_rc" -ne 0 ]; then
+        echo "test.sh: scripts/ci/check-flake.sh failed (exit $flake_rc)" >&2
+        exit "$flake_rc"
+    fi
 fi
