@@ -14,11 +14,11 @@
 //! line before its workers first wait (ping_common::per_core holds them until it has), and
 //! a SIGTERM, taken by the main thread, waits for that lock until the worker's time slice
 //! ends (`--fair-sched=yes` makes it a ticket lock, so the worker does not take it again
-//! first: thousands of requests after SIGTERM became tens). So when the service is still there a moment after SIGTERM, the runner goes on
-//! sending the same request on the same connection until the process is gone, and counts
-//! the responses: a run's point is (all the responses it sent, its instructions), exact but
-//! for the part of one request the worker may have begun when it was stopped
-//! (docs/counted-cost.md).
+//! first: thousands of requests after SIGTERM became tens). So when the service is still
+//! there a moment after SIGTERM, the runner goes on sending the same request on the same
+//! connection until the process is gone, and counts the responses: a run's point is (all
+//! the responses it sent, its instructions), exact but for the part of one request the
+//! worker may have begun when it was stopped (docs/counted-cost.md).
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};

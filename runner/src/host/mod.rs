@@ -177,25 +177,24 @@ impl Fleet {
             }
             jobs.push((name, def, wanted));
         }
-        let ready: Vec<(String, (Endpoint, HostRecord))> = std::thread::scope(|scope| {
+        let ready: Vec<(Endpoint, HostRecord)> = std::thread::scope(|scope| {
             let handles: Vec<_> = jobs
                 .iter()
-                .map(|(name, def, wanted)| {
-                    let h = scope.spawn(move || match def {
+                .map(|(_, def, wanted)| {
+                    scope.spawn(move || match def {
                         None => local(wanted),
                         Some(def) => remote(def, wanted),
-                    });
-                    (name.clone(), h)
+                    })
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|(name, h)| (name, h.join().unwrap_or_else(|p| resume_unwind(p))))
+                .map(|h| h.join().unwrap_or_else(|p| resume_unwind(p)))
                 .collect()
         });
         let mut fleet = Fleet::default();
         let mut records = Vec::new();
-        for (name, (ep, rec)) in ready {
+        for ((name, ..), (ep, rec)) in jobs.into_iter().zip(ready) {
             if let Some(why) = &rec.unavailable {
                 note(&format!("host {name} UNAVAILABLE: {why}"));
             }

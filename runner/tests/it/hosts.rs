@@ -20,7 +20,6 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::live;
@@ -318,11 +317,8 @@ loadgen_hosts = ["gen1", "gen2"]
             g1 = host("gen1", 2, "userkey"),
             g2 = host("gen2", 3, "userkey"),
         );
-        static FILES: AtomicUsize = AtomicUsize::new(0);
-        let p = self.path(&format!(
-            "matrix-{}.toml",
-            FILES.fetch_add(1, Ordering::Relaxed)
-        ));
+        // `--resume` reads the matrix from run.json, so a later phase may overwrite the file.
+        let p = self.path(&format!("matrix-{duration_ms}.toml"));
         std::fs::write(&p, text).unwrap();
         p
     }
