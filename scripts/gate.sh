@@ -209,7 +209,8 @@ page=""
 verdict() {
     local run=$1
     shift
-    python3 scripts/lib/gate_verdict.py --json "$out/gate.json" --page "${page:-$run/index.html}" "$@" \
+    python3 scripts/lib/gate_verdict.py --json "$out/gate.json" --page "${page:-$run/index.html}" \
+        ${patch_crate:+--crate "$patch_crate"} "$@" \
         "$run/results.json" "$service@base" "$service@head" "$threshold" "$metrics" >"$summary"
 }
 
@@ -232,7 +233,10 @@ if [ "$rc" -eq 3 ]; then
         scenarios=$(python3 -c 'import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
 print(" ".join(sorted({r["cell"].split("/")[0] for r in rows if r["verdict"] == "regressed"})))' "$out/gate.json")
-        say "a regression in $scenarios: measuring again in fresh processes, head first …"
+        found=$(python3 -c 'import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+print("; ".join("%s %+.2f %% at %s" % (r["metric"], r["change_pct"], r["cell"]) for r in rows if r["verdict"] == "regressed"))' "$out/gate.json")
+        say "a regression in $scenarios ($found): measuring again in fresh processes, head first …"
         again=$(measured confirm head base "$scenarios" "$confirm_reps") || exit $?
         set +e
         verdict "$first" --confirm "$again/results.json"

@@ -19,7 +19,15 @@ other order, fewer rounds) sees it again — worse past the first run's threshol
 excluding 0. A count that does not repeat is "unstable", which fails as well, never passes; a
 time that does not repeat is "not repeated" (the noise its MDE describes), shown, not failed. Prints Markdown (the job summary); --json writes the same verdicts as data.
 
-usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL]
+A counted change whose interval excludes 0 and exceeds its A/A MDE but not the floor is "real,
+under the floor": reported with its interval and absolute counts, never "unchanged", and not
+failed. Where both cells counted instructions per function (results.json `counted`), the
+report says where the change went: the functions whose instructions per request moved most,
+with their crates, and with --crate NAME (a patched dependency) that crate's own
+instructions per request are an arm of their own (a change inside a crate that is a quarter of
+the service is a finding even when the service moves a quarter as much).
+
+usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL] [--crate NAME]
                        RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
 METRICS: comma-separated, from: syscalls_per_request, ctx_switches_per_request,
 instructions_per_request, time.
@@ -37,8 +45,20 @@ COUNTED = {
     "ctx_switches_per_request": "context switches/request",
     "instructions_per_request": "instructions/request",
 }
+# The patched crate's own instructions per request (--crate): judged like a count, not a name
+# GATE_METRICS takes (it exists only for a patch).
+CRATE_METRIC = "crate_instructions_per_request"
+# Where each counted metric's per-request median is in a results.json cell (absolute counts).
+COUNTED_VALUE = {
+    "syscalls_per_request": ("counted", "server", "syscalls"),
+    "ctx_switches_per_request": ("counted", "server", "ctx_switches"),
+    "instructions_per_request": ("counted", "instructions"),
+}
+# Rows of the per-function table.
+TOP_FUNCTIONS = 10
 TIME = {"closed": "requests_per_s", "open": "cpu_us_per_request"}
 LABELS = {**COUNTED, "requests_per_s": "req/s", "cpu_us_per_request": "CPU/request"}
+REAL = "real, under the floor"
 METRIC_NAMES = [*COUNTED, "time"]
 # Below this a counted change is not gated, however exact: a service's count moves by that much
 # with how its requests happen to batch (a few syscalls in thousands of requests).
@@ -86,10 +106,67 @@ def load(path):
 
 
 def num(x):
-    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
-def judge_run(res, baseline, candidate, threshold, metrics):
+def dig(obj, path):
+    for k in path:
+        obj = obj.get(k) if isinstance(obj, dict) else None
+    return obj
+
+
+def median_of(cell, path):
+    return num(dig(cell, path + ("median",)))
+
+
+def crate_key(name):
+    """A crate as its symbols spell it (`tokio-util` → `tokio_util`)."""
+    return (name or "").replace("-", "_")
+
+
+def crate_stat(cell, name):
+    for entry in dig(cell, ("counted", "instruction_crates")) or []:
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == crate_key(name) and isinstance(entry[1], dict):
+            return entry[1]
+    return None
+
+
+def functions_of(cell):
+    out = {}
+    for f in dig(cell, ("counted", "instruction_functions")) or []:
+        if isinstance(f, dict) and isinstance(f.get("function"), str) and num(f.get("per_request")) is not None:
+            out[f["function"]] = (str(f.get("crate") or "?"), f["per_request"])
+    return out
+
+
+def function_diff(base, head, total_delta):
+    """The functions whose instructions per request moved most between two cells, largest
+    change first: (function, crate, base, head, delta, share of the total delta)."""
+    fb, fh = functions_of(base), functions_of(head)
+    rows = []
+    for name in {*fb, *fh}:
+        crate = (fh.get(name) or fb.get(name))[0]
+        b, h = fb.get(name, (crate, 0.0))[1], fh.get(name, (crate, 0.0))[1]
+        d = h - b
+        if abs(d) >= 0.5:
+            share = d / total_delta if total_delta else None
+            rows.append({"function": name, "crate": crate, "base": b, "head": h, "delta": d, "share": share})
+    rows.sort(key=lambda r: (-abs(r["delta"]), r["function"]))
+    return rows
+
+
+def run_record(results_path):
+    """run.json beside results.json (what the sides were built from), or None."""
+    import os
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(results_path)), "run.json"), encoding="utf-8") as f:
+            run = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return run if isinstance(run, dict) else None
+
+
+def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
     """Rows (one per cell and gated metric) and the reasons nothing could be judged."""
     cells = {c.get("key"): c for c in res.get("cells") or [] if isinstance(c, dict)}
     cal = res.get("calibration") if isinstance(res.get("calibration"), dict) else {}
@@ -105,6 +182,9 @@ def judge_run(res, baseline, candidate, threshold, metrics):
         model = "open" if cell.get("offered_rate_per_s") is not None else "closed"
         label = f'{v.get("scenario", "")}/{v.get("level", "")}/{v.get("profile", "")}'
         by_name = {m.get("metric"): m for m in v.get("metrics") or [] if isinstance(m, dict)}
+        base_cell = next((c for c in cells.values() if c.get("service") == baseline
+                          and (c.get("scenario"), c.get("level"), c.get("profile"))
+                          == (v.get("scenario"), v.get("level"), v.get("profile"))), {})
         wanted = [m for m in metrics if m != "time"]
         if "time" in metrics:
             wanted.append(TIME[model])
@@ -117,11 +197,18 @@ def judge_run(res, baseline, candidate, threshold, metrics):
                 rows.append(row(label, name, None, None, "cannot be judged", "not measured in this cell (results.md says why)"))
                 continue
             r = judge_metric(label, name, m, threshold)
+            if name in COUNTED_VALUE:
+                r["base_value"] = median_of(base_cell, COUNTED_VALUE[name])
+                r["head_value"] = median_of(cell, COUNTED_VALUE[name])
+            if name == "instructions_per_request" and r["base_value"] is not None and r["head_value"] is not None:
+                r["functions"] = function_diff(base_cell, cell, r["head_value"] - r["base_value"])
             if r["arm"] == "counted" and label not in calibrated and r["verdict"] != "cannot be judged":
                 # Its threshold would be the floor alone, below what batching moves it by.
                 r["verdict"], r["threshold_pct"] = "not gated", None
                 r["why"] = "no A/A of this cell in this run"
             rows.append(r)
+        if crate and "instructions_per_request" in metrics and (v.get("level") == "c1" and model == "closed"):
+            rows.append(judge_crate(label, crate, crate_stat(base_cell, crate), crate_stat(cell, crate)))
     reasons = []
     if not seen:
         failed = [c for c in cells.values() if c.get("service") == candidate and c.get("status") != "ok"]
@@ -138,7 +225,9 @@ def row(cell, metric, d, threshold, verdict, why, mde=None):
     return {
         "cell": cell,
         "metric": metric,
-        "arm": "counted" if metric in COUNTED else "time",
+        "arm": "counted" if metric in COUNTED or metric == CRATE_METRIC else "time",
+        "base_value": None,
+        "head_value": None,
         "change_pct": num((d or {}).get("change_pct")),
         "ci95_low_pct": num((d or {}).get("ci95_low_pct")),
         "ci95_high_pct": num((d or {}).get("ci95_high_pct")),
@@ -147,6 +236,33 @@ def row(cell, metric, d, threshold, verdict, why, mde=None):
         "verdict": verdict,
         "why": why,
     }
+
+
+def judge_crate(cell, crate, b, h):
+    """The patched crate's own instructions per request, base against head: the change of the
+    medians, its interval from the two sides' ranges over their repetitions (every head
+    repetition against every base one), judged against the counted floor."""
+    name = CRATE_METRIC
+    bm, hm = num((b or {}).get("median")), num((h or {}).get("median"))
+    if bm is None or hm is None or bm <= 0:
+        why = (f"no instructions of crate {crate} counted on " + ("either side" if bm is None and hm is None
+               else "the base" if bm is None else "the head" if hm is None else "the base (0)"))
+        return row(cell, name, None, None, "cannot be judged", why) | {"crate": crate}
+    lo = (num(h.get("min")) - num(b.get("max"))) / bm * 100 if num(h.get("min")) is not None and num(b.get("max")) is not None else None
+    hi = (num(h.get("max")) - num(b.get("min"))) / bm * 100 if num(h.get("max")) is not None and num(b.get("min")) is not None else None
+    d = {"change_pct": (hm - bm) / bm * 100, "ci95_low_pct": lo, "ci95_high_pct": hi}
+    r = row(cell, name, d, COUNTED_FLOOR_PCT, "unchanged",
+            f"floor {COUNTED_FLOOR_PCT:g} % of the crate's own instructions; the interval spans every repetition of both sides")
+    change = d["change_pct"]
+    if lo is not None and hi is not None:
+        if change > COUNTED_FLOOR_PCT and lo > 0:
+            r["verdict"] = "regressed"
+        elif change < -COUNTED_FLOOR_PCT and hi < 0:
+            r["verdict"] = "improved"
+        elif lo > 0 or hi < 0:
+            r["verdict"] = REAL
+    r.update(crate=crate, base_value=bm, head_value=hm)
+    return r
 
 
 def judge_metric(cell, name, m, threshold):
@@ -165,6 +281,11 @@ def judge_metric(cell, name, m, threshold):
             verdict = "regressed"
         elif change < -bar and high < 0:
             verdict = "improved"
+        elif mde is not None and (low > 0 or high < 0) and abs(change) > mde:
+            # Exact enough to be sure of, too small to fail on: said as what it is.
+            verdict = REAL
+            why = (f"real: its interval excludes 0 and it exceeds the A/A MDE ({mde:.3f} %); "
+                   f"under the {bar:g} % gate floor: not failed")
         else:
             verdict = "unchanged"
         return row(cell, name, d, bar, verdict, why, mde)
@@ -219,6 +340,37 @@ def pct(x, digits=1):
     return "–" if x is None else f"{x:+.{digits}f} %"
 
 
+def label(r):
+    if r["metric"] == CRATE_METRIC:
+        return f"instructions/request inside {r.get('crate')}"
+    return LABELS.get(r["metric"], r["metric"])
+
+
+def amount(x):
+    """A per-request count as the runner prints it: thousands separated, decimals where small."""
+    if x is None:
+        return "–"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:,.3f}" if abs(x) < 10 else f"{x:,.1f}"
+
+
+def counts(r):
+    """` (2,188 → 2,354, +166)`: the absolute counts behind a counted change, where known."""
+    b, h = r.get("base_value"), r.get("head_value")
+    if b is None or h is None:
+        return ""
+    d = h - b
+    delta = f"{d:+,.0f}" if abs(d) >= 1 else f"{d:+.3f}"
+    return f" ({amount(b)} → {amount(h)}, {delta})"
+
+
+def interval(r):
+    if r["ci95_low_pct"] is None or r["ci95_high_pct"] is None:
+        return ""
+    return f" [{r['ci95_low_pct']:+.2f}, {r['ci95_high_pct']:+.2f}]"
+
+
 def headline(rows, candidate, service):
     counted = [r for r in rows if r["arm"] == "counted"]
     parts = []
@@ -226,15 +378,21 @@ def headline(rows, candidate, service):
         if r["verdict"] in FOUND:
             word = "costs" if r["arm"] == "counted" else "moves"
             extra = " (unstable: not repeated)" if r["verdict"] == "unstable" else ""
-            parts.append(f"head {word} {pct(r['change_pct'])} {LABELS[r['metric']]} on {service} at {r['cell']}{extra}")
-    for name, label in COUNTED.items():
+            digits = 2 if r["arm"] == "counted" else 1
+            parts.append(f"head {word} {pct(r['change_pct'], digits)} {label(r)}{counts(r)} on {service} at {r['cell']}{extra}")
+    for r in counted:
+        if r["verdict"] == REAL:
+            parts.append(f"{label(r)} {pct(r['change_pct'], 2)}{interval(r)}{counts(r)} at {r['cell']}: real, "
+                         f"under the {r['threshold_pct']:g} % gate floor: not failed")
+    for name, lab in [*COUNTED.items(), (CRATE_METRIC, None)]:
         mine = [r for r in counted if r["metric"] == name]
         mine = [r for r in mine if r["verdict"] != "not gated"]
+        word = (lab or (label(mine[0]) if mine else "")).split('/')[0]
         if mine and all(r["verdict"] == "unchanged" for r in mine):
-            parts.append(f"{label.split('/')[0]} unchanged")
+            parts.append(f"{word} unchanged")
         elif mine and any(r["verdict"] == "improved" for r in mine) and not any(
                 r["verdict"] in FOUND for r in mine):
-            parts.append(f"{label.split('/')[0]} improved")
+            parts.append(f"{word} improved")
     time = [r for r in rows if r["arm"] == "time"]
     for r in time:
         if r["verdict"] == "not repeated":
@@ -245,36 +403,94 @@ def headline(rows, candidate, service):
     return "; ".join(parts) if parts else f"{candidate}: nothing gated was judged"
 
 
-def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, confirmed, page):
+def plain(text):
+    """Text from a result set or the user, safe inside Markdown: no markup, no line breaks."""
+    return "".join("'" if c == "`" else "¦" if c == "|" else " " if c in "\r\n\t" or not c.isprintable()
+                   else "\\" + c if c in "*_[]<>#\\" else c for c in str(text))
+
+
+def code(text):
+    """Text from a result set or the user as the inside of a code span in a table cell: no
+    backtick or pipe to end it, no line break."""
+    return "".join("'" if c == "`" else "¦" if c == "|" else " " if not c.isprintable() else c for c in str(text))
+
+
+def compared(run, baseline, candidate, crate):
+    """`httparse 19b5fc7 (v1.10.1) → 1a4f94e (pr-alloc)`: what the two sides were built from,
+    from run.json's variant records; None when it does not record them."""
+    variants = {v.get("service"): v for v in (run or {}).get("variants") or [] if isinstance(v, dict)}
+    b, h = variants.get(baseline), variants.get(candidate)
+    if not b or not h:
+        return None
+
+    def side(v):
+        p = (v.get("patches") or {}).get(crate) if crate else None
+        if isinstance(p, dict):
+            commit, spelled = p.get("commit"), p.get("rev") or p.get("path")
+        else:
+            commit, spelled = v.get("commit"), v.get("rev")
+        c = str(commit)[:7] if commit else "no commit"
+        return f"`{code(c)}`" + (f" ({plain(spelled)})" if spelled and spelled != commit else "")
+
+    what = f"crate `{code(crate)}`" if crate else f"`{code(baseline.split('@')[0])}`"
+    return f"{what}: {side(b)} → {side(h)}"
+
+
+def function_table(r, out):
+    rows = r.get("functions")
+    if not rows:
+        return
+    total = r["head_value"] - r["base_value"]
+    shown = rows[:TOP_FUNCTIONS]
+    out.append(f"### Where {label(r)} moved at {r['cell']}{counts(r)}\n")
+    out.append("| function | crate | base | head | Δ/request | share of Δ |")
+    out.append("|---|---|---:|---:|---:|---:|")
+    for f in shown:
+        share = "–" if f["share"] is None else f"{100 * f['share']:.0f} %"
+        out.append(f"| `{code(f['function'])}` | `{code(f['crate'])}` | {amount(f['base'])} | {amount(f['head'])} | "
+                   f"{f['delta']:+,.1f} | {share} |")
+    s = sum(f["delta"] for f in shown)
+    cover = f" ({100 * s / total:.0f} % of {total:+,.1f})" if total else ""
+    out.append(f"\nThese {len(shown)} of {len(rows)} functions that moved by 0.5 or more a request add up to "
+               f"{s:+,.1f} instructions per request{cover}. Functions are cachegrind's, per request by the same "
+               "two-run slope as the total; inlined code is counted in the function it was inlined into.\n")
+
+
+def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, confirmed, page, what=None):
     out = []
     ok = not reasons and not any(r["verdict"] in FAILING for r in rows)
     out.append(f"## Regression gate: {'PASS' if ok else 'FAIL'}\n")
+    if what:
+        out.append(f"{what}, `{code(service)}`.\n")
     out.append(headline(rows, candidate, service) + ".\n" if rows else "")
     for why in reasons:
         out.append(f"**Cannot be judged**: {why}.\n")
     kinds = {"regressed (confirmed)": "regressed", "cannot be judged": "cannot", "not gated": "not",
-             "not repeated": "unchanged"}
-    counts = {k: sum(1 for r in rows if kinds.get(r["verdict"], r["verdict"]) == k)
-              for k in ("improved", "regressed", "unchanged", "unstable", "cannot", "not")}
-    out.append(f"{counts['regressed']} regressed, {counts['unstable']} unstable, {counts['improved']} improved, "
-               f"{counts['unchanged']} unchanged, {counts['cannot']} cannot be judged"
-               + (f", {counts['not']} shown but not gated" if counts["not"] else "") + f" — `{candidate}` against "
+             "not repeated": "unchanged", REAL: "real"}
+    tally = {k: sum(1 for r in rows if kinds.get(r["verdict"], r["verdict"]) == k)
+             for k in ("improved", "regressed", "unchanged", "unstable", "cannot", "not", "real")}
+    out.append(f"{tally['regressed']} regressed, {tally['unstable']} unstable, {tally['improved']} improved, "
+               + (f"{tally['real']} real but under the floor, " if tally["real"] else "")
+               + f"{tally['unchanged']} unchanged, {tally['cannot']} cannot be judged"
+               + (f", {tally['not']} shown but not gated" if tally["not"] else "") + f" — `{candidate}` against "
                f"`{baseline}`, gated on {', '.join(metrics)}.\n")
     out.append("Both builds ran in one job, interleaved (A B A B), paired on rounds. Counted metrics regress past "
                f"the larger of their A/A MDE in this run and {COUNTED_FLOOR_PCT:g} %"
                + (", confirmed by a second run in fresh processes in the other order" if confirmed else "")
                + f"; times past both THRESHOLD_PCT ({threshold:g} %) and their MDE.\n")
     if rows:
-        out.append("| cell | metric | change [95 % CI] | MDE | threshold | verdict | why this threshold |")
-        out.append("|---|---|---|---|---|---|---|")
+        out.append("| cell | metric | base → head | change [95 % CI] | MDE | threshold | verdict | why this threshold |")
+        out.append("|---|---|---|---|---|---|---|---|")
         for r in rows:
-            ci = "" if r["ci95_low_pct"] is None else f" [{r['ci95_low_pct']:+.2f}, {r['ci95_high_pct']:+.2f}]"
             conf = f"; again {pct(r.get('confirm_change_pct'), 2)}" if "confirm_change_pct" in r else ""
-            mde = "–" if r["mde_pct"] is None else f"{r['mde_pct']:.2f} %"
+            mde = "–" if r["mde_pct"] is None else f"{r['mde_pct']:.3f} %"
             thr = "–" if r["threshold_pct"] is None else f"{r['threshold_pct']:.2f} %"
             verdict = f"**{r['verdict']}** ✗" if r["verdict"] in FAILING else r["verdict"]
-            out.append(f"| {r['cell']} | {LABELS.get(r['metric'], r['metric'])} | {pct(r['change_pct'], 2)}{ci}{conf} | {mde} | {thr} | {verdict} | {r['why']} |")
+            ab = counts(r)[2:-1] if counts(r) else "–"
+            out.append(f"| {r['cell']} | {plain(label(r))} | {ab} | {pct(r['change_pct'], 2)}{interval(r)}{conf} | {mde} | {thr} | {verdict} | {r['why']} |")
         out.append("")
+        for r in rows:
+            function_table(r, out)
     if page:
         out.append(f"The run, every metric: {page}\n")
     return "\n".join(out), ok
@@ -285,6 +501,7 @@ def main(argv):
     p.add_argument("--json")
     p.add_argument("--confirm")
     p.add_argument("--page")
+    p.add_argument("--crate")
     p.add_argument("results")
     p.add_argument("baseline")
     p.add_argument("candidate")
@@ -298,10 +515,13 @@ def main(argv):
         threshold = parse_threshold(a.threshold)
         metrics = parse_metrics(a.metrics)
         res = load(a.results)
-        rows, reasons = judge_run(res, a.baseline, a.candidate, threshold, metrics)
+        if a.crate is not None and not a.crate.replace("-", "_").isidentifier():
+            raise BadInput(f"--crate must be a crate name, got {a.crate!r}")
+        rows, reasons = judge_run(res, a.baseline, a.candidate, threshold, metrics, a.crate)
+        run = run_record(a.results)
         confirmed = False
         if a.confirm:
-            rows2, reasons2 = judge_run(load(a.confirm), a.baseline, a.candidate, threshold, metrics)
+            rows2, reasons2 = judge_run(load(a.confirm), a.baseline, a.candidate, threshold, metrics, a.crate)
             confirm(rows, rows2)
             confirmed = True
     except BadInput as e:
@@ -310,11 +530,13 @@ def main(argv):
     if not rows and not reasons:
         reasons.append(f"none of the gated metrics ({', '.join(metrics)}) was measured")
     service = a.candidate.split("@")[0]
-    text, ok = markdown(rows, reasons, a.baseline, a.candidate, service, threshold, metrics, confirmed, a.page)
+    what = compared(run, a.baseline, a.candidate, a.crate)
+    text, ok = markdown(rows, reasons, a.baseline, a.candidate, service, threshold, metrics, confirmed, a.page, what)
     print(text)
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"schema_version": 1, "pass": ok, "headline": headline(rows, a.candidate, service) if rows else None,
+                       "compared": what, "crate": a.crate,
                        "reasons": reasons, "baseline": a.baseline, "candidate": a.candidate,
                        "threshold_pct": threshold, "counted_floor_pct": COUNTED_FLOOR_PCT,
                        "metrics": metrics, "confirmed": confirmed, "rows": rows}, f, indent=2)

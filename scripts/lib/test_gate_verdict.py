@@ -43,6 +43,27 @@ def with_metric(name, m):
     return [m if x["metric"] == name else x for x in QUIET]
 
 
+def stat(median, spread=0.0):
+    return {"n": 3, "median": median, "mean": median, "min": median - spread, "max": median + spread}
+
+
+def counted(res, level, side, instructions, functions=(), crates=()):
+    """Gives `side`'s cell at `level` (adding the base's) a counted summary."""
+    svc = {"base": BASE, "head": HEAD}[side]
+    key = f"{svc}__ping__{level}__pinned"
+    cell = next((c for c in res["cells"] if c["key"] == key), None)
+    if cell is None:
+        cell = {"key": key, "service": svc, "status": "ok", "offered_rate_per_s": None}
+        res["cells"].append(cell)
+    cell.update(scenario="ping", level=level, profile="pinned")
+    cell["counted"] = {
+        "instructions": stat(instructions),
+        "instruction_functions": [{"function": f, "crate": c, "per_request": v} for f, c, v in functions],
+        "instruction_crates": [[c, stat(v, sp)] for c, v, sp in crates],
+    }
+    return res
+
+
 class Gate(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
@@ -82,7 +103,7 @@ class Gate(unittest.TestCase):
         self.assertEqual(rc, g.EXIT_CONFIRM, md)
         rc, md, _, data = self.run_gate(res, "--confirm", self.write("again.json", res))
         self.assertEqual(rc, 1, md)
-        self.assertIn("head costs +1.2 % instructions/request on svc at ping/c1/pinned", md)
+        self.assertIn("head costs +1.20 % instructions/request on svc at ping/c1/pinned", md)
         self.assertIn("regressed (confirmed)", md)
         self.assertFalse(data["pass"])
 
@@ -169,7 +190,84 @@ class Gate(unittest.TestCase):
         self.assertEqual((row["verdict"], row["why"]), ("not gated", "no A/A of this cell in this run"))
         self.assertIn("shown but not gated", md)
 
+    def test_a_real_change_under_the_floor_is_called_real_with_its_counts_never_unchanged(self):
+        res = results({"c1": with_metric("instructions_per_request", metric("instructions_per_request", 0.32, 0.015, 0.025))})
+        counted(res, "c1", "base", 2181)
+        counted(res, "c1", "head", 2188)
+        rc, md, _, data = self.run_gate(res)
+        self.assertEqual(rc, 0, md)
+        self.assertIn("instructions/request +0.32 % [+0.30, +0.34] (2,181 → 2,188, +7) at ping/c1/pinned: real, "
+                      "under the 0.5 % gate floor: not failed", md)
+        self.assertNotIn("instructions unchanged", md)
+        self.assertIn("1 real but under the floor", md)
+        row = next(r for r in data["rows"] if r["metric"] == "instructions_per_request")
+        self.assertEqual((row["verdict"], row["base_value"], row["head_value"]), (g.REAL, 2181, 2188))
+        # Inside its A/A MDE, or an interval reaching 0: unchanged, as before.
+        for change, half in [(0.02, 0.01), (0.3, 0.4)]:
+            res = results({"c1": with_metric("instructions_per_request", metric("instructions_per_request", change, half, 0.025))})
+            rc, md, _, _ = self.run_gate(res)
+            self.assertIn("instructions unchanged", md)
+
+    def test_a_counted_regression_says_where_it_went_function_by_function(self):
+        res = results({"c1": with_metric("instructions_per_request", metric("instructions_per_request", 7.6, 0.01, 0.03))})
+        base_fns = [("httparse::Request::parse", "httparse", 300.0), ("ping_epoll::serve", "ping_epoll", 900.0),
+                    ("memcpy", "libc", 20.0)]
+        head_fns = [("httparse::Request::parse", "httparse", 310.0), ("ping_epoll::serve", "ping_epoll", 900.2),
+                    ("memcpy", "libc", 31.0), ("malloc", "libc", 41.0), ("_int_free", "libc", 64.0),
+                    ("free", "libc", 21.0), ("ping_epoll::tiny", "ping_epoll", 0.3)]
+        counted(res, "c1", "base", 2188, base_fns)
+        counted(res, "c1", "head", 2354, head_fns)
+        rc, md, _, data = self.run_gate(res, "--confirm", self.write("again.json", res))
+        self.assertEqual(rc, 1, md)
+        self.assertIn("head costs +7.60 % instructions/request (2,188 → 2,354, +166) on svc at ping/c1/pinned", md)
+        self.assertIn("### Where instructions/request moved at ping/c1/pinned (2,188 → 2,354, +166)", md)
+        table = md.split("### Where")[1]
+        order = [table.index(f"`{f}`") for f in ["_int_free", "malloc", "free", "memcpy", "httparse::Request::parse"]]
+        self.assertEqual(order, sorted(order), table)
+        self.assertNotIn("ping_epoll::serve", table, "moved under 0.5 a request")
+        self.assertIn("| `malloc` | `libc` | – | 41.0 | +41.0 | 25 % |", table.replace("0.000", "–"))
+        self.assertIn("add up to +147.0 instructions per request (89 % of +166.0)", table)
+        fns = next(r for r in data["rows"] if r["metric"] == "instructions_per_request")["functions"]
+        self.assertEqual(fns[0]["function"], "_int_free")
+
+    def test_a_patched_crate_is_judged_on_its_own_instructions(self):
+        res = results({"c1": with_metric("instructions_per_request", metric("instructions_per_request", 0.32, 0.015, 0.025))})
+        counted(res, "c1", "base", 2181, crates=[("httparse", 510.0, 0.1), ("libc", 400.0, 0.1)])
+        counted(res, "c1", "head", 2188, crates=[("httparse", 517.0, 0.1), ("libc", 400.0, 0.1)])
+        rc, md, _, data = self.run_gate(res, "--crate", "httparse")
+        self.assertEqual(rc, g.EXIT_CONFIRM, md)
+        row = next(r for r in data["rows"] if r["metric"] == g.CRATE_METRIC)
+        self.assertEqual(row["verdict"], "regressed")
+        self.assertAlmostEqual(row["change_pct"], 700 / 510, places=6)
+        self.assertIn("head costs +1.37 % instructions/request inside httparse (510 → 517, +7)", md)
+        # Ranges that overlap: not a finding; a crate the cells did not count: cannot be judged.
+        counted(res, "c1", "head", 2181, crates=[("httparse", 510.2, 0.5)])
+        rc, md, _, _ = self.run_gate(res, "--crate", "httparse")
+        self.assertEqual(rc, 0, md)
+        rc, md, _, _ = self.run_gate(res, "--crate", "bytes")
+        self.assertEqual(rc, 1, md)
+        self.assertIn("no instructions of crate bytes counted on either side", md)
+
+    def test_what_was_compared_opens_the_report_from_run_json(self):
+        res = results({"c1": QUIET})
+        run = {"variants": [
+            {"service": BASE, "commit": "a" * 40, "rev": "HEAD",
+             "patches": {"httparse": {"source": "git", "rev": "v1.10.1", "commit": "19b5fc7" + "0" * 33}}},
+            {"service": HEAD, "commit": "a" * 40, "rev": "HEAD",
+             "patches": {"httparse": {"source": "git", "rev": "pr-`alloc`|x", "commit": "1a4f94e" + "0" * 33}}}]}
+        self.write("run.json", run)
+        counted(res, "c1", "base", 2181, crates=[("httparse", 510.0, 0.1)])
+        counted(res, "c1", "head", 2181, crates=[("httparse", 510.0, 0.1)])
+        rc, md, _, data = self.run_gate(res, "--crate", "httparse")
+        lines = md.splitlines()
+        self.assertEqual(lines[0], "## Regression gate: PASS")
+        self.assertEqual(lines[2], "crate `httparse`: `19b5fc7` (v1.10.1) → `1a4f94e` (pr-'alloc'¦x), `svc`.")
+        self.assertEqual(data["crate"], "httparse")
+
     def test_bad_input_exits_2_before_judging(self):
+        rc, _, err, _ = self.run_gate(results({"c1": QUIET}), "--crate", "--x y")
+        self.assertEqual(rc, 2)
+        self.assertIn("--crate must be a crate name", err)
         res = results({"c1": QUIET})
         for extra in [dict(metrics="instructions"), dict(metrics="time,bogus"), dict(metrics=""),
                       dict(threshold="five"), dict(threshold="-1"), dict(threshold="nan")]:

@@ -5,6 +5,7 @@
 //! exact where times are noisy: they rank services on a busy machine. Instructions per
 //! request under Valgrind (`--count-instructions`): [`valgrind`].
 
+pub mod cachegrind;
 pub mod exact;
 pub mod perf;
 pub mod proc;

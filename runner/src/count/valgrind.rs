@@ -20,6 +20,7 @@
 //! the responses it sent, its instructions), exact but for the part of one request the
 //! worker may have begun when it was stopped (docs/counted-cost.md).
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use ping_common::startup::StartupLine;
 
+use crate::count::cachegrind;
 use crate::results::schema::InstructionCount;
 use crate::service::http;
 
@@ -102,22 +104,34 @@ pub fn measure(t: &Target) -> InstructionCount {
         unmeasured: Some(e),
         tool: tool(&version),
         points,
-        per_request: None,
+        ..Default::default()
     };
     let first = match run_once(t, REQUESTS.0) {
-        Ok(point) => point,
+        Ok(run) => run,
         Err(e) => return failed(e, vec![]),
     };
     // The second run serves at least N2 − N1 more than the first answered in all: an io_uring
     // service answers until its worker's time slice ends after SIGTERM, which took
     // ping-compio's first run from 2,000 to 8,233 responses, past the 6,000 planned for the
     // second (a slope over 17 requests, backwards).
-    let n2 = REQUESTS.1.max(first.0 + (REQUESTS.1 - REQUESTS.0));
+    let n2 = REQUESTS.1.max(first.point.0 + (REQUESTS.1 - REQUESTS.0));
     let second = match run_once(t, n2) {
-        Ok(point) => point,
-        Err(e) => return failed(e, vec![first]),
+        Ok(run) => run,
+        Err(e) => return failed(e, vec![first.point]),
     };
-    counted([first, second], tool(&version))
+    let mut c = counted([first.point, second.point], tool(&version));
+    if c.per_request.is_some() {
+        let requests = second.point.0 - first.point.0;
+        (c.functions, c.crates) =
+            cachegrind::per_request(&first.functions, &second.functions, requests);
+    }
+    c
+}
+
+/// One run under Valgrind: (responses, instructions) and its instructions per function.
+struct Run {
+    point: (u64, u64),
+    functions: BTreeMap<String, u64>,
 }
 
 /// The count of two runs' points: their slope, or unmeasured with the points. A slope needs
@@ -138,6 +152,7 @@ fn counted(points: [(u64, u64); 2], tool: String) -> InstructionCount {
         unmeasured,
         tool,
         points: points.to_vec(),
+        ..Default::default()
     }
 }
 
@@ -171,8 +186,8 @@ impl Drop for Group {
 }
 
 /// One run under Valgrind serving `n` requests: the responses it sent in all (`n`, and any
-/// answered after SIGTERM) and its total instruction count.
-fn run_once(t: &Target, n: u64) -> Result<(u64, u64), String> {
+/// answered after SIGTERM), its total instruction count and its count per function.
+fn run_once(t: &Target, n: u64) -> Result<Run, String> {
     let addr = crate::service::spawn::free_addr([127, 0, 0, 1].into())
         .map_err(|e| format!("no free port: {e}"))?;
     let out: PathBuf = t
@@ -238,9 +253,13 @@ fn run_once(t: &Target, n: u64) -> Result<(u64, u64), String> {
     drop(conn);
     let text = std::fs::read_to_string(&out).map_err(|e| format!("no cachegrind output: {e}"));
     let _ = std::fs::remove_file(&out);
+    let text = text?;
     let instructions =
-        summary(&text?).ok_or_else(|| "cachegrind output without a summary line".to_owned())?;
-    Ok((answered, instructions))
+        summary(&text).ok_or_else(|| "cachegrind output without a summary line".to_owned())?;
+    Ok(Run {
+        point: (answered, instructions),
+        functions: cachegrind::by_function(&text),
+    })
 }
 
 /// The service's first stdout line, waited for up to [`START_TIMEOUT`].
@@ -448,6 +467,19 @@ mod tests {
         let per = c.per_request.unwrap();
         assert!((500.0..200_000.0).contains(&per), "{c:?}");
         assert!(c.tool.starts_with("valgrind-"), "{c:?}");
+        // Where they go: the crates add up to the total, and the service's own parser is
+        // among the functions.
+        let crates: f64 = c.crates.iter().map(|c| c.per_request).sum();
+        assert!(
+            (crates - per).abs() < 1e-6 * per,
+            "{crates} vs {per}: {:?}",
+            c.crates
+        );
+        assert!(
+            c.functions.iter().any(|f| f.krate == "httparse"),
+            "{:?}",
+            c.functions
+        );
         // A different driver under Valgrind than outside it is refused, not counted.
         let c = measure(&Target {
             binary: &bin,

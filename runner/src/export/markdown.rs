@@ -102,6 +102,7 @@ pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, St
     super::variants::section(&mut o, run);
     load_tables(&mut o, res);
     super::counted::section(&mut o, run, res);
+    super::attribution::section(&mut o, res);
     super::verdicts::repetitions(&mut o, res);
     super::churn::section(&mut o, res);
     startup_and_memory(&mut o, res, runtimes);

@@ -3,6 +3,7 @@
 //! page and the site), and the summary a run ends with (`summary`). They never touch files; the store, `cmd::report` or `cmd::site`
 //! writes them.
 
+pub mod attribution;
 pub mod churn;
 pub mod counted;
 pub mod flamegraphs;

@@ -3,9 +3,9 @@
 use loadgen::LoadModel;
 
 use super::schema::{
-    CellResult, CellSpec, CellStatus, CellSummary, CountedSummary, HardwareCounts, HardwareSummary,
-    InstructionCount, LatencySummary, PerRequestSummary, ProcessCounts, RepCounts, RepResult,
-    SCHEMA_VERSION, Stat,
+    CellResult, CellSpec, CellStatus, CellSummary, CountedSummary, CrateCost,
+    FUNCTION_MIN_PER_REQUEST, FunctionCost, HardwareCounts, HardwareSummary, InstructionCount,
+    LatencySummary, PerRequestSummary, ProcessCounts, RepCounts, RepResult, SCHEMA_VERSION, Stat,
 };
 use crate::results::churn;
 use crate::results::stats::{self, median};
@@ -255,6 +255,83 @@ fn top_syscalls(counts: &[&ProcessCounts], k: usize) -> Vec<(String, Stat)> {
     stats
 }
 
+/// Each key's values over `rows` (a key a row lacks counting 0 there), in first-seen order.
+fn by_key<'a, T: 'a>(
+    rows: &[&'a [T]],
+    key: impl Fn(&'a T) -> &'a str,
+    value: impl Fn(&T) -> f64,
+) -> Vec<(&'a str, Vec<f64>)> {
+    let mut keys: Vec<&str> = Vec::new();
+    for r in rows {
+        for x in r.iter() {
+            if !keys.contains(&key(x)) {
+                keys.push(key(x));
+            }
+        }
+    }
+    keys.into_iter()
+        .map(|k| {
+            let v = rows
+                .iter()
+                .map(|r| r.iter().find(|x| key(x) == k).map_or(0.0, &value))
+                .collect();
+            (k, v)
+        })
+        .collect()
+}
+
+/// The functions of the repetitions that counted them: each one's median, those at least the
+/// table's minimum, largest first.
+fn instruction_functions(ins: &[&InstructionCount]) -> Vec<FunctionCost> {
+    let rows: Vec<&[FunctionCost]> = ins
+        .iter()
+        .filter(|i| !i.functions.is_empty())
+        .map(|i| i.functions.as_slice())
+        .collect();
+    let mut out: Vec<FunctionCost> = by_key(&rows, |f| f.function.as_str(), |f| f.per_request)
+        .into_iter()
+        .filter_map(|(name, v)| {
+            let s = summarize(&v)?;
+            let krate = rows
+                .iter()
+                .find_map(|r| r.iter().find(|f| f.function == name))?
+                .krate
+                .clone();
+            (s.median.abs() >= FUNCTION_MIN_PER_REQUEST).then(|| FunctionCost {
+                function: name.to_owned(),
+                krate,
+                per_request: s.median,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.per_request
+            .total_cmp(&a.per_request)
+            .then_with(|| a.function.cmp(&b.function))
+    });
+    out
+}
+
+/// Each crate's instructions per request over the repetitions that counted crates, largest
+/// median first.
+fn instruction_crates(ins: &[&InstructionCount]) -> Vec<(String, Stat)> {
+    let rows: Vec<&[CrateCost]> = ins
+        .iter()
+        .filter(|i| !i.crates.is_empty())
+        .map(|i| i.crates.as_slice())
+        .collect();
+    let mut out: Vec<(String, Stat)> = by_key(&rows, |c| c.krate.as_str(), |c| c.per_request)
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_owned(), summarize(&v)?)))
+        .collect();
+    out.sort_by(|a, b| {
+        b.1.median
+            .total_cmp(&a.1.median)
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    out
+}
+
 /// The counted cost of a cell's measured repetitions; `None` when none was counted (runs
 /// recorded before counted cost).
 pub fn counted(reps: &[&RepResult]) -> Option<CountedSummary> {
@@ -276,6 +353,8 @@ pub fn counted(reps: &[&RepResult]) -> Option<CountedSummary> {
         instructions: summarize(&ins.iter().filter_map(|i| i.per_request).collect::<Vec<_>>()),
         instructions_unmeasured: ins.iter().find_map(|i| i.unmeasured.clone()),
         instructions_tool: ins.first().map(|i| i.tool.clone()),
+        instruction_functions: instruction_functions(&ins),
+        instruction_crates: instruction_crates(&ins),
         tool: counted[0].tool.clone(),
         syscall_requests: counted
             .iter()

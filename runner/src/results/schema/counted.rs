@@ -91,6 +91,37 @@ pub struct InstructionCount {
     pub tool: String,
     /// (requests, instructions) of each run.
     pub points: Vec<(u64, u64)>,
+    /// Where they go: each function's instructions per request by the same slope, at least
+    /// [`FUNCTION_MIN_PER_REQUEST`] either way, largest first; absent in
+    /// counts recorded before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<FunctionCost>,
+    /// Each crate's instructions per request (its functions' sum, inlined code counted in the
+    /// function it was inlined into), largest first; they add up to `per_request`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crates: Vec<CrateCost>,
+}
+
+/// Functions under this many instructions per request (either way) are left out of a count's
+/// and a summary's function table; their crates' sums keep them.
+pub const FUNCTION_MIN_PER_REQUEST: f64 = 0.5;
+
+/// One function's user-space instructions per request (cachegrind, by demangled symbol).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCost {
+    pub function: String,
+    /// The crate its symbol names (`libc` for C functions).
+    #[serde(rename = "crate")]
+    pub krate: String,
+    pub per_request: f64,
+}
+
+/// One crate's user-space instructions per request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrateCost {
+    #[serde(rename = "crate")]
+    pub krate: String,
+    pub per_request: f64,
 }
 
 /// One process's per-request counts over a cell's measured repetitions (results.json).
@@ -144,6 +175,14 @@ pub struct CountedSummary {
     pub instructions_unmeasured: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions_tool: Option<String>,
+    /// Where the instructions go: each function's median per request over the repetitions
+    /// that counted functions (a function a repetition left out counting 0 there), those at
+    /// least [`FUNCTION_MIN_PER_REQUEST`] either way, largest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instruction_functions: Vec<FunctionCost>,
+    /// Each crate's instructions per request over those repetitions, largest median first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instruction_crates: Vec<(String, Stat)>,
     /// How the kernel counts were taken.
     pub tool: String,
     /// The exact-count window's two request counts (N, 3N) in its first counted repetition;
