@@ -29,6 +29,9 @@ pub struct Ctx<'a> {
     pub run_id: &'a str,
     /// Scratch directory for generator spec files.
     pub tmp_dir: &'a Path,
+    /// Where cachegrind's out files of `--count-instructions` are kept, compressed (in the
+    /// run's directory), for `cg_annotate`/`cg_diff` by hand.
+    pub cachegrind_dir: &'a Path,
     /// The machine's timer floor measured as the run started, if it could be.
     pub machine_floor: Option<&'a loadgen::floor::Floor>,
     /// The hosts of a multi-host run (cells with `hosts` run through them).
@@ -259,7 +262,7 @@ fn measure(
         floor_check: floor_check(ctx, cell, &run.report),
         generators: vec![],
         counts: Some(count::with_window(seen.counts, loadgen, &sys)),
-        instructions: instructions(ctx, out, cell),
+        instructions: instructions(ctx, out, cell, rep),
         started_unix_ms: run.report.started_unix_ms,
         server: seen.usage,
         cgroup: seen.cgroup,
@@ -341,6 +344,7 @@ fn instructions(
     ctx: &Ctx,
     out: &RepOutcome,
     cell: &CellSpec,
+    rep: u32,
 ) -> Option<crate::results::schema::InstructionCount> {
     let c1 = matches!(
         cell.load,
@@ -367,6 +371,10 @@ fn instructions(
             .map(|l| l.io_driver.as_str()),
         cpus: &cell.limits.server_cpus,
         scratch_dir: ctx.tmp_dir,
+        keep: Some(count::valgrind::Keep {
+            dir: ctx.cachegrind_dir,
+            stem: format!("{}-rep{rep}", cell.key),
+        }),
     }))
 }
 

@@ -175,8 +175,28 @@ function render() {
     }) : el("p", { class: "empty" }, "No cell here passes the filters."),
     el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it opens in rank by counted cost, README's headline's rule: instructions per request, then syscalls; counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls."));
   app.append(sec);
+  const where = attribution(rows);
+  if (where) app.append(where);
   app.append(charts(tab, inTab.filter(keep), levels, level));
   app.append(detail(s.cell));
+}
+
+// Where each service's user-space instructions per request go (results.json counted
+// instruction_crates / instruction_functions, where Valgrind counted them per function): its
+// crates with their shares and its costliest functions, as results.md's section shows them.
+function attribution(rows) {
+  const counted = rows.filter((c) => c.counted && c.counted.instruction_crates && c.counted.instruction_crates.length);
+  if (!counted.length) return null;
+  const body = counted.map((c) => {
+    const crates = c.counted.instruction_crates;
+    const total = crates.reduce((a, [, st]) => a + st.median, 0);
+    const byCrate = crates.slice(0, 6).map(([name, st]) => name + " " + fmtNum(st.median) + (total > 0 ? " (" + (100 * st.median / total).toFixed(0) + " %)" : "")).join(" · ") + (crates.length > 6 ? " · " + (crates.length - 6) + " more" : "");
+    const fns = (c.counted.instruction_functions || []).slice(0, 5).map((f) => f.function + " " + fmtNum(f.per_request)).join(" · ") || "—";
+    return el("tr", null, el("td", null, c.service), el("td", { class: "num" }, fmtNum(c.counted.instructions && c.counted.instructions.median)), el("td", null, byCrate), el("td", { class: "fns" }, fns));
+  });
+  return el("section", { id: "attribution" }, el("h2", null, "Where the instructions go"),
+    el("table", { class: "board" }, el("thead", null, el("tr", null, ["service", "instr/req", "by crate (share)", "costliest functions"].map((h) => el("th", null, h)))), el("tbody", null, body)),
+    el("p", { class: "hint" }, "User-space instructions per request by crate and function: cachegrind's per-function counts in the same two Valgrind runs as the instructions, differenced the same way, median over repetitions. Inlined code is counted in the function it was inlined into; a function's crate is the one its symbol names (C functions such as the allocator are libc). The crates add up to the total."));
 }
 
 function charts(tab, cells, levels, level) {

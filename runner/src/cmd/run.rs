@@ -83,6 +83,7 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
         matrix: &m,
         run_id: &run_id,
         tmp_dir: &tmp,
+        cachegrind_dir: &store.dir.join("cachegrind"),
         machine_floor: machine_floor.as_ref(),
         fleet: (!fleet.endpoints.is_empty()).then_some(&fleet),
         count_instructions: args.count_instructions,

@@ -69,6 +69,7 @@ pub fn compare(
                 new_incomplete: incomplete(n),
                 open_loop: n.offered_rate_per_s.is_some(),
                 not_comparable,
+                functions: crate::results::attribution::diff(o, n),
                 metrics: metrics_of((old, o), (new, n))
                     .into_iter()
                     .map(|mt| {

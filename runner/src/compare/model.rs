@@ -61,6 +61,10 @@ pub struct CellComparison {
     /// Why this cell's two sides were run differently (verdicts withheld unless forced).
     pub not_comparable: Vec<String>,
     pub metrics: Vec<MetricComparison>,
+    /// Where instructions per request moved: the functions that changed most, where both
+    /// sides counted them per function.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<crate::results::attribution::FunctionDelta>,
     /// The new side did not complete (failed, unsupported, interrupted): the gate's concern.
     #[serde(skip)]
     pub new_incomplete: bool,

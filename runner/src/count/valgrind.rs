@@ -55,6 +55,36 @@ pub struct Target<'a> {
     pub io_driver: Option<&'a str>,
     pub cpus: &'a [u32],
     pub scratch_dir: &'a Path,
+    /// Where to keep each run's out file, gzipped (`<stem>-<requests>.out.gz`); None: not kept.
+    pub keep: Option<Keep<'a>>,
+}
+
+/// Where a count's cachegrind out files are kept.
+pub struct Keep<'a> {
+    pub dir: &'a Path,
+    /// The file names' start: the cell's key and repetition.
+    pub stem: String,
+}
+
+/// Writes `text` gzipped to `<dir>/<stem>-<n>.out.gz`. Keeping is a convenience: a failure is
+/// said on stderr, never the count's.
+fn keep(k: &Keep, n: u64, text: &str) {
+    use std::io::Write as _;
+    let path = k.dir.join(format!("{}-{n}.out.gz", k.stem));
+    let r = std::fs::create_dir_all(k.dir).and_then(|()| {
+        let mut z = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path)?,
+            flate2::Compression::default(),
+        );
+        z.write_all(text.as_bytes())?;
+        z.finish().map(drop)
+    });
+    if let Err(e) = r {
+        eprintln!(
+            "note: cachegrind output not kept at {}: {e}",
+            path.display()
+        );
+    }
 }
 
 /// `valgrind --version` (`valgrind-3.19.0`), or why there is none.
@@ -254,6 +284,9 @@ fn run_once(t: &Target, n: u64) -> Result<Run, String> {
     let text = std::fs::read_to_string(&out).map_err(|e| format!("no cachegrind output: {e}"));
     let _ = std::fs::remove_file(&out);
     let text = text?;
+    if let Some(k) = &t.keep {
+        keep(k, n, &text);
+    }
     let instructions =
         summary(&text).ok_or_else(|| "cachegrind output without a summary line".to_owned())?;
     Ok(Run {
@@ -404,6 +437,7 @@ mod tests {
                                 io_driver: Some("io_uring"),
                                 cpus: &[],
                                 scratch_dir: scratch,
+                                keep: None,
                             })
                         })
                     })
@@ -455,6 +489,7 @@ mod tests {
             return;
         };
         let scratch = std::env::temp_dir();
+        let kept = scratch.join(format!("pingmatrix-cachegrind-{}", std::process::id()));
         let c = measure(&Target {
             binary: &bin,
             service_args: &[],
@@ -462,7 +497,19 @@ mod tests {
             io_driver: Some("epoll"),
             cpus: &[],
             scratch_dir: &scratch,
+            keep: Some(Keep {
+                dir: &kept,
+                stem: "cell-rep1".into(),
+            }),
         });
+        // Both runs' out files kept, gzipped, whole.
+        for (n, _) in &c.points {
+            let f = std::fs::File::open(kept.join(format!("cell-rep1-{n}.out.gz"))).unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(f), &mut text).unwrap();
+            assert!(summary(&text).is_some(), "{n}");
+        }
+        let _ = std::fs::remove_dir_all(&kept);
         assert!(c.unmeasured.is_none(), "{c:?}");
         let per = c.per_request.unwrap();
         assert!((500.0..200_000.0).contains(&per), "{c:?}");
@@ -488,6 +535,7 @@ mod tests {
             io_driver: Some("io_uring"),
             cpus: &[],
             scratch_dir: &scratch,
+            keep: None,
         });
         assert!(c.per_request.is_none(), "{c:?}");
         assert!(c.unmeasured.unwrap().contains("instead of io_uring"));

@@ -5,6 +5,7 @@
 //! It imports nothing from the layers that produce or present results.
 
 pub mod adaptive;
+pub mod attribution;
 pub mod calibration;
 pub mod churn;
 pub mod counted;

@@ -19,8 +19,31 @@ impl BaselineVerdict {
     }
 }
 
+/// "+0.32 % [+0.31, +0.34]": a counted change as a percentage to two decimals (a ratio to two
+/// decimals, 1.00×, hides every change under 0.5 %, and counts resolve far less).
+pub fn pct_ci(d: &Difference) -> String {
+    match (d.ci95_low_pct, d.ci95_high_pct) {
+        (Some(lo), Some(hi)) => format!("{:+.2} % [{lo:+.2}, {hi:+.2}]", d.change_pct),
+        _ => format!("{:+.2} % (no CI)", d.change_pct),
+    }
+}
+
 impl MetricVerdict {
-    /// "1.12× [1.05, 1.19] faster" or "indistinguishable here (MDE 9 %)".
+    /// A counted metric whose change is under the verdict's threshold yet real: its interval
+    /// excludes 0 and it exceeds the run's A/A MDE. Then its threshold, for the words.
+    fn real_under_threshold(&self) -> Option<f64> {
+        let d = self.difference.as_ref()?;
+        let (lo, hi) = (d.ci95_low_pct?, d.ci95_high_pct?);
+        let counted = self.metric.unit() == super::units::Unit::Count;
+        (counted
+            && self.verdict == Verdict::NoChange
+            && (lo > 0.0 || hi < 0.0)
+            && self.mde_pct.is_some_and(|m| d.change_pct.abs() > m))
+        .then(|| difference::noise_pct_for(self.metric, NOISE_PCT))
+    }
+
+    /// "1.12× [1.05, 1.19] faster" or "indistinguishable here (MDE 9 %)"; a counted metric
+    /// as a percentage: "+7.59 % [+7.58, +7.60] costlier".
     pub fn describe(&self) -> String {
         let mde = self.mde_pct.map_or_else(
             || "MDE unknown: no calibration".into(),
@@ -29,6 +52,22 @@ impl MetricVerdict {
         let Some(d) = &self.difference else {
             return "–".into();
         };
+        if self.metric.unit() == super::units::Unit::Count {
+            let mde = self.mde_pct.map_or_else(
+                || "MDE unknown: no calibration".into(),
+                |m| format!("MDE {m:.3} %"),
+            );
+            return match (self.verdict, self.real_under_threshold()) {
+                (Verdict::Better | Verdict::Worse, _) => {
+                    format!("{} {}", pct_ci(d), self.verdict.word(self.metric))
+                }
+                (_, Some(t)) => format!("{} real, under the {t} % threshold ({mde})", pct_ci(d)),
+                (Verdict::NoChange, None) => {
+                    format!("{} indistinguishable here ({mde})", pct_ci(d))
+                }
+                _ => format!("{:+.2} % (no interval)", d.change_pct),
+            };
+        }
         let ci = match (d.ci95_low_pct, d.ci95_high_pct) {
             (Some(lo), Some(hi)) => format!(" [{:.2}, {:.2}]", 1.0 + lo / 100.0, 1.0 + hi / 100.0),
             _ => String::new(),
@@ -61,11 +100,23 @@ pub fn ratio_ci(d: &Difference) -> String {
 }
 
 impl MetricVerdict {
-    /// For tables: "**1.20× [1.12–1.28]** faster" / "≈ 1.03× [0.96–1.10]".
+    /// For tables: "**1.20× [1.12–1.28]** faster" / "≈ 1.03× [0.96–1.10]"; counted metrics
+    /// as percentages: "**+7.59 % [+7.58, +7.60]** costlier" / "+0.32 % [+0.31, +0.34] real,
+    /// under the 0.5 % threshold" / "≈ +0.01 % [−0.02, +0.03]".
     pub fn brief(&self) -> String {
         let Some(d) = &self.difference else {
             return "–".into();
         };
+        if self.metric.unit() == super::units::Unit::Count {
+            return match (self.verdict, self.real_under_threshold()) {
+                (Verdict::Better | Verdict::Worse, _) => {
+                    format!("**{}** {}", pct_ci(d), self.verdict.word(self.metric))
+                }
+                (_, Some(t)) => format!("{} real, under the {t} % threshold", pct_ci(d)),
+                (Verdict::NoChange, None) => format!("≈ {}", pct_ci(d)),
+                _ => pct_ci(d),
+            };
+        }
         match self.verdict {
             Verdict::Better | Verdict::Worse => {
                 format!("**{}** {}", ratio_ci(d), self.verdict.word(self.metric))
@@ -171,5 +222,30 @@ mod tests {
             v.describe(),
             "1.00× [0.99, 1.01] indistinguishable here (MDE unknown: no calibration)"
         );
+    }
+
+    #[test]
+    fn counted_changes_read_as_percentages_and_a_real_one_under_the_threshold_says_so() {
+        let counted = |v, ratio, ci, mde| MetricVerdict {
+            metric: Metric::InstructionsPerRequest,
+            ..verdict(v, ratio, ci, mde)
+        };
+        // +0.32 %, its interval clear of 0, 13× its A/A MDE: real, though no verdict's word.
+        let v = counted(Verdict::NoChange, 1.0032, Some((0.31, 0.34)), Some(0.025));
+        assert_eq!(
+            v.brief(),
+            "+0.32 % [+0.31, +0.34] real, under the 0.5 % threshold"
+        );
+        assert_eq!(
+            v.describe(),
+            "+0.32 % [+0.31, +0.34] real, under the 0.5 % threshold (MDE 0.025 %)"
+        );
+        let v = counted(Verdict::Worse, 1.0759, Some((7.58, 7.60)), Some(0.025));
+        assert_eq!(v.brief(), "**+7.59 % [+7.58, +7.60]** costlier");
+        // Inside its MDE, or an interval reaching 0: indistinguishable, as a percentage.
+        let v = counted(Verdict::NoChange, 1.0001, Some((0.005, 0.015)), Some(0.025));
+        assert_eq!(v.brief(), "≈ +0.01 % [+0.01, +0.01]");
+        let v = counted(Verdict::NoChange, 1.003, Some((-0.1, 0.7)), Some(0.025));
+        assert_eq!(v.brief(), "≈ +0.30 % [-0.10, +0.70]");
     }
 }

@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use super::super::model::Comparison;
-use super::{columns, machine_line, rule, side_line, summary, suspect_mark, verdict};
+use super::{
+    columns, function_rows, machine_line, rule, side_line, summary, suspect_mark, verdict,
+};
 use crate::results::difference::Verdict;
 
 pub fn render(c: &Comparison) -> String {
@@ -57,6 +59,24 @@ pub fn render(c: &Comparison) -> String {
         }
     }
     let _ = writeln!(o);
+    for cell in &c.cells {
+        let Some((rows, note)) = function_rows(cell) else {
+            continue;
+        };
+        let _ = writeln!(o, "Where instructions/request moved in {}:\n", cell.id);
+        let _ = writeln!(o, "| function | crate | old | new | Δ/request |");
+        let _ = writeln!(o, "|---|---|---:|---:|---:|");
+        for [f, k, old, new, d] in rows {
+            let span = |s: &str| s.replace('`', "'").replace('|', "¦");
+            let _ = writeln!(
+                o,
+                "| `{}` | `{}` | {old} | {new} | {d} |",
+                span(&f),
+                span(&k)
+            );
+        }
+        let _ = writeln!(o, "\n{}.\n", note[..1].to_uppercase() + &note[1..]);
+    }
     for (what, ids) in [("old", &c.only_old), ("new", &c.only_new)] {
         if !ids.is_empty() {
             let list: Vec<String> = ids.iter().map(|i| format!("`{i}`")).collect();

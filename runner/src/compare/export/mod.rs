@@ -24,14 +24,20 @@ pub fn ratio(m: &MetricComparison) -> String {
         .map_or_else(|| "–".into(), |d| format!("{:.3}", d.ratio))
 }
 
-/// "-10.0 % [-11.1, -8.9]", or "-10.0 % [no CI]".
+/// "-10.0 % [-11.1, -8.9]", or "-10.0 % [no CI]"; counts to two decimals ("+0.32 % [+0.31,
+/// +0.34]": they resolve changes a tenth of a percent hides).
 pub fn change(m: &MetricComparison) -> String {
     let Some(d) = &m.difference else {
         return "–".into();
     };
+    let p = if m.unit == crate::results::metric::Unit::Count {
+        2
+    } else {
+        1
+    };
     match (d.ci95_low_pct, d.ci95_high_pct) {
-        (Some(lo), Some(hi)) => format!("{:+.1} % [{lo:+.1}, {hi:+.1}]", d.change_pct),
-        _ => format!("{:+.1} % [no CI]", d.change_pct),
+        (Some(lo), Some(hi)) => format!("{:+.p$} % [{lo:+.p$}, {hi:+.p$}]", d.change_pct),
+        _ => format!("{:+.p$} % [no CI]", d.change_pct),
     }
 }
 
@@ -55,6 +61,48 @@ pub fn columns(m: &MetricComparison) -> [String; 6] {
         change(m),
         mde(m),
     ]
+}
+
+/// Rows of the functions shown for a cell whose instructions moved.
+pub const FUNCTIONS_SHOWN: usize = 10;
+
+/// A cell's per-function rows: function, crate, old, new, Δ per request; and the line under
+/// them (what they add up to against the total's change).
+pub fn function_rows(c: &CellComparison) -> Option<(Vec<[String; 5]>, String)> {
+    if c.functions.is_empty() {
+        return None;
+    }
+    let shown = &c.functions[..c.functions.len().min(FUNCTIONS_SHOWN)];
+    let rows = shown
+        .iter()
+        .map(|f| {
+            [
+                crate::results::untrusted::visible(&f.function).into_owned(),
+                crate::results::untrusted::visible(&f.krate).into_owned(),
+                format!("{:.1}", f.old),
+                format!("{:.1}", f.new),
+                format!("{:+.1}", f.delta),
+            ]
+        })
+        .collect();
+    let sum: f64 = shown.iter().map(|f| f.delta).sum();
+    let total = c
+        .metrics
+        .iter()
+        .find(|m| m.metric == Metric::InstructionsPerRequest)
+        .and_then(|m| Some(m.new.as_ref()?.mean - m.old.as_ref()?.mean));
+    let of = total.map_or(String::new(), |t| {
+        format!(" of the total's {t:+.1} (mean over repetitions)")
+    });
+    let note = format!(
+        "these {} of {} functions that moved by {} or more a request add up to {sum:+.1} \
+         instructions per request{of}; inlined code is counted in the function it was inlined \
+         into",
+        shown.len(),
+        c.functions.len(),
+        crate::results::attribution::MIN_DELTA,
+    );
+    Some((rows, note))
 }
 
 pub fn verdict(m: &MetricComparison) -> &'static str {

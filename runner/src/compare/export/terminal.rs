@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use super::super::model::Comparison;
-use super::{columns, machine_line, rule, side_line, summary, suspect_mark, verdict};
+use super::{
+    columns, function_rows, machine_line, rule, side_line, summary, suspect_mark, verdict,
+};
 use crate::results::difference::Verdict;
 
 const RED: &str = "\x1b[31m";
@@ -92,6 +94,13 @@ pub fn render(c: &Comparison, colour: bool) -> String {
                 o,
                 "  {metric:<w$} {old:>10} {new:>10} {ratio:>8}  {change:<32} {mde:>8}  {v}"
             );
+        }
+        if let Some((rows, note)) = function_rows(cell) {
+            let _ = writeln!(o, "  where instructions/request moved:");
+            for [f, k, old, new, d] in rows {
+                let _ = writeln!(o, "    {d:>9} {old:>9} → {new:<9} {f} [{k}]");
+            }
+            let _ = writeln!(o, "    ({note})");
         }
     }
     o
