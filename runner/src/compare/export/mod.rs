@@ -186,3 +186,66 @@ pub fn rule(c: &Comparison) -> String {
         c.method, c.noise_pct
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::matching::CellId;
+    use crate::results::attribution::FunctionDelta;
+    use crate::results::metric::{MetricValues, Unit};
+
+    #[test]
+    fn a_cell_whose_instructions_moved_lists_its_functions_and_what_they_add_up_to() {
+        let side = |mean| MetricValues::from_values(vec![mean, mean]);
+        let delta = |f: &str, k: &str, old: f64, new: f64| FunctionDelta {
+            function: f.into(),
+            krate: k.into(),
+            old,
+            new,
+            delta: new - old,
+        };
+        let mut cell = CellComparison {
+            id: CellId::of(&Default::default()),
+            key: "k".into(),
+            suspect_old: false,
+            suspect_new: false,
+            suspect_reasons: vec![],
+            failures: vec![],
+            not_comparable: vec![],
+            metrics: vec![MetricComparison {
+                metric: Metric::InstructionsPerRequest,
+                unit: Unit::Count,
+                old: side(2188.0),
+                new: side(2354.0),
+                difference: None,
+                verdict: Verdict::Worse,
+                mde_pct: None,
+                mde_source: None,
+            }],
+            functions: vec![
+                delta("_int_free", "libc", 0.0, 64.0),
+                delta("malloc", "libc", 0.0, 41.0),
+                delta("evil\u{1b}[2J", "x", 3.0, 2.0),
+            ],
+            new_incomplete: false,
+            open_loop: false,
+        };
+        let (rows, note) = function_rows(&cell).unwrap();
+        assert_eq!(
+            rows[0],
+            ["_int_free", "libc", "0.0", "64.0", "+64.0"].map(String::from)
+        );
+        assert_eq!(
+            rows[2][0], "evil\\u{1b}[2J",
+            "no terminal escape gets through"
+        );
+        assert!(
+            note.contains("these 3 of 3 functions")
+                && note.contains("add up to +104.0")
+                && note.contains("of the total's +166.0"),
+            "{note}"
+        );
+        cell.functions.clear();
+        assert!(function_rows(&cell).is_none());
+    }
+}
