@@ -146,8 +146,8 @@ def function_diff(base, head, total_delta):
     rows = []
     for name in {*fb, *fh}:
         crate = (fh.get(name) or fb.get(name))[0]
-        b, h = fb.get(name, (crate, 0.0))[1], fh.get(name, (crate, 0.0))[1]
-        d = h - b
+        b, h = fb.get(name, (crate, None))[1], fh.get(name, (crate, None))[1]
+        d = (h or 0.0) - (b or 0.0)
         if abs(d) >= 0.5:
             share = d / total_delta if total_delta else None
             rows.append({"function": name, "crate": crate, "base": b, "head": h, "delta": d, "share": share})
@@ -418,7 +418,7 @@ def code(text):
 def compared(run, baseline, candidate, crate):
     """`httparse 19b5fc7 (v1.10.1) → 1a4f94e (pr-alloc)`: what the two sides were built from,
     from run.json's variant records; None when it does not record them."""
-    variants = {v.get("service"): v for v in (run or {}).get("variants") or [] if isinstance(v, dict)}
+    variants = {v.get("service"): v for v in dig(run, ("environment", "variants")) or [] if isinstance(v, dict)}
     b, h = variants.get(baseline), variants.get(candidate)
     if not b or not h:
         return None
