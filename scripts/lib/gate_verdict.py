@@ -432,8 +432,10 @@ def compared(run, baseline, candidate, crate):
         c = str(commit)[:7] if commit else "no commit"
         return f"`{code(c)}`" + (f" ({plain(spelled)})" if spelled and spelled != commit else "")
 
-    what = f"crate `{code(crate)}`" if crate else f"`{code(baseline.split('@')[0])}`"
-    return f"{what}: {side(b)} → {side(h)}"
+    service = f"`{code(baseline.split('@')[0])}`"
+    if crate:
+        return f"crate `{code(crate)}`: {side(b)} → {side(h)}, in {service}"
+    return f"{service}: {side(b)} → {side(h)}" + (" (head with its own arguments)" if b.get("commit") == h.get("commit") else "")
 
 
 def function_table(r, out):
@@ -461,7 +463,7 @@ def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, co
     ok = not reasons and not any(r["verdict"] in FAILING for r in rows)
     out.append(f"## Regression gate: {'PASS' if ok else 'FAIL'}\n")
     if what:
-        out.append(f"{what}, `{code(service)}`.\n")
+        out.append(f"{what}.\n")
     out.append(headline(rows, candidate, service) + ".\n" if rows else "")
     for why in reasons:
         out.append(f"**Cannot be judged**: {why}.\n")

@@ -261,7 +261,7 @@ class Gate(unittest.TestCase):
         rc, md, _, data = self.run_gate(res, "--crate", "httparse")
         lines = md.splitlines()
         self.assertEqual(lines[0], "## Regression gate: PASS")
-        self.assertEqual(lines[2], "crate `httparse`: `19b5fc7` (v1.10.1) → `1a4f94e` (pr-'alloc'¦x), `svc`.")
+        self.assertEqual(lines[2], "crate `httparse`: `19b5fc7` (v1.10.1) → `1a4f94e` (pr-'alloc'¦x), in `svc`.")
         self.assertEqual(data["crate"], "httparse")
 
     def test_bad_input_exits_2_before_judging(self):
