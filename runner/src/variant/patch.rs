@@ -104,6 +104,7 @@ fn resolve_one(krate: &str, def: &PatchDef, cache_root: &Path) -> anyhow::Result
                         "rev-parse",
                         "--verify",
                         "--quiet",
+                        "--end-of-options",
                         &format!("{rev}^{{commit}}"),
                     ],
                 )
@@ -129,7 +130,8 @@ fn mirror(cache_root: &Path, url: &str, rev: &str) -> anyhow::Result<PathBuf> {
         Command::new("git")
             .arg("-C")
             .arg(&dir)
-            .args(["fetch", "--quiet", url])
+            // `--`: the URL and refspecs are never options, whatever validation let through.
+            .args(["fetch", "--quiet", "--", url])
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -148,6 +150,7 @@ fn mirror(cache_root: &Path, url: &str, rev: &str) -> anyhow::Result<PathBuf> {
             "rev-parse",
             "--verify",
             "--quiet",
+            "--end-of-options",
             &format!("{rev}^{{commit}}"),
         ],
     )
@@ -155,7 +158,10 @@ fn mirror(cache_root: &Path, url: &str, rev: &str) -> anyhow::Result<PathBuf> {
     {
         let _ = fetch(&[rev]);
         if let Some(c) = git_out(&dir, &["rev-parse", "--verify", "--quiet", "FETCH_HEAD"]) {
-            let _ = git_out(&dir, &["update-ref", &format!("refs/pingmatrix/{c}"), &c]);
+            let _ = git_out(
+                &dir,
+                &["update-ref", "--", &format!("refs/pingmatrix/{c}"), &c],
+            );
         }
     }
     Ok(dir)
