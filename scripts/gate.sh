@@ -187,11 +187,12 @@ loadgen_cpus = "1"
 TOML
 }
 
-# measure NAME FIRST SECOND SCENARIOS REPS: one run into $out/NAME; prints its results directory.
+# measure NAME FIRST SECOND SCENARIOS REPS: one run into $out/NAME; prints its results directory,
+# or returns 1 with the reason in $out/NAME.why (2: bad input, exits 2).
 measure() {
     local name=$1 config="$out/$1.toml" rc run
     gate_config "$config" "$2" "$3" "$4" "$5"
-    rm -rf "${out:?}/$name"
+    rm -rf "${out:?}/$name" "$out/$name.why"
     say "$name: building (cached by content) and running $service@base and $service@head, $5 rounds …"
     set +e
     "$matrix" run --config "$config" --out "$out/$name" --only "service=$service@base,$service@head" \
@@ -199,8 +200,15 @@ measure() {
     rc=$?
     set -e
     [ "$rc" -eq 2 ] && exit 2
+    # 0: every cell ok; 1: finished with a failed cell (the verdict says which). Anything else
+    # (130 interrupted, 74 a file not written, a signal) did not finish: a partial run is
+    # never judged.
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
+        echo "the $name run did not finish (matrix exited $rc$([ "$rc" -eq 130 ] && echo ': interrupted'))" >"$out/$name.why"
+        return 1
+    fi
     run=$(find "$out/$name" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | head -n 1)
-    [ -n "$run" ] || { say "the $name run made no result directory (matrix exited $rc)"; return 1; }
+    [ -n "$run" ] || { echo "the $name run made no result directory (matrix exited $rc)" >"$out/$name.why"; return 1; }
     echo "$out/$name/$run"
 }
 
@@ -218,7 +226,8 @@ measured() {
     local dir rc=0
     dir=$(measure "$@") || rc=$?
     [ "$rc" -eq 2 ] && exit 2
-    [ "$rc" -eq 0 ] || cannot_judge "the $1 run made no result directory (see the log above)"
+    # On stderr: this runs inside the caller's $(…), whose stdout is the directory.
+    [ "$rc" -eq 0 ] || cannot_judge "$(cat "$out/$1.why" 2>/dev/null || echo "the $1 run failed (see the log above)")" >&2
     echo "$dir"
 }
 first=$(measured first base head "ping ping-open" "$reps") || exit $?
