@@ -45,7 +45,7 @@ pub fn write_all(
         results.calibration.as_ref(),
     );
     results.baseline = Some(plan.baseline.clone()).filter(|_| !results.verdicts.is_empty());
-    store.write_file("results.json", &export::json::to_bytes(&results))?;
+    store.write_results(&results)?;
     run.status = status;
     run.finished_unix_ms = Some(now_unix_us() / 1000);
     store.write_run(run)?;
