@@ -37,6 +37,7 @@ pub fn write_all(
         .collect();
     let summaries = cells.iter().map(summarize_cell).collect();
     let mut results = export::json::results_file(&run.run_id, status, summaries, drift);
+    results.replay_of = run.replay_of.clone();
     // An arm B that shared a measured cell's rounds is paired with that cell.
     results.calibration = calibration::from_cells(arms.iter().chain(&cells));
     results.verdicts = verdict::against_baseline(

@@ -60,6 +60,7 @@ fn resummarize(run: &Path) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let summaries = cells.iter().map(|c| summarize_cell(c)).collect();
     let mut results = results_file(&old.run_id, old.status, summaries, old.drift.clone());
+    results.replay_of = old.replay_of.clone();
     let arms = set.calibration_arms()?;
     results.calibration = if arms.is_empty() {
         old.calibration.clone()

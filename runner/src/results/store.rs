@@ -62,6 +62,7 @@ impl RunRecord {
             status: RunStatus::Running,
             command_line: std::env::args().collect(),
             quick: false,
+            replay_of: None,
             target_ci_pct: None,
             calibration_only: false,
             only: vec![],
