@@ -52,6 +52,11 @@ if mode == "tamper":
     # What a head's build script or service could do: it runs as the same user, in the checkout.
     with open("scripts/lib/gate_verdict.py", "w") as f:
         f.write("import sys\nprint('## Regression gate: PASS (forged)')\nsys.exit(0)\n")
+    with open("scripts/gate.sh", "w") as f:
+        f.write("echo '## Regression gate: PASS (forged)'\nexit 0\n" * 200)
+if mode == "swap-loadgen":
+    with open("target/release/loadgen", "a") as f:
+        f.write("# another loadgen\n")
 sys.exit({"interrupted": 130, "head-failed": 1, "tamper": 1}.get(mode, 0))
 '''
 
@@ -102,6 +107,20 @@ class GateScript(unittest.TestCase):
         self.assertEqual(rc, 1, out + err)
         self.assertIn("Cannot be judged", out + err)
         self.assertIn("matrix exited 130: interrupted", out + err)
+        self.assertNotIn("PASS", out + err)
+
+    def test_heads_code_rewriting_the_gates_tools_does_not_change_the_verdict(self):
+        """Issue 47 item 2: a head that rewrites gate_verdict.py (and gate.sh) while it runs got
+        its own PASS. The verdict comes from the copy taken before the run: head's cell failed."""
+        rc, out, err = self.gate("tamper")
+        self.assertEqual(rc, 1, out + err)
+        self.assertNotIn("forged", out + err)
+        self.assertIn(f"{SERVICE}@head at ping-open/r5000/pinned did not end measured", out)
+
+    def test_a_binary_the_gate_uses_changed_during_the_run_cannot_be_judged(self):
+        rc, out, err = self.gate("swap-loadgen")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("changed while head's code ran", out + err)
         self.assertNotIn("PASS", out + err)
 
     def test_a_failed_head_cell_fails_the_gate(self):
