@@ -29,7 +29,11 @@
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
-need git python3
+need git python3 sha256sum
+
+# The whole script is one block, parsed before any of it runs: head's code runs (as this user)
+# while the gate waits, and bash would otherwise read the rest of this file from disk as it goes.
+{
 
 say() { echo "gate: $*" >&2; }
 bad() { say "$*"; exit 2; }
@@ -119,6 +123,20 @@ matrix=target/release/matrix
 { [ -x "$matrix" ] && [ -x target/release/loadgen ]; } ||
     bad "$matrix and target/release/loadgen not built (cargo build --release -p runner -p loadgen)"
 
+# The gate's tools, fixed before any of head's code builds or runs: the verdict is computed by
+# a private copy of gate_verdict.py (it imports only the standard library; python3 -I: no user
+# site-packages, no PYTHON* variables), and the copy, matrix and loadgen are hash-checked
+# against the sums taken now (held in this shell, not in a file) before each run and before
+# the verdict. A tool changed meanwhile makes the run "cannot be judged".
+tools=$(mktemp -d)
+on_exit rm -rf "$tools"
+chmod 700 "$tools"
+cp scripts/lib/gate_verdict.py "$tools/gate_verdict.py"
+tool_sums() { sha256sum "$tools/gate_verdict.py" "$matrix" target/release/loadgen 2>&1 | awk '{print $1}' | tr '\n' ' '; }
+tools_sum=$(tool_sums)
+tools_intact() { [ "$(tool_sums)" = "$tools_sum" ]; }
+tools_changed="the gate's tools (its copy of gate_verdict.py, $matrix or target/release/loadgen) changed while head's code ran"
+
 mkdir -p "$out"
 summary="$out/gate.md"
 # Whatever happens from here on, the job summary says it.
@@ -187,20 +205,30 @@ loadgen_cpus = "1"
 TOML
 }
 
-# measure NAME FIRST SECOND SCENARIOS REPS: one run into $out/NAME; prints its results directory.
+# measure NAME FIRST SECOND SCENARIOS REPS: one run into $out/NAME; prints its results directory,
+# or returns 1 with the reason in $out/NAME.why (2: bad input, exits 2).
 measure() {
     local name=$1 config="$out/$1.toml" rc run
     gate_config "$config" "$2" "$3" "$4" "$5"
-    rm -rf "${out:?}/$name"
+    rm -rf "${out:?}/$name" "$out/$name.why"
+    tools_intact || { echo "$tools_changed" >"$out/$name.why"; return 1; }
     say "$name: building (cached by content) and running $service@base and $service@head, $5 rounds …"
     set +e
     "$matrix" run --config "$config" --out "$out/$name" --only "service=$service@base,$service@head" \
         --count-instructions >&2
     rc=$?
     set -e
+    tools_intact || { echo "$tools_changed" >"$out/$name.why"; return 1; }
     [ "$rc" -eq 2 ] && exit 2
+    # 0: every cell ok; 1: finished with a failed cell (the verdict says which). Anything else
+    # (130 interrupted, 74 a file not written, a signal) did not finish: a partial run is
+    # never judged.
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
+        echo "the $name run did not finish (matrix exited $rc$([ "$rc" -eq 130 ] && echo ': interrupted'))" >"$out/$name.why"
+        return 1
+    fi
     run=$(find "$out/$name" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | head -n 1)
-    [ -n "$run" ] || { say "the $name run made no result directory (matrix exited $rc)"; return 1; }
+    [ -n "$run" ] || { echo "the $name run made no result directory (matrix exited $rc)" >"$out/$name.why"; return 1; }
     echo "$out/$name/$run"
 }
 
@@ -209,7 +237,8 @@ page=""
 verdict() {
     local run=$1
     shift
-    python3 scripts/lib/gate_verdict.py --json "$out/gate.json" --page "${page:-$run/index.html}" \
+    tools_intact || cannot_judge "$tools_changed"
+    python3 -I "$tools/gate_verdict.py" --json "$out/gate.json" --page "${page:-$run/index.html}" \
         ${patch_crate:+--crate "$patch_crate"} "$@" \
         "$run/results.json" "$service@base" "$service@head" "$threshold" "$metrics" >"$summary"
 }
@@ -219,7 +248,8 @@ measured() {
     local dir rc=0
     dir=$(measure "$@") || rc=$?
     [ "$rc" -eq 2 ] && exit 2
-    [ "$rc" -eq 0 ] || cannot_judge "the $1 run made no result directory (see the log above)"
+    # On stderr: this runs inside the caller's $(…), whose stdout is the directory.
+    [ "$rc" -eq 0 ] || cannot_judge "$(cat "$out/$1.why" 2>/dev/null || echo "the $1 run failed (see the log above)")" >&2
     echo "$dir"
 }
 first=$(measured first base head "ping ping-open" "$reps") || exit $?
@@ -230,10 +260,10 @@ set -e
 if [ "$rc" -eq 3 ]; then
     if [ "$confirm" = 1 ]; then
         # Only the scenarios where a metric regressed, measured again from scratch.
-        scenarios=$(python3 -c 'import json, sys
+        scenarios=$(python3 -I -c 'import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
 print(" ".join(sorted({r["cell"].split("/")[0] for r in rows if r["verdict"] == "regressed"})))' "$out/gate.json")
-        found=$(python3 -c 'import json, sys
+        found=$(python3 -I -c 'import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
 print("; ".join("%s %+.2f %% at %s" % (r["metric"], r["change_pct"], r["cell"]) for r in rows if r["verdict"] == "regressed"))' "$out/gate.json")
         say "a regression in $scenarios ($found): measuring again in fresh processes, head first …"
@@ -250,3 +280,4 @@ publish
 echo
 echo "run: $first (results.md there has every metric)${again:+; confirming run: $again}"
 exit "$rc"
+}

@@ -37,6 +37,7 @@ pub fn write_all(
         .collect();
     let summaries = cells.iter().map(summarize_cell).collect();
     let mut results = export::json::results_file(&run.run_id, status, summaries, drift);
+    results.replay_of = run.replay_of.clone();
     // An arm B that shared a measured cell's rounds is paired with that cell.
     results.calibration = calibration::from_cells(arms.iter().chain(&cells));
     results.verdicts = verdict::against_baseline(
@@ -45,7 +46,7 @@ pub fn write_all(
         results.calibration.as_ref(),
     );
     results.baseline = Some(plan.baseline.clone()).filter(|_| !results.verdicts.is_empty());
-    store.write_file("results.json", &export::json::to_bytes(&results))?;
+    store.write_results(&results)?;
     run.status = status;
     run.finished_unix_ms = Some(now_unix_us() / 1000);
     store.write_run(run)?;

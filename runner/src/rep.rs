@@ -11,8 +11,11 @@ use crate::flamegraph::Profiler;
 use crate::interrupt;
 use crate::progress::Progress;
 use crate::results::outcome::{RepBody, RepOutcome, StartOutcome};
-use crate::results::schema::{CellFlamegraph, CellResult, CellSpec, Stage, StageError};
+use anyhow::Context;
+
+use crate::results::schema::{CellFlamegraph, CellResult, CellSpec, RunRecord, Stage, StageError};
 use crate::results::store::Store;
+use crate::results::untrusted;
 use crate::schedule::RepRunner;
 
 /// Repetitions on this machine (or its fleet), for the schedule.
@@ -51,14 +54,19 @@ impl RepRunner for Local<'_> {
 /// they fail, so the drift record says so.
 pub struct Replay {
     store: Store,
+    /// The recorded run's id, which every replayed cell and results.json carry.
+    run_id: String,
     /// Each cell file, read once (None: the run has none by that key).
     cells: BTreeMap<String, Option<CellResult>>,
 }
 
 impl Replay {
     pub fn open(run_dir: &Path) -> anyhow::Result<Replay> {
+        let store = Store::open(run_dir)?;
+        let run_id = recorded_run_id(run_dir)?;
         Ok(Replay {
-            store: Store::open(run_dir)?,
+            store,
+            run_id,
             cells: BTreeMap::new(),
         })
     }
@@ -69,6 +77,61 @@ impl Replay {
             .entry(key.to_owned())
             .or_insert_with(|| store.read_cell(key))
             .as_ref()
+    }
+}
+
+/// The id of the run recorded in `run_dir` (its run.json), checked as a plain name: it is
+/// written into the replay's files.
+fn recorded_run_id(run_dir: &Path) -> anyhow::Result<String> {
+    let run: RunRecord = untrusted::read_json(&run_dir.join("run.json"))
+        .with_context(|| format!("--fake-reps {}", run_dir.display()))?;
+    untrusted::check_key(&run.run_id)
+        .with_context(|| format!("--fake-reps {}: run.json's run_id", run_dir.display()))?;
+    Ok(run.run_id)
+}
+
+/// Before a replay starts: every planned cell the recorded run holds was recorded with the
+/// spec this matrix gives it — a replay takes cells by key, and a key names the service,
+/// scenario, level and profile, not the repetitions, durations, arguments or limits. Returns
+/// the recorded run's id; Err names each cell that differs and how.
+pub fn check_replay(run_dir: &Path, plan: &crate::plan::Plan) -> anyhow::Result<String> {
+    let run_id = recorded_run_id(run_dir)?;
+    let mut differ = Vec::new();
+    for spec in plan.all_cells() {
+        let p = run_dir.join("cells").join(format!("{}.json", spec.key));
+        if !p.is_file() {
+            continue;
+        }
+        let c: CellResult =
+            untrusted::read_json(&p).with_context(|| format!("--fake-reps: cell {}", spec.key))?;
+        if c.cell != *spec {
+            let fields = spec_fields(&c.cell, spec);
+            differ.push(format!("{} ({})", spec.key, fields.join(", ")));
+        }
+    }
+    anyhow::ensure!(
+        differ.is_empty(),
+        "--fake-reps {}: the recorded cells were run with other settings than this matrix gives \
+         them, so their repetitions are not this matrix's: {} differ",
+        run_dir.display(),
+        differ.join("; ")
+    );
+    Ok(run_id)
+}
+
+/// The names of the spec's fields that differ between `a` and `b`.
+fn spec_fields(a: &CellSpec, b: &CellSpec) -> Vec<String> {
+    match (serde_json::to_value(a), serde_json::to_value(b)) {
+        (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .filter(|k| a.get(*k) != b.get(*k))
+                .cloned()
+                .collect()
+        }
+        _ => vec!["the spec".to_string()],
     }
 }
 
@@ -122,5 +185,9 @@ impl RepRunner for Replay {
 
     fn cool_down(&mut self, _ms: u64) -> bool {
         !interrupt::requested()
+    }
+
+    fn replay_of(&self) -> Option<&str> {
+        Some(&self.run_id)
     }
 }

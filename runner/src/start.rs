@@ -27,13 +27,19 @@ pub fn new(
         ..args.select.plan_options()
     };
     let plan = plan::expand(&m, &opts)?;
+    // A replay's cells are checked against this matrix before anything builds or is written.
+    let replay_of = args
+        .fake_reps
+        .as_deref()
+        .map(|dir| crate::rep::check_replay(dir, &plan))
+        .transpose()?;
     let quiet = args.quiet;
     let variants = crate::variant::prepare(&mut m, &plan_services(&plan), &mut |n| {
         if !quiet {
             eprintln!("{n}");
         }
     })?;
-    let (store, run) = start_run(args, &m, &plan, variants)?;
+    let (store, run) = start_run(args, &m, &plan, variants, replay_of)?;
     Ok((store, run, m, plan))
 }
 
@@ -77,6 +83,7 @@ fn start_run(
     m: &Matrix,
     plan: &Plan,
     variants: Vec<crate::results::variants::VariantRecord>,
+    replay_of: Option<String>,
 ) -> anyhow::Result<(Store, RunRecord)> {
     let mut env = crate::env::collect(&args.select.config, &m.loadgen, binaries(m), &origins(m));
     env.variants = variants;
@@ -98,6 +105,7 @@ fn start_run(
     let (store, run_id) = Store::create_new(&args.out, &store::run_id(now_ms, &short))?;
     let run = RunRecord {
         quick: args.select.quick,
+        replay_of,
         target_ci_pct: args.select.target_ci,
         calibration_only: plan.groups.is_empty(),
         only: args.select.only.clone(),

@@ -31,13 +31,17 @@ usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL] [--cra
                        RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
 METRICS: comma-separated, from: syscalls_per_request, ctx_switches_per_request,
 instructions_per_request, time.
-exit: 0 pass; 1 fail (a regression, an unstable one, or a gated metric that cannot be
-judged); 2 bad input; 3 a regression to confirm (only without --confirm).
+Only a complete run is judged: its status `completed` and every planned cell of BASELINE and
+CANDIDATE (run.json's plan, beside each results.json) ended ok with repetitions measured, and
+each planned A/A arm has its calibration; otherwise it "cannot be judged", saying why.
+exit: 0 pass; 1 fail (a regression, an unstable one, an incomplete run, or a gated metric
+that cannot be judged); 2 bad input; 3 a regression to confirm (only without --confirm).
 """
 
 import argparse
 import json
 import math
+import os
 import sys
 
 COUNTED = {
@@ -105,6 +109,52 @@ def load(path):
     return res
 
 
+def run_record(results_path):
+    """run.json beside results.json: what was planned, and what the sides were built from."""
+    return load(os.path.join(os.path.dirname(os.path.abspath(results_path)), "run.json"))
+
+
+def plan_of(results_path):
+    """The planned cells of the run (run.json beside results.json): the gate judges a complete
+    run only, so what was planned is read from the run's record, not from what was written."""
+    path = os.path.join(os.path.dirname(os.path.abspath(results_path)), "run.json")
+    plan = run_record(results_path).get("plan")
+    if not isinstance(plan, list) or not all(isinstance(c, dict) for c in plan):
+        raise BadInput(f"{path}: no plan (a list of cells)")
+    return plan
+
+
+def incomplete(res, plan, baseline, candidate, which):
+    """Why the run `which` is not complete: it did not finish, or a planned cell of either
+    side (or its A/A arm) did not end measured. A missing or failed cell has no verdict, so
+    judging the rest would pass a head whose cell failed."""
+    reasons = []
+    if res.get("status") != "completed":
+        reasons.append(f"the {which} run did not finish (status {res.get('status')!r}): "
+                       "an interrupted or partial run is not judged")
+    cells = {c.get("key"): c for c in res.get("cells") or [] if isinstance(c, dict)}
+    cal = res.get("calibration") if isinstance(res.get("calibration"), dict) else {}
+    calibrated = {(c.get("scenario"), c.get("level"), c.get("profile"))
+                  for c in cal.get("cells") or [] if isinstance(c, dict)}
+    for spec in plan:
+        if spec.get("service") not in (baseline, candidate):
+            continue
+        label = f'{spec.get("service")} at {spec.get("scenario")}/{spec.get("level")}/{spec.get("profile")}'
+        if spec.get("arm") is not None:
+            if (spec.get("scenario"), spec.get("level"), spec.get("profile")) not in calibrated:
+                reasons.append(f"the {which} run's A/A calibration of {label} (arm {spec.get('arm')}) has no result")
+            continue
+        c = cells.get(spec.get("key"))
+        n = c.get("n") if c else None
+        if c is None:
+            reasons.append(f"the {which} run has no result for {label}")
+        elif c.get("status") != "ok" or not isinstance(n, int) or n < 1:
+            reasons.append(f"the {which} run's cell {label} did not end measured: {c.get('status')}: "
+                           f"{c.get('failure') or 'no reason recorded'}")
+    # Several reasons of one run are one finding: say the first few.
+    return reasons[:3] + ([f"and {len(reasons) - 3} more"] if len(reasons) > 3 else [])
+
+
 def num(x):
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
@@ -153,17 +203,6 @@ def function_diff(base, head, total_delta):
             rows.append({"function": name, "crate": crate, "base": b, "head": h, "delta": d, "share": share})
     rows.sort(key=lambda r: (-abs(r["delta"]), r["function"]))
     return rows
-
-
-def run_record(results_path):
-    """run.json beside results.json (what the sides were built from), or None."""
-    import os
-    try:
-        with open(os.path.join(os.path.dirname(os.path.abspath(results_path)), "run.json"), encoding="utf-8") as f:
-            run = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return run if isinstance(run, dict) else None
 
 
 def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
@@ -520,11 +559,14 @@ def main(argv):
         if a.crate is not None and not a.crate.replace("-", "_").isidentifier():
             raise BadInput(f"--crate must be a crate name, got {a.crate!r}")
         rows, reasons = judge_run(res, a.baseline, a.candidate, threshold, metrics, a.crate)
+        reasons += incomplete(res, plan_of(a.results), a.baseline, a.candidate, "first")
         run = run_record(a.results)
         confirmed = False
         if a.confirm:
-            rows2, reasons2 = judge_run(load(a.confirm), a.baseline, a.candidate, threshold, metrics, a.crate)
+            res2 = load(a.confirm)
+            rows2, reasons2 = judge_run(res2, a.baseline, a.candidate, threshold, metrics, a.crate)
             confirm(rows, rows2)
+            reasons += incomplete(res2, plan_of(a.confirm), a.baseline, a.candidate, "confirming")
             confirmed = True
     except BadInput as e:
         print(f"gate: {e}", file=sys.stderr)
@@ -545,7 +587,8 @@ def main(argv):
             f.write("\n")
     if ok:
         return 0
-    if not confirmed and any(r["verdict"] == "regressed" for r in rows):
+    # An incomplete run is not worth confirming: it fails as it is.
+    if not confirmed and not reasons and any(r["verdict"] == "regressed" for r in rows):
         return EXIT_CONFIRM
     return 1
 

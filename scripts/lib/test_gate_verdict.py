@@ -26,13 +26,20 @@ def results(level_metrics, cells_status="ok"):
     cells, verdicts = [], []
     for level, ms in level_metrics.items():
         key = f"{HEAD}__ping__{level}__pinned"
-        cells.append({"key": key, "service": HEAD, "status": cells_status, "offered_rate_per_s": None,
+        cells.append({"key": key, "service": HEAD, "scenario": "ping", "level": level, "profile": "pinned",
+                      "status": cells_status, "n": 5 if cells_status == "ok" else 0, "offered_rate_per_s": None,
                       "failure": None if cells_status == "ok" else "startup: no 200"})
         if ms is not None:
             verdicts.append({"key": key, "service": HEAD, "baseline": BASE, "scenario": "ping",
                              "level": level, "profile": "pinned", "metrics": ms})
     cal = {"service": BASE, "cells": [{"scenario": "ping", "level": lv, "profile": "pinned"} for lv in level_metrics]}
-    return {"cells": cells, "verdicts": verdicts, "calibration": cal}
+    return {"status": "completed", "cells": cells, "verdicts": verdicts, "calibration": cal}
+
+
+def plan_of(res):
+    """run.json's plan of a made-up run: its cells, as planned."""
+    return [{k: c.get(k) for k in ("key", "service", "scenario", "level", "profile")}
+            for c in res.get("cells") or []]
 
 
 QUIET = [metric("requests_per_s", 2.0, 10, 19), metric("syscalls_per_request", 0.01, 0.01, 0.01),
@@ -53,7 +60,7 @@ def counted(res, level, side, instructions, functions=(), crates=()):
     key = f"{svc}__ping__{level}__pinned"
     cell = next((c for c in res["cells"] if c["key"] == key), None)
     if cell is None:
-        cell = {"key": key, "service": svc, "status": "ok", "offered_rate_per_s": None}
+        cell = {"key": key, "service": svc, "status": "ok", "n": 5, "offered_rate_per_s": None}
         res["cells"].append(cell)
     cell.update(scenario="ping", level=level, profile="pinned")
     cell["counted"] = {
@@ -69,20 +76,26 @@ class Gate(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
 
-    def write(self, name, res):
-        p = os.path.join(self.dir.name, name)
+    def write(self, name, res, plan=None, run=None):
+        """A run directory `name` holding results.json and run.json (the plan: `plan`, or the
+        run's own cells)."""
+        d = os.path.join(self.dir.name, name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "run.json"), "w") as f:
+            json.dump({"plan": plan_of(res) if plan is None else plan, **(run or {})}, f)
+        p = os.path.join(d, "results.json")
         with open(p, "w") as f:
             json.dump(res, f)
         return p
 
     def run_gate(self, res, *extra, metrics="syscalls_per_request,ctx_switches_per_request,instructions_per_request,time",
-                 threshold="5"):
+                 threshold="5", run=None):
         out, err = io.StringIO(), io.StringIO()
         j = os.path.join(self.dir.name, "gate.json")
         if os.path.exists(j):
             os.remove(j)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = g.main(["--json", j, *extra, self.write("r.json", res), BASE, HEAD, threshold, metrics])
+            rc = g.main(["--json", j, *extra, self.write("r.json", res, run=run), BASE, HEAD, threshold, metrics])
         data = None
         if os.path.exists(j):
             with open(j) as f:
@@ -171,7 +184,7 @@ class Gate(unittest.TestCase):
         rc, md, _, _ = self.run_gate(results({"c1": None}, cells_status="failed"))
         self.assertEqual(rc, 1, md)
         self.assertIn("**Cannot be judged**: svc@head: failed: startup: no 200", md)
-        rc, md, _, _ = self.run_gate({"cells": [], "verdicts": []})
+        rc, md, _, _ = self.run_gate({"status": "completed", "cells": [], "verdicts": []})
         self.assertEqual(rc, 1)
         self.assertIn("svc@head has no cells in this run", md)
         no_instr = [m for m in QUIET if m["metric"] != "instructions_per_request"]
@@ -180,6 +193,69 @@ class Gate(unittest.TestCase):
         self.assertIn("not measured in this cell", md)
         # Instructions are counted at c1 only: their absence at c64 is no failure.
         self.assertEqual(self.run_gate(results({"c1": QUIET, "c64": no_instr}))[0], 0)
+
+    def test_only_a_complete_run_is_judged(self):
+        """A quiet head passes only when every planned cell of both sides ended measured, each
+        planned A/A arm has its calibration, and the run (and a confirming run) finished."""
+        res = results({"c1": QUIET})
+        planned = plan_of(res)
+        base_cell = {"key": f"{BASE}__ping__c1__pinned", "service": BASE, "scenario": "ping", "level": "c1",
+                     "profile": "pinned"}
+        arm = {**base_cell, "key": f"{BASE}__ping__c1__pinned__aa", "arm": "b"}
+        whole = {**res, "cells": res["cells"] + [{**base_cell, "status": "ok", "n": 5}]}
+        self.assertEqual(self.run_gate_planned(whole, planned + [base_cell, arm])[0], 0)
+        # A head cell that failed beside one that was judged (its verdict is missing, not bad).
+        c64 = {"key": f"{HEAD}__ping__c64__pinned", "service": HEAD, "scenario": "ping", "level": "c64",
+               "profile": "pinned"}
+        failed = {**whole, "cells": whole["cells"] + [{**c64, "status": "failed", "n": 0, "failure": "crashed"}]}
+        rc, md, _, data = self.run_gate_planned(failed, planned + [base_cell, c64])
+        self.assertEqual(rc, 1, md)
+        self.assertIn("FAIL", md)
+        self.assertIn("svc@head at ping/c64/pinned did not end measured: failed: crashed", md)
+        self.assertFalse(data["pass"])
+        # A failed base cell, and a planned cell with no result at all.
+        broke = {**res, "cells": res["cells"] + [{**base_cell, "status": "failed", "n": 0, "failure": "no 200"}]}
+        rc, md, _, _ = self.run_gate_planned(broke, planned + [base_cell])
+        self.assertEqual(rc, 1, md)
+        self.assertIn("svc@base at ping/c1/pinned did not end measured: failed: no 200", md)
+        rc, md, _, _ = self.run_gate_planned(res, planned + [c64])
+        self.assertEqual(rc, 1, md)
+        self.assertIn("has no result for svc@head at ping/c64/pinned", md)
+        # An A/A arm without its calibration: the counted thresholds would be missing.
+        uncal = {**res, "calibration": {"service": BASE, "cells": []}}
+        rc, md, _, _ = self.run_gate_planned(uncal, planned + [arm])
+        self.assertEqual(rc, 1, md)
+        self.assertIn("A/A calibration of svc@base at ping/c1/pinned (arm b) has no result", md)
+        # An interrupted run (matrix exits 130, results.json `interrupted`), every cell present.
+        rc, md, _, _ = self.run_gate({**res, "status": "interrupted"})
+        self.assertEqual(rc, 1, md)
+        self.assertIn("the first run did not finish (status 'interrupted')", md)
+        # A confirming run whose head cell failed cannot confirm nor clear the regression.
+        reg = results({"c1": with_metric("syscalls_per_request", metric("syscalls_per_request", 3.0, 0.1, 0.01))})
+        self.assertEqual(self.run_gate(reg)[0], g.EXIT_CONFIRM)
+        again = results({"c1": None}, cells_status="failed")
+        rc, md, _, _ = self.run_gate(reg, "--confirm", self.write("again.json", again))
+        self.assertEqual(rc, 1, md)
+        self.assertIn("the confirming run's cell svc@head at ping/c1/pinned did not end measured", md)
+        # An incomplete first run with a regression fails at once: nothing to confirm.
+        rc, md, _, _ = self.run_gate({**reg, "status": "interrupted"})
+        self.assertEqual(rc, 1, md)
+        # No run.json beside results.json: bad input, not a pass.
+        p = os.path.join(self.dir.name, "lone.json")
+        with open(p, "w") as f:
+            json.dump(res, f)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(g.main([p, BASE, HEAD, "5", "time"]), 2)
+
+    def run_gate_planned(self, res, plan):
+        """run_gate with run.json's plan given."""
+        out = io.StringIO()
+        j = os.path.join(self.dir.name, "gate-planned.json")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            rc = g.main(["--json", j, self.write("planned", res, plan), BASE, HEAD, "5",
+                         "syscalls_per_request,ctx_switches_per_request,instructions_per_request,time"])
+        with open(j) as f:
+            return rc, out.getvalue(), None, json.load(f)
 
     def test_counted_metrics_without_an_aa_of_their_cell_are_shown_not_gated(self):
         res = results({"c1": with_metric("syscalls_per_request", metric("syscalls_per_request", 8.0, 1.0, None))})
@@ -255,10 +331,9 @@ class Gate(unittest.TestCase):
              "patches": {"httparse": {"source": "git", "rev": "v1.10.1", "commit": "19b5fc7" + "0" * 33}}},
             {"service": HEAD, "commit": "a" * 40, "rev": "HEAD",
              "patches": {"httparse": {"source": "git", "rev": "pr-`alloc`|x", "commit": "1a4f94e" + "0" * 33}}}]}}
-        self.write("run.json", run)
         counted(res, "c1", "base", 2181, crates=[("httparse", 510.0, 0.1)])
         counted(res, "c1", "head", 2181, crates=[("httparse", 510.0, 0.1)])
-        rc, md, _, data = self.run_gate(res, "--crate", "httparse")
+        rc, md, _, data = self.run_gate(res, "--crate", "httparse", run=run)
         lines = md.splitlines()
         self.assertEqual(lines[0], "## Regression gate: PASS")
         self.assertEqual(lines[2], "crate `httparse`: `19b5fc7` (v1.10.1) → `1a4f94e` (pr-'alloc'¦x), in `svc`.")

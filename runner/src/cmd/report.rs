@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::ReportArgs;
-use crate::export::json::{results_file, to_bytes};
+use crate::export::json::results_file;
 use crate::export::page;
 use crate::readme;
 use crate::report::{self, charts::Chart, plots_md::plots_section};
@@ -60,6 +60,7 @@ fn resummarize(run: &Path) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let summaries = cells.iter().map(|c| summarize_cell(c)).collect();
     let mut results = results_file(&old.run_id, old.status, summaries, old.drift.clone());
+    results.replay_of = old.replay_of.clone();
     let arms = set.calibration_arms()?;
     results.calibration = if arms.is_empty() {
         old.calibration.clone()
@@ -72,7 +73,7 @@ fn resummarize(run: &Path) -> anyhow::Result<()> {
         results.baseline = Some(baseline.clone()).filter(|_| !results.verdicts.is_empty());
     }
     let path = set.dir.join("results.json");
-    write_atomic(&path, &to_bytes(&results))?;
+    crate::results::store::write_results(&path, &results)?;
     println!("wrote {}", path.display());
     Ok(())
 }

@@ -57,8 +57,40 @@ fn syscall_method_warning(old: &[CellSummary], new: &[CellSummary]) -> Option<St
     })
 }
 
+/// The run a side replayed (`--fake-reps`), as results.json, run.json or any cell says.
+pub fn replay_of(side: &ResultSet) -> Option<&str> {
+    side.results
+        .replay_of
+        .as_deref()
+        .or_else(|| side.run.as_ref().and_then(|r| r.replay_of.as_deref()))
+        .or_else(|| {
+            side.results
+                .cells
+                .iter()
+                .find_map(|c| c.replay_of.as_deref())
+        })
+}
+
 /// Run-level reasons the two sides are not comparable (empty = comparable).
 pub fn run_differences(old: &ResultSet, new: &ResultSet) -> Vec<String> {
+    // A replay copies another run's repetitions: comparing it says nothing about a change.
+    let replays: Vec<String> = [("old", old), ("new", new)]
+        .into_iter()
+        .filter_map(|(side, s)| {
+            replay_of(s).map(|id| {
+                format!(
+                    "{side} side is a replay of run {id} (--fake-reps): nothing in it was \
+                     measured"
+                )
+            })
+        })
+        .collect();
+    let mut r = replays;
+    r.extend(measured_differences(old, new));
+    r
+}
+
+fn measured_differences(old: &ResultSet, new: &ResultSet) -> Vec<String> {
     let (o, n) = match (&old.run, &new.run) {
         (Some(o), Some(n)) => (o, n),
         (o, n) => {

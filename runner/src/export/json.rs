@@ -14,6 +14,7 @@ pub fn results_file(
         schema_version: SCHEMA_VERSION,
         run_id: run_id.into(),
         status,
+        replay_of: None,
         failed_cells: cells
             .iter()
             .filter(|c| {

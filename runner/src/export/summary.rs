@@ -224,6 +224,7 @@ mod tests {
             schema_version: 1,
             run_id: "r".into(),
             status: crate::results::schema::RunStatus::Completed,
+            replay_of: None,
             cells: vec![
                 cell("ping-a", "c1", 9_000.0, CellStatus::Ok),
                 cell("ping-a", "c64", 120_000.0, CellStatus::Ok),

@@ -12,7 +12,8 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use super::schema::{
-    CellResult, CellSpec, CellStatus, Environment, RunRecord, RunStatus, SCHEMA_VERSION,
+    CellResult, CellSpec, CellStatus, Environment, ResultsFile, RunRecord, RunStatus,
+    SCHEMA_VERSION,
 };
 
 /// UTC timestamp for run ids: 2026-11-30T13-05-00Z.
@@ -61,6 +62,7 @@ impl RunRecord {
             status: RunStatus::Running,
             command_line: std::env::args().collect(),
             quick: false,
+            replay_of: None,
             target_ci_pct: None,
             calibration_only: false,
             only: vec![],
@@ -105,24 +107,51 @@ fn temp_beside(path: &Path) -> PathBuf {
 /// `bytes` into `path` through a temp file of its own in the same directory, renamed over
 /// it; on failure the temp file is removed and the error is a [`WriteFailed`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_verified(path, bytes, |_| Ok(()))
+}
+
+/// [`write_atomic`], renamed over `path` only once `verify` has read the temp file back: a
+/// file that cannot be read back (a number serialized as `null`) never replaces a good one.
+pub fn write_verified(
+    path: &Path,
+    bytes: &[u8],
+    verify: impl FnOnce(&Path) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     use std::io::Write;
     let tmp = temp_beside(path);
+    let failed = |source| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::Error::from(WriteFailed {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
     let written = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_data()?;
-        std::fs::rename(&tmp, path)
+        f.sync_data()
     })();
-    written.map_err(|source| {
+    written.map_err(failed)?;
+    if let Err(e) = verify(&tmp) {
         let _ = std::fs::remove_file(&tmp);
-        WriteFailed {
-            path: path.to_path_buf(),
-            source,
-        }
-        .into()
+        return Err(e.context(format!(
+            "{} left as it was: what would replace it does not read back",
+            path.display()
+        )));
+    }
+    std::fs::rename(&tmp, path).map_err(failed)
+}
+
+/// results.json into `path`, renamed over the old one only when it reads back as a result
+/// set's results.json does (every number finite and in range, every key a key).
+pub fn write_results(path: &Path, results: &ResultsFile) -> anyhow::Result<()> {
+    let bytes = crate::export::json::to_bytes(results);
+    write_verified(path, &bytes, |tmp| {
+        let back: ResultsFile = super::untrusted::read_json(tmp)?;
+        super::untrusted::check_results(&back)
     })
 }
 
@@ -241,6 +270,10 @@ impl Store {
         self.read_cell(key).is_some_and(|c| finished(&c))
     }
 
+    pub fn write_results(&self, results: &ResultsFile) -> anyhow::Result<()> {
+        write_results(&self.dir.join("results.json"), results)
+    }
+
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         write_atomic(&self.dir.join(name), bytes)
     }
@@ -311,6 +344,44 @@ mod tests {
         assert!(second.contains("another matrix process"), "{second}");
         drop(held);
         RunLock::acquire(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A results.json holding a number that serializes as `null` (an infinite sum) used to
+    /// replace the good one, and nothing could read the run after.
+    #[test]
+    fn a_results_file_that_does_not_read_back_never_replaces_the_old_one() {
+        let dir = std::env::temp_dir().join(format!("pingmatrix-verify-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("results.json");
+        let mut r = crate::export::json::results_file("r", RunStatus::Completed, vec![], None);
+        write_results(&path, &r).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        r.drift = Some(super::super::schema::Drift {
+            key: "k".into(),
+            first_requests_per_s: Some(1.0),
+            rerun_requests_per_s: Some(f64::INFINITY),
+            requests_per_s_drift_pct: Some(1e300),
+            first_cpu_us_per_request: None,
+            rerun_cpu_us_per_request: None,
+            cpu_us_per_request_drift_pct: None,
+            note: String::new(),
+            series: vec![],
+            max_requests_per_s_drift_pct: None,
+            max_cpu_us_per_request_drift_pct: None,
+        });
+        let e = format!("{:#}", write_results(&path, &r).unwrap_err());
+        assert!(
+            e.contains("left as it was") && e.contains("out of range"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), good);
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "a temp file was left"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

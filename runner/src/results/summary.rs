@@ -53,6 +53,7 @@ impl CellResult {
             run_id: run_id.into(),
             cell: cell.clone(),
             status: CellStatus::Partial,
+            replay_of: None,
             failure: None,
             startup_line: None,
             limits: None,
@@ -116,6 +117,7 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         level: c.cell.level.clone(),
         profile: c.cell.profile.clone(),
         status: Some(c.status),
+        replay_of: c.replay_of.clone(),
         n: if c.cell.churn.is_some() {
             c.churn.iter().filter(|r| r.rep > 0).count() as u32
         } else {

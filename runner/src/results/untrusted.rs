@@ -70,12 +70,60 @@ fn make_visible(v: &mut serde_json::Value) {
     }
 }
 
-/// A JSON file of a result set, parsed with every string made [`visible`].
+/// The largest magnitude a number of a result set may have: what a u64 holds (a count, bytes,
+/// a Unix time in microseconds). Below it, sums of squares over any number of repetitions stay
+/// finite; a huge finite value (1e300) summed to infinity, which results.json then held as
+/// `null` and could not be read back.
+pub const MAX_NUMBER: f64 = u64::MAX as f64;
+
+/// Every number in a parsed JSON document finite and within [`MAX_NUMBER`]; Err names the
+/// first that is not by its place (`.reps[0].server.cpu_us_per_request`).
+pub fn check_numbers(v: &serde_json::Value) -> anyhow::Result<()> {
+    fn walk(v: &serde_json::Value, at: &mut String) -> anyhow::Result<()> {
+        use serde_json::Value;
+        match v {
+            Value::Number(n) => {
+                let x = n.as_f64().unwrap_or(f64::NAN);
+                anyhow::ensure!(
+                    x.is_finite() && x.abs() <= MAX_NUMBER,
+                    "{} = {n} is out of range (a result's numbers are finite and at most {:e} \
+                     in size)",
+                    if at.is_empty() { "." } else { at.as_str() },
+                    MAX_NUMBER
+                );
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    let len = at.len();
+                    at.push_str(&format!("[{i}]"));
+                    walk(x, at)?;
+                    at.truncate(len);
+                }
+            }
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let len = at.len();
+                    at.push('.');
+                    at.push_str(&visible(k));
+                    walk(x, at)?;
+                    at.truncate(len);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::String(_) => {}
+        }
+        Ok(())
+    }
+    walk(v, &mut String::new())
+}
+
+/// A JSON file of a result set, parsed with every string made [`visible`] and every number
+/// checked ([`check_numbers`]).
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    check_numbers(&v).with_context(|| format!("{}", path.display()))?;
     make_visible(&mut v);
     serde_json::from_value(v).with_context(|| format!("parsing {}", path.display()))
 }
@@ -163,6 +211,19 @@ pub fn check_cell(c: &CellResult) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_out_of_range_are_refused_with_their_place() {
+        let ok: serde_json::Value =
+            serde_json::from_str(r#"{"a": [1, -2.5, 18446744073709551615], "b": null}"#).unwrap();
+        check_numbers(&ok).unwrap();
+        let huge: serde_json::Value =
+            serde_json::from_str(r#"{"reps": [{"x": 1}, {"x": 1e300}]}"#).unwrap();
+        let e = check_numbers(&huge).unwrap_err().to_string();
+        assert!(e.contains(".reps[1].x = 1e+300 is out of range"), "{e}");
+        let negative: serde_json::Value = serde_json::from_str(r#"[-1e30]"#).unwrap();
+        assert!(check_numbers(&negative).is_err());
+    }
 
     #[test]
     fn control_characters_become_visible_text() {

@@ -27,6 +27,10 @@ pub trait RepRunner {
     fn profiled_rep(&mut self, cell: &CellSpec, progress: &Progress) -> Option<CellFlamegraph>;
     /// The pause between repetitions; false when the run was interrupted meanwhile.
     fn cool_down(&mut self, ms: u64) -> bool;
+    /// `--fake-reps`: the run whose recorded repetitions these are (each cell says so).
+    fn replay_of(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What the schedule leaves for the end of the run.
@@ -102,7 +106,10 @@ impl Group<'_> {
                         states.push(done);
                     }
                 }
-                None => states.push(CellResult::new(self.run_id, c)),
+                None => states.push(CellResult {
+                    replay_of: self.runner.replay_of().map(str::to_owned),
+                    ..CellResult::new(self.run_id, c)
+                }),
             }
         }
         // Adaptive cells may stop early: a round runs every cell still repeating.

@@ -195,7 +195,10 @@ fn row(r: &SiteRun, slug: String) -> RunRow {
         cells: s.results.cells.len(),
         failed: s.results.failed_cells,
         suspect: s.results.suspect_cells,
-        status: format!("{:?}", s.results.status).to_lowercase(),
+        status: match crate::compare::comparable::replay_of(s) {
+            Some(id) => format!("replay of {id}: not a measurement"),
+            None => format!("{:?}", s.results.status).to_lowercase(),
+        },
         missing: crate::export::html::run_view::missing(s),
     }
 }
@@ -414,6 +417,41 @@ mod tests {
                 .join(id),
         )
         .unwrap()
+    }
+
+    /// A `--fake-reps` replay is listed as one, and its pair with a measured run is refused.
+    #[test]
+    fn a_replay_is_listed_as_not_a_measurement_and_not_compared() {
+        let old = load("2026-11-30T14-06-29Z-14f462b");
+        let mut new = load("2026-11-30T14-14-58Z-14f462b");
+        new.results.replay_of = Some(old.results.run_id.clone());
+        let runs = [
+            SiteRun {
+                set: &old,
+                page: "a/index.html".into(),
+            },
+            SiteRun {
+                set: &new,
+                page: "b/index.html".into(),
+            },
+        ];
+        let site = build(&runs, &[]);
+        let row = site
+            .view
+            .runs
+            .iter()
+            .find(|r| r.run_id == new.results.run_id)
+            .unwrap();
+        assert_eq!(
+            row.status,
+            format!("replay of {}: not a measurement", old.results.run_id)
+        );
+        let e = site.pairs.iter().find(|e| e.kind == "runs").unwrap();
+        assert!(
+            e.refused.iter().any(|r| r.contains("is a replay of run")),
+            "{:?}",
+            e.refused
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub(super) fn extract(repo: &Path, commit: &str, dest: &Path) -> anyhow::Result<
     let mut git = Command::new("git")
         .arg("-C")
         .arg(repo)
-        .args(["archive", "--format=tar", commit])
+        .args(["archive", "--format=tar", "--end-of-options", commit])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

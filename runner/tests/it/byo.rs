@@ -44,6 +44,11 @@ fn cell_json(run: &Path, key: &str) -> serde_json::Value {
     read(&run.join("cells").join(format!("{key}.json")))
 }
 
+/// The start-up timeout of the Python servers here: under two cores' contention (the other
+/// tests, a build) Python took longer than the 1.5 s the fixtures give a compiled service.
+/// What is tested does not depend on it but for the silent server, which fails either way.
+pub const PYTHON_STARTUP: &str = "startup_timeout_ms = 10000";
+
 #[test]
 fn an_external_server_runs_through_the_whole_pipeline_and_bad_commands_fail_their_cells() {
     let _machine = support::quiet();
@@ -58,7 +63,12 @@ fn an_external_server_runs_through_the_whole_pipeline_and_bad_commands_fail_thei
         &["python3", "-c", "import time; time.sleep(20)", "{port}"],
     );
     services += &external("no-such", &["./no-such-program", "--port", "{port}"]);
-    let text = tiny_matrix(&[], 2, "baseline = \"py-ok\"", &services);
+    let text = tiny_matrix(
+        &[],
+        2,
+        &format!("baseline = \"py-ok\"\n{PYTHON_STARTUP}"),
+        &services,
+    );
     let m = write_config(&d.0, &text);
     let out_dir = d.0.join("out");
     let out = matrix_at(&m, &out_dir, &["run", "--quiet", "--only", "scenario=ping"])
@@ -341,7 +351,8 @@ fn instructions_of_a_command_server_are_unmeasured_with_the_real_reason() {
     std::fs::write(&script, RESPONDER).unwrap();
     let s = script.to_str().unwrap();
     let services = external("py-ok", &["python3", s, "{host}", "{port}", "ok"]);
-    let text = tiny_matrix(&[], 1, "", &services).replace("connections = [4]", "connections = [1]");
+    let text = tiny_matrix(&[], 1, PYTHON_STARTUP, &services)
+        .replace("connections = [4]", "connections = [1]");
     let m = write_config(&d.0, &text);
     let out_dir = d.0.join("out");
     let out = matrix_at(

@@ -219,3 +219,38 @@ fn a_patch_cargo_would_not_use_is_refused_before_anything_builds() {
     assert!(!built, "a build directory was made");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A `git` source that git would take as an option (`--upload-pack=<cmd>`, which runs the
+/// command when `git fetch` is given it) is refused with the entry's location, exit 2, before
+/// anything runs: the command never runs.
+#[test]
+fn a_git_url_that_is_an_option_is_refused_and_never_runs() {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("patch-option-url");
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let marker = d.join("ran");
+    let url = format!("--upload-pack=touch {} #://x", marker.display());
+    let variant = format!(
+        "[[services.variants]]\nname = \"evil\"\npatch = {{ httparse = {{ git = {url:?}, rev = \"master\" }} }}\n"
+    );
+    let text = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "").replacen(
+        "\n[[scenarios]]",
+        &format!("\n{variant}\n[[scenarios]]"),
+        1,
+    );
+    let m = write_config(&d, &text);
+    let out_dir = d.join("out");
+    let out = matrix_at(&m, &out_dir, &["run", "--quiet"])
+        .env("PINGMATRIX_VARIANTS_DIR", d.join("variants"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", out_text(&out));
+    assert!(
+        err.contains("m.toml:") && err.contains("git would take as an option"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the URL's command ran");
+    assert!(!out_dir.exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -122,7 +122,9 @@ fn matrix(dir: &Path, services: &[(&str, Vec<String>)], defaults: &str) -> std::
             argv.join(", ")
         );
     }
-    write_config(dir, &tiny_matrix(&[], 1, defaults, &entries))
+    // Python starts slower than 1.5 s under contention (crate::byo::PYTHON_STARTUP).
+    let defaults = format!("{defaults}\n{}", crate::byo::PYTHON_STARTUP);
+    write_config(dir, &tiny_matrix(&[], 1, &defaults, &entries))
 }
 
 fn argv(a: &[&str]) -> Vec<String> {

@@ -232,6 +232,50 @@ fn a_cell_file_edited_after_the_run_is_refused_until_resummarized() {
     ]));
 }
 
+/// Issue 47 item 12: `report --resummarize` of a cell holding huge finite values summed them to
+/// infinity, wrote `null` over results.json and could not read it back: the old results.json
+/// was gone and every later command on the run failed. The numbers are refused at load,
+/// with their place, and results.json is left as it was.
+#[test]
+fn huge_numbers_in_a_cell_are_refused_and_results_json_is_kept() {
+    let d = Scratch::new("untrusted-huge-numbers");
+    let run = write_run(&d, "run", &MACHINE, &matrix(3, base));
+    let before = std::fs::read(run.join("results.json")).unwrap();
+    edit_json(&run.join(format!("cells/{KEY}.json")), |v| {
+        for r in v["reps"].as_array_mut().unwrap() {
+            r["server"]["cpu_us_per_request"] = 1.5e308.into();
+        }
+    });
+    let out = run_matrix([
+        OsStr::new("report"),
+        run.as_os_str(),
+        OsStr::new("--resummarize"),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(KEY)
+            && err.contains("server.cpu_us_per_request = ")
+            && err.contains("out of range"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(run.join("results.json")).unwrap(), before);
+    // Once the cell is whole again the run reads as before.
+    edit_json(&run.join(format!("cells/{KEY}.json")), |v| {
+        for r in v["reps"].as_array_mut().unwrap() {
+            r["server"]["cpu_us_per_request"] = 5.0.into();
+        }
+    });
+    assert_success(&run_matrix([
+        OsStr::new("report"),
+        run.as_os_str(),
+        OsStr::new("--resummarize"),
+    ]));
+    let res: runner::results::schema::ResultsFile =
+        serde_json::from_slice(&std::fs::read(run.join("results.json")).unwrap()).unwrap();
+    assert!(res.cells.iter().any(|c| c.key == KEY));
+}
+
 /// Item 11: every file was written through `<stem>.tmp`, so results.json and results.md
 /// shared `results.tmp`; and nothing stopped two writers of one run directory.
 #[test]

@@ -102,6 +102,7 @@ pub(super) fn check(
                     "rev-parse",
                     "--verify",
                     "--quiet",
+                    "--end-of-options",
                     &format!("{rev}^{{commit}}"),
                 ],
             ) {
@@ -214,6 +215,26 @@ fn relative_to(base: &Path, p: &str) -> PathBuf {
     }
 }
 
+/// Why a `git` source is not one git may be given (None: it may). It reaches `git fetch` as
+/// an argument, so an option (`--upload-pack=<cmd>`) or a remote helper that runs a command
+/// (`ext::<cmd>`, `fd::`) would run code before anything builds.
+fn url_problem(url: &str) -> Option<&'static str> {
+    if url.is_empty() {
+        Some("it is empty")
+    } else if url.starts_with('-') {
+        Some("it starts with `-`, which git would take as an option")
+    } else if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Some("it has whitespace or control characters")
+    } else if url
+        .split_once("::")
+        .is_some_and(|(helper, _)| !helper.contains('/'))
+    {
+        Some("a remote helper (`<transport>::<address>`) is not taken; give a URL or a path")
+    } else {
+        None
+    }
+}
+
 /// A git source on this machine: a `file://` URL or a path (relative to the matrix file);
 /// None for a URL of another host (`https://…`, `ssh://…`, `user@host:path`).
 fn local_repo(base: &Path, url: &str) -> Option<PathBuf> {
@@ -303,6 +324,14 @@ fn patch(
         }
         (None, Some(g), Some(r)) => {
             let (url, rev) = (g.get_ref(), r.get_ref());
+            if let Some(why) = url_problem(url) {
+                errs.at(
+                    g.span(),
+                    format!("{f}.git"),
+                    format!("{url:?} is not a git URL: {why}"),
+                );
+                return None;
+            }
             if rev.is_empty() || rev.starts_with('-') || rev.chars().any(char::is_whitespace) {
                 errs.at(
                     r.span(),
@@ -328,6 +357,7 @@ fn patch(
                         "rev-parse",
                         "--verify",
                         "--quiet",
+                        "--end-of-options",
                         &format!("{rev}^{{commit}}"),
                     ],
                 ) {
@@ -386,6 +416,29 @@ mod tests {
         assert!(is_version("1.51.0") && is_version("0.1.0-alpha.1"));
         assert!(!is_version("1.51") && !is_version("^1.51.0") && !is_version("latest"));
         assert!(is_crate_name("hyper-util") && !is_crate_name("a b"));
+    }
+
+    #[test]
+    fn a_git_url_git_would_take_as_an_option_or_a_command_is_refused() {
+        for bad in [
+            "--upload-pack=touch /tmp/x #://x",
+            "-uimmediate",
+            "ext::sh -c touch% /tmp/x",
+            "fd::0",
+            "https://h/x y",
+            "",
+        ] {
+            assert!(url_problem(bad).is_some(), "{bad:?}");
+        }
+        for good in [
+            "https://github.com/seanmonstar/httparse",
+            "file:///src/h",
+            "../h",
+            "git@github.com:x/y.git",
+            "ssh://git@h/x::y",
+        ] {
+            assert_eq!(url_problem(good), None, "{good:?}");
+        }
     }
 
     #[test]

@@ -121,6 +121,11 @@ pub struct CellResult {
     pub run_id: String,
     pub cell: CellSpec,
     pub status: CellStatus,
+    /// `--fake-reps`: the id of the run whose recorded repetitions this replayed — nothing
+    /// here was measured. `compare` refuses it (without `--force`), the site says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+
     /// Why the cell failed / is unsupported / was interrupted.
     pub failure: Option<StageError>,
     /// The service's start-up line from its first start (the contract's type). Stored under
@@ -521,6 +526,11 @@ pub struct CellSummary {
     pub level: String,
     pub profile: String,
     pub status: Option<CellStatus>,
+    /// `--fake-reps`: the id of the run whose recorded repetitions this replayed — nothing
+    /// here was measured. `compare` refuses it (without `--force`), the site says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+
     /// Measured repetitions.
     pub n: u32,
     pub requests_per_s: Option<Stat>,

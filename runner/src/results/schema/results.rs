@@ -17,6 +17,10 @@ pub struct ResultsFile {
     pub schema_version: u32,
     pub run_id: String,
     pub status: RunStatus,
+    /// `--fake-reps`: the id of the run whose recorded repetitions this replayed — nothing
+    /// here was measured. `compare` refuses it (without `--force`), the site says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
     pub cells: Vec<CellSummary>,
     /// Re-run of the reference cell at the end vs its first run.
     pub drift: Option<Drift>,

@@ -23,6 +23,10 @@ pub struct RunRecord {
     /// argv exactly as given.
     pub command_line: Vec<String>,
     pub quick: bool,
+    /// `--fake-reps`: the id of the run whose recorded repetitions this replayed — nothing
+    /// here was measured. `compare` refuses it (without `--force`), the site says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
     /// `--target-ci` as given (resume expands the same plan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_ci_pct: Option<f64>,

@@ -110,13 +110,19 @@ pub fn tiny_matrix(
     } else {
         "drift_points = 0"
     };
+    // A test may give its own (a Python server starts slower than 1.5 s on a loaded machine).
+    let startup = if defaults.contains("startup_timeout_ms") {
+        ""
+    } else {
+        "startup_timeout_ms = 1500"
+    };
     let mut t = format!(
         r#"[defaults]
 warmup_ms = 100
 duration_ms = 250
 repetitions = {reps}
 cooldown_ms = 0
-startup_timeout_ms = 1500
+{startup}
 stop_grace_ms = 1000
 loadgen = "{}"
 {count}

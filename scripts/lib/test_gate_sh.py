@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Tests of scripts/gate.sh itself, end to end with a stand-in `matrix`: the gate runs in a
+scratch git repository holding a copy of scripts/ and services/services.toml, whose
+target/release/matrix is the Python script below. It writes a made-up run (run.json and
+results.json) as the mode in FAKE_MATRIX_MODE says and exits as the real one would. Run:
+python3 -m unittest discover -s scripts/lib -p 'test_*.py' (scripts/test.sh does)."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SERVICE = "ping-tokio-hyper"
+
+FAKE_MATRIX = r'''#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+out = args[args.index("--out") + 1]
+mode = os.environ["FAKE_MATRIX_MODE"]
+svc = os.environ["FAKE_SERVICE"]
+base, head = svc + "@base", svc + "@head"
+cells, plan, verdicts = [], [], []
+for scenario, level, rate in [("ping", "c1", None), ("ping-open", "r5000", 5000.0)]:
+    for s in (base, head):
+        key = f"{s}__{scenario}__{level}__pinned"
+        plan.append({"key": key, "service": s, "scenario": scenario, "level": level, "profile": "pinned"})
+        failed = s == head and scenario == "ping-open" and mode in ("head-failed", "tamper")
+        if mode == "interrupted" and scenario == "ping-open":
+            continue  # never measured
+        cells.append({"key": key, "service": s, "scenario": scenario, "level": level, "profile": "pinned",
+                      "status": "failed" if failed else "ok", "n": 0 if failed else 3,
+                      "offered_rate_per_s": rate, "failure": "crashed" if failed else None})
+        if s == head and not failed:
+            d = {"ratio": 1.0, "change_pct": 0.0, "ci95_low_pct": -0.01, "ci95_high_pct": 0.01, "df": 2.0,
+                 "paired": True}
+            verdicts.append({"key": key, "service": head, "baseline": base, "scenario": scenario,
+                             "level": level, "profile": "pinned",
+                             "metrics": [{"metric": "syscalls_per_request", "difference": d,
+                                          "verdict": "no_change", "mde_pct": 0.1}]})
+run = os.path.join(out, "2026-01-01T00-00-00Z-fake")
+os.makedirs(run)
+status = "interrupted" if mode == "interrupted" else "completed"
+cal = {"service": base, "cells": [{"scenario": sc, "level": lv, "profile": "pinned"}
+                                  for sc, lv in [("ping", "c1"), ("ping-open", "r5000")]]}
+with open(os.path.join(run, "run.json"), "w") as f:
+    json.dump({"status": status, "plan": plan}, f)
+with open(os.path.join(run, "results.json"), "w") as f:
+    json.dump({"status": status, "cells": cells, "verdicts": verdicts, "calibration": cal}, f)
+if mode == "tamper":
+    # What a head's build script or service could do: it runs as the same user, in the checkout.
+    with open("scripts/lib/gate_verdict.py", "w") as f:
+        f.write("import sys\nprint('## Regression gate: PASS (forged)')\nsys.exit(0)\n")
+    with open("scripts/gate.sh", "w") as f:
+        f.write("echo '## Regression gate: PASS (forged)'\nexit 0\n" * 200)
+if mode == "swap-loadgen":
+    with open("target/release/loadgen", "a") as f:
+        f.write("# another loadgen\n")
+sys.exit({"interrupted": 130, "head-failed": 1, "tamper": 1}.get(mode, 0))
+'''
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t.invalid",
+                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
+
+
+class GateScript(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.repo = os.path.join(self.dir.name, "repo")
+        os.makedirs(os.path.join(self.repo, "services"))
+        shutil.copytree(os.path.join(ROOT, "scripts"), os.path.join(self.repo, "scripts"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(os.path.join(ROOT, "services", "services.toml"), os.path.join(self.repo, "services"))
+        with open(os.path.join(self.repo, ".gitignore"), "w") as f:
+            f.write("target/\n")
+        git(self.repo, "init", "-q")
+        git(self.repo, "add", "-A")
+        git(self.repo, "commit", "-q", "-m", "base")
+        git(self.repo, "commit", "-q", "--allow-empty", "-m", "head")
+        rel = os.path.join(self.repo, "target", "release")
+        os.makedirs(rel)
+        for name, text in [("matrix", FAKE_MATRIX), ("loadgen", "#!/bin/sh\nexit 0\n")]:
+            p = os.path.join(rel, name)
+            with open(p, "w") as f:
+                f.write(text)
+            os.chmod(p, 0o755)
+
+    def gate(self, mode):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+        env.update(FAKE_MATRIX_MODE=mode, FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
+                   GATE_METRICS="syscalls_per_request", REPS="3")
+        p = subprocess.run(["bash", "scripts/gate.sh", "HEAD~1", "HEAD"], cwd=self.repo, env=env,
+                           capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_a_complete_quiet_run_passes(self):
+        rc, out, err = self.gate("quiet")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("Regression gate: PASS", out)
+
+    def test_an_interrupted_run_cannot_be_judged(self):
+        rc, out, err = self.gate("interrupted")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("Cannot be judged", out + err)
+        self.assertIn("matrix exited 130: interrupted", out + err)
+        self.assertNotIn("PASS", out + err)
+
+    def test_heads_code_rewriting_the_gates_tools_does_not_change_the_verdict(self):
+        """Issue 47 item 2: a head that rewrites gate_verdict.py (and gate.sh) while it runs got
+        its own PASS. The verdict comes from the copy taken before the run: head's cell failed."""
+        rc, out, err = self.gate("tamper")
+        self.assertEqual(rc, 1, out + err)
+        self.assertNotIn("forged", out + err)
+        self.assertIn(f"{SERVICE}@head at ping-open/r5000/pinned did not end measured", out)
+
+    def test_a_binary_the_gate_uses_changed_during_the_run_cannot_be_judged(self):
+        rc, out, err = self.gate("swap-loadgen")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("changed while head's code ran", out + err)
+        self.assertNotIn("PASS", out + err)
+
+    def test_a_failed_head_cell_fails_the_gate(self):
+        rc, out, err = self.gate("head-failed")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn(f"{SERVICE}@head at ping-open/r5000/pinned did not end measured", out)
+        self.assertNotIn("PASS", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
