@@ -47,9 +47,9 @@ function fmtBytes(v) {
   if (v === null || v === undefined) return "—";
   return fmtNum(v / 1048576, 2);
 }
-function fmtPct(v) {
+function fmtPct(v, digits) {
   if (v === null || v === undefined || !isFinite(v)) return "—";
-  return (v > 0 ? "+" : "") + v.toFixed(1) + " %";
+  return (v > 0 ? "+" : "") + v.toFixed(digits === undefined ? 1 : digits) + " %";
 }
 function fmtDate(ms) {
   if (!ms) return "unknown";

@@ -102,6 +102,8 @@ function compare(s) {
     }
   }
   const num = (v) => (v ? fmtNum(v.mean) : "—");
+  // Counts resolve hundredths of a percent: two decimals, as compare prints them.
+  const pct = (m, v) => fmtPct(v, m.unit === "count" ? 2 : 1);
   box.append(el("table", { class: "board", id: "compare-table" },
     el("thead", null, el("tr", null, ["cell", "metric", "old", "new", "ratio", "change", "95 % CI", "MDE", "verdict"].map((h) => el("th", null, h)))),
     el("tbody", null, rows.map(({ cell, m }) => el("tr", { "data-cell": cell.key, "data-metric": m.metric },
@@ -111,8 +113,8 @@ function compare(s) {
         cell.not_comparable.length ? mark("≠", cell.not_comparable, "failed") : null),
       el("td", null, m.metric), el("td", { class: "num" }, num(m.old)), el("td", { class: "num" }, num(m.new)),
       el("td", { class: "num", "data-col": "ratio" }, m.difference ? fmtNum(m.difference.ratio, 3) + "×" : "—"),
-      el("td", { class: "num" }, m.difference ? fmtPct(m.difference.change_pct) : "—"),
-      el("td", { class: "num" }, m.difference && m.difference.ci95_low_pct !== null ? "[" + fmtPct(m.difference.ci95_low_pct) + ", " + fmtPct(m.difference.ci95_high_pct) + "]" : "—"),
+      el("td", { class: "num" }, m.difference ? pct(m, m.difference.change_pct) : "—"),
+      el("td", { class: "num" }, m.difference && m.difference.ci95_low_pct !== null ? "[" + pct(m, m.difference.ci95_low_pct) + ", " + pct(m, m.difference.ci95_high_pct) + "]" : "—"),
       el("td", { class: "num", title: m.mde_source ? "from " + m.mde_source : null }, m.mde_pct !== null ? fmtNum(m.mde_pct, 1) + " %" : "—"),
       el("td", { class: "verdict-" + m.verdict, "data-col": "verdict" }, m.verdict.replace("_", " ")))))));
   if (!rows.length) box.append(el("p", { class: "empty" }, only ? "No metric changed beyond its interval and the noise threshold." : "No metric compared."));
