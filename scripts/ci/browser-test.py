@@ -7,7 +7,7 @@ and over HTTP on 127.0.0.1, and checks what a reader relies on:
 - the numbers in the leaderboard equal results.json;
 - sorting orders the rows, the filters drop exactly the services they name;
 - keyboard: Tab reaches a row, arrows move, Enter opens the cell's detail (its repetitions);
-- † / ⚠ marks show their reasons on click;
+- ✗ / † / ⚠ marks show their reasons on click, one meaning each (the legend README and results.md use);
 - the compare view agrees with `matrix compare --format json` (ratio and verdict of every
   metric of every cell), "only changes" keeps exactly the better / worse rows, a refused
   pair says why;
@@ -348,8 +348,8 @@ def run_checks(browser, site, base, failed_run, old_run, hit):
                 tab = "{} · {}".format(*[key.split("__")[i] for i in (1, 3)])
                 page.goto((d / "index.html").as_uri() + "#tab=" + tab.replace(" ", "%20") + "&level=" + key.split("__")[2])
                 r = page.locator(f'#board tr[data-key="{key}"]')
-                check(r.count() == 1 and "†" in r.inner_text() and r.locator('td[data-col="requests_per_s"] .v').inner_text() == "—",
-                      f"{status} cell {key}: shown with † and no numbers")
+                check(r.count() == 1 and "✗" in r.inner_text() and r.locator('td[data-col="requests_per_s"] .v').inner_text() == "—",
+                      f"{status} cell {key}: shown with ✗ (did not complete, as results.md marks it) and no numbers")
         page.screenshot(path=str(ARTIFACTS / f"variant-{d.name}.png"), full_page=True)
         page.close()
 
@@ -503,7 +503,7 @@ def counted_checks(browser, base):
     block = (REPO / "README.md").read_text().split("<!-- pingmatrix:reference:begin -->")[1].split("<!-- pingmatrix:reference:end -->")[0]
     run = block.split("Run `")[1].split("`")[0]
     level = block.split("Ranked by counted cost at ")[1].split(":")[0]
-    ranked = [line.split(" | ")[1] for line in block.splitlines() if line.startswith("| ") and not line.startswith("| rank")]
+    ranked = [line.split(" | ")[1] for line in block.splitlines() if line.startswith("| ") and not line.startswith("| cheapest")]
     page.goto(f"{base}/{run}/index.html#level={level}")
     page.wait_for_selector("#board tbody tr")
     counted_default_order(page, json.loads((REPO / "results" / run / "results.json").read_text()), level, run)

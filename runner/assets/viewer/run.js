@@ -70,9 +70,12 @@ function calibration() {
     el("table", { class: "board" }, el("thead", null, el("tr", null, el("th", null, "cell"), el("th", null, "pairs"), names.map((n) => el("th", { class: "num" }, n)))), el("tbody", null, rows)));
 }
 
+// One meaning per mark, the same as README's and results.md's legend: † generator saturated
+// (its req/s a lower bound), ⚠ suspect, ✗ did not complete.
 function marks(c) {
   const out = [];
-  if (c.status && c.status !== "ok") out.push(mark("†", [c.status + (c.failure ? ": " + c.failure : "")], "failed"));
+  if (c.status && c.status !== "ok") out.push(mark("✗", [c.status + (c.failure ? ": " + c.failure : "")], "failed"));
+  if (c.generator_saturated) out.push(mark("†", ["generator saturated: req/s is a lower bound"], "suspect"));
   if (c.suspect) out.push(mark("⚠", c.suspect_reasons.length ? c.suspect_reasons : ["suspect"], "suspect"));
   if (c.deviations && c.deviations.length) out.push(mark("*", c.deviations.map((d) => "deviation: " + d), "deviation"));
   return out;
@@ -173,7 +176,7 @@ function render() {
       open: (c) => { state.set({ cell: c.key }); render(); document.getElementById("detail").focus(); },
       rowClass: (c, i, all) => [c.status && c.status !== "ok" ? "failed" : null, c.suspect ? "suspect" : null, i > 0 && tied(all[i - 1], c) ? "tied" : null].filter(Boolean).join(" "),
     }) : el("p", { class: "empty" }, "No cell here passes the filters."),
-    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † did not complete, ⚠ suspect, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it opens in rank by counted cost, README's headline's rule: instructions per request, then syscalls; counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls."));
+    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † generator saturated (a lower bound), ⚠ suspect, ✗ did not complete, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it opens in rank by counted cost, README's headline's rule: instructions per request, then syscalls; counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls."));
   app.append(sec);
   const where = attribution(rows);
   if (where) app.append(where);

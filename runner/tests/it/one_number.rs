@@ -65,7 +65,11 @@ fn a_cell_reads_the_same_in_the_headline_results_md_the_page_and_the_terminal() 
         .and_then(|b| b.split("<!-- pingmatrix:reference:end -->").next())
         .unwrap();
     assert!(block.contains(RUN), "README's headline is of {RUN}");
-    let (head, r) = row(block, "| rank | service |", SERVICE);
+    let (head, r) = row(
+        block,
+        "| cheapest user-space work/request (c1) | service |",
+        SERVICE,
+    );
     let col = |name: &str| r[head.iter().position(|h| h.starts_with(name)).unwrap()];
     let level = col("at");
     let (readme_rate, readme_ulp) = rate(col("peak req/s"));
