@@ -57,7 +57,18 @@ function header() {
     : null;
   // The machine's verdict, first: the same line results.md and the terminal open with.
   const trust = el("p", { id: "trust", class: R.machine.startsWith("Machine: busy") ? "busy" : null }, R.machine);
-  return [el("h1", null, "pingmatrix run ", el("code", null, R.run_id)), trust, dl, missing, calibration()];
+  return [el("h1", null, "pingmatrix run ", el("code", null, R.run_id)), trust, answers(), dl, missing, calibration()];
+}
+
+// The reader's summary: the same answers, measures and confidences README's headline and
+// results.md open with (results::answers computes them once).
+function answers() {
+  if (!R.answers || !R.answers.length) return null;
+  return el("section", { id: "answers" }, el("h2", null, "The answers"),
+    el("ul", null, R.answers.map((a) => el("li", { "data-question": a.question },
+      el("strong", null, a.question), ": ", el("span", { class: "answer" }, a.answer),
+      a.decided_by ? " — by " + a.decided_by : "", a.confidence ? "; " + a.confidence : "", "."))),
+    el("p", { class: "hint" }, "Each answer is the services the run cannot tell from the best one by that measure (band 1); \"cannot be told apart here\" when that is every service."));
 }
 
 function calibration() {

@@ -33,8 +33,5 @@ pub fn results_file(
     }
 }
 
-pub fn to_bytes(r: &ResultsFile) -> Vec<u8> {
-    let mut b = serde_json::to_vec_pretty(r).unwrap_or_default();
-    b.push(b'\n');
-    b
-}
+/// results.json's bytes (written by `results::store`; here for the views' callers).
+pub use crate::results::store::results_bytes as to_bytes;

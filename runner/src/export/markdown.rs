@@ -91,10 +91,25 @@ fn table(out: &mut String, g: &Group, f: fn(&Group, &CellSummary) -> String) {
 }
 
 /// `runtimes`: service → "runtime version / io driver" from its start-up line.
-pub fn render(run: &RunRecord, res: &ResultsFile, runtimes: &BTreeMap<String, String>) -> Vec<u8> {
+pub fn render(
+    run: &RunRecord,
+    res: &ResultsFile,
+    runtimes: &BTreeMap<String, String>,
+    answers: &[crate::results::answers::Answer],
+) -> Vec<u8> {
     let mut o = String::new();
     let _ = writeln!(o, "# pingmatrix results — {}\n", run.run_id);
     let _ = writeln!(o, "{}\n", crate::results::trust::line(res, Some(run)));
+    if !answers.is_empty() {
+        let _ = writeln!(o, "## The answers\n");
+        for a in answers {
+            let _ = writeln!(o, "{}", a.line());
+        }
+        let _ = writeln!(
+            o,
+            "\nEach answer is the services the run cannot tell from the best one by that measure (band 1); \"cannot be told apart here\" when that is every service. MDE: the smallest difference this run detects at 95 % confidence and 80 % power (its own A/A calibration).\n"
+        );
+    }
     header(&mut o, run, res);
     how_to_read(&mut o, res);
     super::verdicts::calibration(&mut o, res);

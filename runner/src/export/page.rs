@@ -14,7 +14,8 @@ pub fn results_md(
     plots: Option<&str>,
 ) -> Vec<u8> {
     let runtimes = runtimes_by_service(cells.iter().copied());
-    let mut page = markdown::render(run, results, &runtimes);
+    let answers = crate::results::answers::of(results, cells.iter().copied());
+    let mut page = markdown::render(run, results, &runtimes, &answers);
     if let Some(p) = plots {
         page.extend_from_slice(b"\n");
         page.extend_from_slice(p.as_bytes());

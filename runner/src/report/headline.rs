@@ -66,6 +66,16 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
         .filter(|c| c.scenario == scenario && c.profile == profile)
         .collect();
     let mut o = intro(set, &cells, &scenario, &profile, readme_dir)?;
+    // The reader's summary first, the same lines results.md opens with.
+    let answers = crate::results::answers::of(&set.results, set.cells.values());
+    if !answers.is_empty() {
+        o.push_str("What this run answers:\n\n");
+        for a in &answers {
+            o.push_str(&a.line());
+            o.push('\n');
+        }
+        o.push('\n');
+    }
     let judged = set
         .results
         .baseline

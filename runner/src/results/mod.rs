@@ -5,7 +5,9 @@
 //! It imports nothing from the layers that produce or present results.
 
 pub mod adaptive;
+pub mod answers;
 pub mod attribution;
+pub mod bands;
 pub mod calibration;
 pub mod churn;
 pub mod counted;

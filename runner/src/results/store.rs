@@ -145,10 +145,17 @@ pub fn write_verified(
     std::fs::rename(&tmp, path).map_err(failed)
 }
 
+/// results.json's bytes: pretty, newline-terminated, as every results.json has been.
+pub fn results_bytes(r: &ResultsFile) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(r).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
 /// results.json into `path`, renamed over the old one only when it reads back as a result
 /// set's results.json does (every number finite and in range, every key a key).
 pub fn write_results(path: &Path, results: &ResultsFile) -> anyhow::Result<()> {
-    let bytes = crate::export::json::to_bytes(results);
+    let bytes = results_bytes(results);
     write_verified(path, &bytes, |tmp| {
         let back: ResultsFile = super::untrusted::read_json(tmp)?;
         super::untrusted::check_results(&back)

@@ -178,3 +178,80 @@ fn a_cell_reads_the_same_in_the_headline_results_md_the_page_and_the_terminal() 
         "instructions per request at {rank_level}: README, results.md vs the page's median"
     );
 }
+
+/// The lines of a Markdown block that are the reader's answers (`- **question**: …`).
+fn answer_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.starts_with("- **"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The reader's summary reads the same in README's headline, results.md and the page: the
+/// same questions, answers, deciding measures and confidences, in the same order — for the
+/// counted reference README heads with, and for the full reference run.
+#[test]
+fn the_readers_answers_are_the_same_in_readme_results_md_and_the_page() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let block = readme
+        .split("<!-- pingmatrix:reference:begin -->")
+        .nth(1)
+        .and_then(|b| b.split("<!-- pingmatrix:reference:end -->").next())
+        .unwrap();
+    let in_readme = answer_lines(block);
+    assert_eq!(in_readme.len(), 5, "{block}");
+    for run in [RUN, "2026-12-04T06-11-06Z-7357b8a"] {
+        let dir = repo().join("results").join(run);
+        let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
+        let in_md = answer_lines(
+            md.split("## The answers")
+                .nth(1)
+                .and_then(|s| s.split("\n## ").next())
+                .unwrap_or_default(),
+        );
+        // The page: its data, as the committed index.html embeds it.
+        let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+        let json = html
+            .split("<script type=\"application/json\" id=\"data\">")
+            .nth(1)
+            .and_then(|s| s.split("</script>").next())
+            .unwrap();
+        let data: serde_json::Value = serde_json::from_str(json).unwrap();
+        let on_page: Vec<String> = data["answers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                let by = a["decided_by"].as_str().unwrap();
+                let sure = a["confidence"].as_str().unwrap();
+                format!(
+                    "- **{}**: {}{}{}.",
+                    a["question"].as_str().unwrap(),
+                    a["answer"].as_str().unwrap(),
+                    if by.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" — by {by}")
+                    },
+                    if sure.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {sure}")
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(in_md.len(), 5, "{run}: {md}");
+        assert_eq!(in_md, on_page, "{run}: results.md and the page");
+        if run == RUN {
+            assert_eq!(in_md, in_readme, "README and results.md");
+        }
+        // Every answer names its measure and how sure it is, or says it was not measured.
+        for l in &in_md {
+            assert!(
+                l.contains("MDE") || l.contains("not measured in this run"),
+                "{run}: {l}"
+            );
+        }
+    }
+}

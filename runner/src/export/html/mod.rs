@@ -7,7 +7,6 @@
 //! lay it out, sort and filter. Nothing here touches files; `cmd::report` and
 //! `cmd::site` write what it returns.
 
-pub mod bands;
 pub mod detail;
 pub mod page;
 pub mod run_view;

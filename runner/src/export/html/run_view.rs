@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{bands, detail};
+use super::detail;
+use crate::results::bands;
 use crate::results::calibration::Calibration;
 use crate::results::counted_rank;
 use crate::results::group::{self, CEILING};
@@ -27,6 +28,8 @@ pub struct RunView<'a> {
     pub missing: Vec<String>,
     /// Whether the machine was quiet enough for the run's times (`results::trust`).
     pub machine: String,
+    /// The reader's summary (`results::answers`), as README's headline and results.md give it.
+    pub answers: Vec<crate::results::answers::Answer>,
     pub baseline: Option<&'a str>,
     pub ceiling: &'static str,
     pub drift: Option<&'a Drift>,
@@ -231,6 +234,7 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
         run: run_info(set),
         missing: missing(set),
         machine: trust::line(r, set.run.as_ref()),
+        answers: crate::results::answers::of(r, set.cells.values()),
         baseline: r.baseline.as_deref(),
         ceiling: CEILING,
         drift: r.drift.as_ref(),
