@@ -346,14 +346,7 @@ fn instructions(
     cell: &CellSpec,
     rep: u32,
 ) -> Option<crate::results::schema::InstructionCount> {
-    let c1 = matches!(
-        cell.load,
-        loadgen::LoadModel::Closed {
-            connections: 1,
-            pipeline: 0 | 1,
-        }
-    ) && cell.keepalive;
-    if !ctx.count_instructions || !c1 {
+    if !ctx.count_instructions || !cell.counts_instructions() {
         return None;
     }
     if cell.external {

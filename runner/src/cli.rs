@@ -77,6 +77,12 @@ pub struct SelectArgs {
     /// until max_repetitions ([defaults], default 10). Overrides target_ci_pct of the file.
     #[arg(long, value_name = "PCT", value_parser = target_ci, allow_hyphen_values = true)]
     pub target_ci: Option<f64>,
+    /// Instructions per request: after each repetition of a closed-loop cell at one
+    /// connection, run the service under Valgrind (cachegrind) for 2,000 and 6,000 requests
+    /// and record the slope (user space only). io_uring services are counted on io_uring
+    /// (docs/counted-cost.md). `matrix plan` includes its time in the estimate.
+    #[arg(long)]
+    pub count_instructions: bool,
 }
 
 /// `--target-ci`: the matrix file's rule, checked before anything runs (exit 2).
@@ -97,6 +103,7 @@ impl SelectArgs {
             only: self.only.clone(),
             target_ci_pct: self.target_ci,
             calibration: plan::Calibrate::AsConfigured,
+            count_instructions: self.count_instructions,
         }
     }
 }
@@ -138,12 +145,6 @@ pub struct RunArgs {
     /// otherwise, seconds to minutes per cell with large debug info — but flatter stacks.
     #[arg(long, requires = "flamegraph")]
     pub flamegraph_no_inline: bool,
-    /// Instructions per request: after each repetition of a closed-loop cell at one
-    /// connection, run the service under Valgrind (cachegrind) for 2,000 and 6,000 requests
-    /// and record the slope (user space only). io_uring services are counted on io_uring
-    /// (docs/counted-cost.md).
-    #[arg(long)]
-    pub count_instructions: bool,
     /// Replay the repetitions a run directory recorded instead of running any (`rep::Replay`):
     /// for tests of everything after a repetition. Hidden: its results are a copy.
     #[arg(long, hide = true, value_name = "RUN_DIR", conflicts_with = "resume")]

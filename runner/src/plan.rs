@@ -25,6 +25,8 @@ pub struct Options {
     /// `--target-ci`: adaptive repetitions, over `target_ci_pct` of the file.
     pub target_ci_pct: Option<f64>,
     pub calibration: Calibrate,
+    /// `--count-instructions`: its Valgrind runs after each c1 repetition are in the estimate.
+    pub count_instructions: bool,
 }
 
 /// Whether the plan holds the calibration arms.
@@ -53,11 +55,24 @@ pub struct Plan {
     /// Why the closed- and open-loop repetitions are not followed by the exact syscall
     /// count; None: they are.
     pub syscalls_off: Option<&'static str>,
+    /// `--count-instructions`: the cells it counts ([`CellSpec::counts_instructions`]) are
+    /// followed by Valgrind's two runs, which the estimate includes.
+    pub count_instructions: bool,
 }
 
 /// Estimated wall time of one repetition of `c`, in ms, with the exact syscall count after
-/// it if `count_syscalls` (churn repetitions have none).
-fn rep_ms(c: &CellSpec, count_syscalls: bool) -> u64 {
+/// it if `count_syscalls` (churn repetitions have none) and Valgrind's instruction count if
+/// `count_instructions` and the cell is one it counts.
+fn rep_ms(c: &CellSpec, count_syscalls: bool, count_instructions: bool) -> u64 {
+    let valgrind = if count_instructions && c.counts_instructions() {
+        crate::count::valgrind::ESTIMATE_MS
+    } else {
+        0
+    };
+    valgrind + measured_rep_ms(c, count_syscalls)
+}
+
+fn measured_rep_ms(c: &CellSpec, count_syscalls: bool) -> u64 {
     let load_ms = match &c.churn {
         Some(ch) => crate::churn::estimate_ms(ch),
         None if count_syscalls => c.warmup_ms + c.duration_ms + crate::count::exact::ESTIMATE_MS,
@@ -129,13 +144,13 @@ impl Plan {
     fn time_s(&self, reps: impl Fn(&CellSpec) -> u32) -> f64 {
         let ms: u64 = self
             .all_cells()
-            .map(|c| rep_ms(c, self.syscalls_off.is_none()) * u64::from(reps(c)))
+            .map(|c| {
+                rep_ms(c, self.syscalls_off.is_none(), self.count_instructions) * u64::from(reps(c))
+            })
             .sum::<u64>()
-            + self
-                .reference
-                .as_ref()
-                .map_or(0, |c| rep_ms(c, self.syscalls_off.is_none()))
-                * self.drift_reps();
+            + self.reference.as_ref().map_or(0, |c| {
+                rep_ms(c, self.syscalls_off.is_none(), self.count_instructions)
+            }) * self.drift_reps();
         ms as f64 / 1000.0
     }
 }
@@ -411,6 +426,7 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
         } else {
             None
         },
+        count_instructions: opts.count_instructions,
     })
 }
 
@@ -540,6 +556,18 @@ pub fn render(plan: &Plan) -> String {
             plan.drift_after(),
             plan.groups.len(),
             r.key
+        );
+    }
+    if plan.count_instructions {
+        let counted: u32 = plan
+            .all_cells()
+            .filter(|c| c.counts_instructions())
+            .map(|c| c.repetitions)
+            .sum();
+        let _ = writeln!(
+            out,
+            "--count-instructions: Valgrind's two runs after {counted} repetition(s) at c1, ~{:.1} s each, in the estimate",
+            crate::count::valgrind::ESTIMATE_MS as f64 / 1000.0
         );
     }
     let _ = writeln!(
@@ -830,6 +858,36 @@ memory_max_mib = 400
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn counting_instructions_adds_valgrinds_time_to_each_c1_repetition() {
+        let m = matrix();
+        let without = expand(&m, &Options::default()).unwrap();
+        let with = expand(
+            &m,
+            &Options {
+                count_instructions: true,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let counted: u32 = with
+            .all_cells()
+            .filter(|c| c.counts_instructions())
+            .map(|c| c.repetitions)
+            .sum::<u32>()
+            + with
+                .reference
+                .as_ref()
+                .filter(|r| r.counts_instructions())
+                .map_or(0, |_| with.drift_after().len() as u32);
+        assert!(counted > 0);
+        let added = with.estimate_s() - without.estimate_s();
+        let each = crate::count::valgrind::ESTIMATE_MS as f64 / 1000.0;
+        assert!((added - each * f64::from(counted)).abs() < 1e-9, "{added}");
+        assert!(render(&with).contains("--count-instructions: Valgrind's two runs after"));
+        assert!(!render(&without).contains("--count-instructions"));
     }
 
     #[test]

@@ -148,6 +148,8 @@ pub fn resume(dir: &Path) -> anyhow::Result<(Store, RunRecord, Matrix, Plan)> {
         } else {
             Calibrate::AsConfigured
         },
+        // For the estimate only: the count itself follows `--count-instructions` as given.
+        count_instructions: run.command_line.iter().any(|a| a == "--count-instructions"),
     };
     let plan = plan::expand(&m, &opts)?;
     // The builds are cached by content, so this finds the binaries the run started with.

@@ -89,6 +89,7 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
         drift_points: 0,
         baseline: String::new(),
         syscalls_off: Some("not counted"),
+        count_instructions: false,
     };
     crate::finish::write_all(&store, &mut run, &plan, RunStatus::Completed, None)?;
     println!(

@@ -86,7 +86,7 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
         cachegrind_dir: &store.dir.join("cachegrind"),
         machine_floor: machine_floor.as_ref(),
         fleet: (!fleet.endpoints.is_empty()).then_some(&fleet),
-        count_instructions: args.count_instructions,
+        count_instructions: args.select.count_instructions,
         syscalls_off: plan.syscalls_off,
     };
     let mut progress = Progress::new(plan.max_rep_count(), plan.estimate_s(), args.quiet);

@@ -37,6 +37,12 @@ use crate::service::http;
 /// The two request counts of the slope (c1, one connection); the second is raised to keep
 /// their difference when the first run answered more than it was sent before it stopped.
 pub const REQUESTS: (u64, u64) = (2_000, 6_000);
+/// What one count adds to a repetition, for `matrix plan`: two Valgrind start-ups, 8,000
+/// requests and two shutdowns. In the committed counted reference (2026-12-04T06-33-17Z) a c1
+/// repetition with its count took 8.6 s (median) where a c64 one of the same length took
+/// 6.0 s; ping-epoll and ping-may-minihttp add about 1.3 s, the io_uring services (their
+/// stop grace) and tokio's about 3 s.
+pub const ESTIMATE_MS: u64 = 2_600;
 /// How long a service may take to print its start-up line under Valgrind.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long it may take to exit (and Valgrind to write its counts) after SIGTERM.

@@ -32,6 +32,7 @@ fn plan(groups: Vec<Vec<CellSpec>>) -> Plan {
         drift_points: 0,
         baseline: "a".into(),
         syscalls_off: Some("not counted"),
+        count_instructions: false,
     }
 }
 

@@ -67,6 +67,19 @@ pub struct Placement {
 }
 
 impl CellSpec {
+    /// Whether `--count-instructions` counts this cell: closed loop at one kept-alive
+    /// connection, one request in flight (the count's own requests are sequential on one
+    /// connection, so only this load is the one it counts).
+    pub fn counts_instructions(&self) -> bool {
+        matches!(
+            self.load,
+            LoadModel::Closed {
+                connections: 1,
+                pipeline: 0 | 1,
+            }
+        ) && self.keepalive
+    }
+
     /// The most repetitions this cell can take (the plan's worst case).
     pub fn max_repetitions(&self) -> u32 {
         self.adaptive.map_or(self.repetitions, |a| {
