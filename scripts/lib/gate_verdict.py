@@ -22,7 +22,8 @@ time that does not repeat is "not repeated" (the noise its MDE describes), shown
 usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL]
                        RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
 METRICS: comma-separated, from: syscalls_per_request, ctx_switches_per_request,
-instructions_per_request, time.
+instructions_per_request, packets_per_request, socket_sends_per_request,
+io_uring_submissions_per_request, time.
 exit: 0 pass; 1 fail (a regression, an unstable one, or a gated metric that cannot be
 judged); 2 bad input; 3 a regression to confirm (only without --confirm).
 """
@@ -36,6 +37,13 @@ COUNTED = {
     "syscalls_per_request": "syscalls/request",
     "ctx_switches_per_request": "context switches/request",
     "instructions_per_request": "instructions/request",
+    # Kernel events (perf tracepoints, the runner's `metric::KERNEL`): work the syscall count
+    # cannot see — a split write, an io_uring operation. 0 on both sides (io_uring submissions
+    # of an epoll service) has no ratio: "cannot be judged", so gate that one on io_uring
+    # services only.
+    "packets_per_request": "packets/request",
+    "socket_sends_per_request": "socket sends/request",
+    "io_uring_submissions_per_request": "io_uring submissions/request",
 }
 TIME = {"closed": "requests_per_s", "open": "cpu_us_per_request"}
 LABELS = {**COUNTED, "requests_per_s": "req/s", "cpu_us_per_request": "CPU/request"}
