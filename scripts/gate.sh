@@ -15,11 +15,14 @@
 # are warned about at once (--refuse-dirty: refused, exit 2).
 #
 # Settings (environment), validated before anything runs: SERVICE (default ping-tokio-hyper),
-# GATE_METRICS (syscalls_per_request,ctx_switches_per_request,instructions_per_request,time),
+# GATE_METRICS (syscalls_per_request,ctx_switches_per_request,instructions_per_request,
+# packets_per_request,socket_sends_per_request,time; also io_uring_submissions_per_request, for
+# io_uring services: an epoll service's 0 has no ratio),
 # THRESHOLD_PCT (5, the timing arm's), REPS (5, at least 3), CONFIRM_REPS (3, the confirming
 # run's: counts repeat, so three rounds confirm what five found), DURATION_MS (1000),
 # HEAD_ARGS (extra service arguments for HEAD only, e.g. "--burn-iters 30" or
-# "--burn-syscalls 20" to inject a known cost and see the gate fail), CONFIRM (1; 0 fails on
+# "--burn-syscalls 20" or "--split-write-every 20" to inject a known cost and see the gate
+# fail), CONFIRM (1; 0 fails on
 # the first measurement), OUT (target/gate).
 # A dependency instead of this repository's commits: PATCH_CRATE (a crate the service depends
 # on) with BASE_SOURCE and HEAD_SOURCE, each a directory holding the crate (its own working
@@ -45,7 +48,7 @@ if [ -n "$patch_crate" ] && [ $# -eq 0 ]; then set -- HEAD HEAD; fi
 [ $# -eq 2 ] || bad "usage: scripts/gate.sh [--refuse-dirty] BASE HEAD (or with PATCH_CRATE, BASE_SOURCE and HEAD_SOURCE: [BASE HEAD])"
 
 service=${SERVICE:-ping-tokio-hyper}
-metrics=${GATE_METRICS:-syscalls_per_request,ctx_switches_per_request,instructions_per_request,time}
+metrics=${GATE_METRICS:-syscalls_per_request,ctx_switches_per_request,instructions_per_request,packets_per_request,socket_sends_per_request,time}
 threshold=${THRESHOLD_PCT:-5}
 reps=${REPS:-5}
 confirm_reps=${CONFIRM_REPS:-3}

@@ -30,7 +30,8 @@ the service is a finding even when the service moves a quarter as much).
 usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL] [--crate NAME]
                        RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
 METRICS: comma-separated, from: syscalls_per_request, ctx_switches_per_request,
-instructions_per_request, time.
+instructions_per_request, packets_per_request, socket_sends_per_request,
+io_uring_submissions_per_request, time.
 Only a complete run is judged: its status `completed` and every planned cell of BASELINE and
 CANDIDATE (run.json's plan, beside each results.json) ended ok with repetitions measured, and
 each planned A/A arm has its calibration; otherwise it "cannot be judged", saying why.
@@ -48,6 +49,13 @@ COUNTED = {
     "syscalls_per_request": "syscalls/request",
     "ctx_switches_per_request": "context switches/request",
     "instructions_per_request": "instructions/request",
+    # Kernel events (perf tracepoints, the runner's `metric::KERNEL`): work the syscall count
+    # cannot see — a split write, an io_uring operation. 0 on both sides (io_uring submissions
+    # of an epoll service) has no ratio: "cannot be judged", so gate that one on io_uring
+    # services only.
+    "packets_per_request": "packets/request",
+    "socket_sends_per_request": "socket sends/request",
+    "io_uring_submissions_per_request": "io_uring submissions/request",
 }
 # The patched crate's own instructions per request (--crate): judged like a count, not a name
 # GATE_METRICS takes (it exists only for a patch).
@@ -57,6 +65,9 @@ COUNTED_VALUE = {
     "syscalls_per_request": ("counted", "server", "syscalls"),
     "ctx_switches_per_request": ("counted", "server", "ctx_switches"),
     "instructions_per_request": ("counted", "instructions"),
+    "packets_per_request": ("counted", "server", "kernel", "net:net_dev_xmit"),
+    "socket_sends_per_request": ("counted", "server", "kernel", "sock:sock_send_length"),
+    "io_uring_submissions_per_request": ("counted", "server", "kernel", "io_uring:io_uring_submit_req"),
 }
 # Rows of the per-function table.
 TOP_FUNCTIONS = 10

@@ -120,6 +120,22 @@ class Gate(unittest.TestCase):
         self.assertIn("regressed (confirmed)", md)
         self.assertFalse(data["pass"])
 
+    def test_a_split_write_fails_on_packets_where_the_syscalls_did_not_move(self):
+        # --split-write-every 20 on an io_uring service at c64: +5 % packets, syscalls as they were.
+        kernel = "packets_per_request,socket_sends_per_request"
+        res = results({"c64": QUIET + [metric("packets_per_request", 5.0, 0.01, 0.0),
+                                       metric("socket_sends_per_request", 5.0, 0.01, 0.0)]})
+        rc, md, _, data = self.run_gate(res, "--confirm", self.write("again.json", res),
+                                        metrics="syscalls_per_request," + kernel)
+        self.assertEqual(rc, 1, md)
+        self.assertIn("head costs +5.00 % packets/request on svc at ping/c64/pinned", md)
+        self.assertEqual({r["metric"] for r in data["rows"] if r["verdict"] == "regressed (confirmed)"},
+                         set(kernel.split(",")))
+        aa = results({"c64": QUIET + [metric("packets_per_request", 0.0, 0.0, 0.0),
+                                      metric("socket_sends_per_request", 0.0, 0.0, 0.0)]})
+        rc, md, _, _ = self.run_gate(aa, metrics="syscalls_per_request," + kernel)
+        self.assertEqual(rc, 0, md)
+
     def test_a_confirming_run_with_fewer_rounds_confirms_on_the_first_runs_threshold(self):
         first = results({"c1": with_metric("instructions_per_request", metric("instructions_per_request", 1.09, 0.3, 0.09))})
         # Three rounds: its own MDE (0.88 %) is above the change, yet the change is there.
@@ -345,6 +361,7 @@ class Gate(unittest.TestCase):
         self.assertIn("--crate must be a crate name", err)
         res = results({"c1": QUIET})
         for extra in [dict(metrics="instructions"), dict(metrics="time,bogus"), dict(metrics=""),
+                      dict(metrics="packets"), dict(metrics="wakeups_per_request"),
                       dict(threshold="five"), dict(threshold="-1"), dict(threshold="nan")]:
             rc, md, err, _ = self.run_gate(res, **extra)
             self.assertEqual(rc, 2, extra)

@@ -15,6 +15,7 @@
 //! stat's count of it, or the names are unmeasured.
 //! N comes from the measured req/s, so the two loads together last about [`TARGET_S`].
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use loadgen::{LoadModel, LoadSpec};
 use super::SyscallWindow;
 use super::perf;
 use crate::limits::Confinement;
-use crate::results::schema::HardwareCounts;
+use crate::results::schema::{HardwareCounts, KernelCounts};
 use crate::sample::now_unix_us;
 
 /// How long the two loads (N + 3N requests) should take together at the measured rate.
@@ -162,6 +163,12 @@ pub struct Load {
     pub after_us: u64,
     pub responses: Result<u64, String>,
     pub loadgen: Result<f64, String>,
+    /// The generator's kernel events over its life, by tracepoint ([`perf::KERNEL_EVENTS`]
+    /// its host's perf could count), and why the others were not.
+    #[serde(default)]
+    pub loadgen_kernel: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub loadgen_kernel_refused: BTreeMap<String, String>,
 }
 
 /// Syscalls by name of each load: the recorded calls from its start to the next load's
@@ -188,6 +195,8 @@ pub struct ServerCount {
     syscalls: perf::Syscalls,
     record: Result<perf::Record, perf::Unmeasured>,
     hardware: Result<perf::Hardware, perf::Unmeasured>,
+    /// The tracepoints' perf, or (where it could not start) each event's reason.
+    kernel: Result<perf::Events, perf::EventTimeline>,
     /// (unix µs, CLOCK_MONOTONIC µs) at the start: perf record stamps on the monotonic clock.
     clocks: (u64, u64),
 }
@@ -200,6 +209,9 @@ pub struct ServerCounted {
     /// Syscalls by name of each load, or why not.
     pub names: Result<Vec<Names>, String>,
     pub hardware: Result<perf::HwTimeline, String>,
+    /// The kernel's tracepoints over the window (absent from an older agent: none counted).
+    #[serde(default)]
+    pub kernel: perf::EventTimeline,
 }
 
 impl ServerCount {
@@ -219,11 +231,25 @@ impl ServerCount {
         // Its own perf, after the syscalls' one is counting: on a VM without a PMU it says so in
         // its first interval and is gone before the loads.
         let hardware = perf::Hardware::start_with(perf::program(), &pids);
+        let (events, refused) = perf::tracepoints().clone();
+        let kernel = perf::Events::start_with(perf::program(), &pids, &events, refused.clone())
+            .map_err(|u| perf::EventTimeline {
+                // The probe's reason where it refused the event, else why perf did not start.
+                refused: perf::KERNEL_EVENTS
+                    .iter()
+                    .map(|e| {
+                        let why = refused.get(*e).cloned().unwrap_or_else(|| u.0.clone());
+                        ((*e).to_owned(), why)
+                    })
+                    .collect(),
+                ..Default::default()
+            });
         std::thread::sleep(GAP.max(RECORD_ATTACH));
         Ok(ServerCount {
             syscalls,
             record,
             hardware,
+            kernel,
             clocks: (now_unix_us(), crate::process::mono_ns() / 1000),
         })
     }
@@ -231,6 +257,7 @@ impl ServerCount {
     /// Stops perf; the loads started at `starts_unix_us` (this host's clock).
     pub fn finish(self, starts_unix_us: &[u64]) -> ServerCounted {
         let hardware = self.hardware.map(perf::Hardware::finish).map_err(|u| u.0);
+        let kernel = self.kernel.map_or_else(|tl| tl, perf::Events::finish);
         let points = self.syscalls.finish();
         let (unix0, mono0) = self.clocks;
         let starts: Vec<u64> = starts_unix_us
@@ -246,6 +273,7 @@ impl ServerCount {
             points,
             names,
             hardware,
+            kernel,
         }
     }
 }
@@ -353,6 +381,14 @@ pub fn one_load(loadgen_bin: &Path, spec: &LoadSpec, spec_file: &Path, conf: &Co
     std::thread::sleep(GAP);
     let stat = std::fs::read_to_string(&stat_out);
     let _ = std::fs::remove_file(&stat_out);
+    let (loadgen_kernel, loadgen_kernel_refused) = match &stat {
+        Ok(text) => {
+            let mut t = perf::totals(text);
+            t.retain(|k, _| perf::KERNEL_EVENTS.contains(&k.as_str()));
+            (t, perf::tracepoints().1.clone())
+        }
+        Err(_) => Default::default(),
+    };
     let loadgen = match stat {
         Ok(text) => perf::total(&text).ok_or_else(|| {
             format!(
@@ -369,13 +405,108 @@ pub fn one_load(loadgen_bin: &Path, spec: &LoadSpec, spec_file: &Path, conf: &Co
             .map_err(|e| format!("exact-count window: {e}"))
             .and_then(|r| answered(&r.report.counts)),
         loadgen,
+        loadgen_kernel,
+        loadgen_kernel_refused,
     }
+}
+
+impl KernelCounts {
+    /// Every [`perf::KERNEL_EVENTS`] unmeasured, for `why`.
+    pub fn unmeasured(why: &str) -> KernelCounts {
+        KernelCounts {
+            unmeasured: perf::KERNEL_EVENTS
+                .iter()
+                .map(|e| ((*e).to_owned(), why.to_owned()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Records one tracepoint's (responses, count) loads: their difference, or why none.
+    fn take(&mut self, event: &str, counted: Result<Vec<(u64, f64)>, String>) {
+        let d = counted.and_then(|c| {
+            self.points.insert(event.to_owned(), c.clone());
+            match c[..] {
+                [(_, s1), (_, s2)] if s2 < s1 => {
+                    Err(format!("the larger load counted fewer ({s1}, then {s2})"))
+                }
+                _ => difference(&c),
+            }
+        });
+        match d {
+            Ok((n, r)) => {
+                self.counts.insert(event.to_owned(), n);
+                self.responses = r;
+            }
+            Err(e) => {
+                self.unmeasured.insert(event.to_owned(), e);
+            }
+        }
+    }
+}
+
+/// The server's kernel events over the loads, given as (responses, before, after unix µs):
+/// each tracepoint cut at the same idle-gap points as the syscalls ([`over_load`]) and
+/// differenced over the same responses ([`difference`]); one perf could not count reads
+/// unmeasured with its reason.
+pub fn kernel(tl: &perf::EventTimeline, loads: &[(u64, u64, u64)]) -> KernelCounts {
+    let mut out = KernelCounts::default();
+    for event in perf::KERNEL_EVENTS {
+        let Some(i) = tl.events.iter().position(|e| e == event) else {
+            let why = tl.refused.get(event).cloned();
+            out.unmeasured.insert(
+                event.to_owned(),
+                why.unwrap_or_else(|| "not counted by the server's host".into()),
+            );
+            continue;
+        };
+        let pts: Vec<(u64, f64)> = tl.points.iter().map(|p| (p.0, p.1[i])).collect();
+        let counted = loads
+            .iter()
+            .map(|&(r, before, after)| Ok((r, over_load(&pts, before, after)?)))
+            .collect();
+        out.take(event, counted);
+    }
+    out
+}
+
+/// The generator's kernel events: each tracepoint's whole-life counts of the loads (`perf
+/// stat -- loadgen`), differenced over the same responses as the server's.
+pub fn loadgen_kernel(loads: &[Load]) -> KernelCounts {
+    let mut out = KernelCounts::default();
+    for event in perf::KERNEL_EVENTS {
+        let counted = loads
+            .iter()
+            .map(|l| {
+                let r = l.responses.clone()?;
+                match (l.loadgen_kernel.get(event), &l.loadgen) {
+                    (Some(n), _) => Ok((r, *n)),
+                    (None, Err(why)) => Err(why.clone()),
+                    (None, Ok(_)) => Err(l
+                        .loadgen_kernel_refused
+                        .get(event)
+                        .cloned()
+                        .unwrap_or_else(|| "perf stat -- loadgen printed no count of it".into())),
+                }
+            })
+            .collect();
+        out.take(event, counted);
+    }
+    out
 }
 
 /// The window's result from what perf counted on the server and the loads (their times on
 /// the server's clock).
 pub fn tally(counted: ServerCounted, loads: &[Load]) -> SyscallWindow {
     let mut w = syscalls(&counted.points, loads, counted.names);
+    let answered: Result<Vec<(u64, u64, u64)>, String> = loads
+        .iter()
+        .map(|l| Ok((l.responses.clone()?, l.before_us, l.after_us)))
+        .collect();
+    (w.server_kernel, w.loadgen_kernel) = match &answered {
+        Ok(ls) => (kernel(&counted.kernel, ls), loadgen_kernel(loads)),
+        Err(why) => (KernelCounts::unmeasured(why), KernelCounts::unmeasured(why)),
+    };
     w.hardware = match counted.hardware {
         Ok(tl) => loads
             .iter()
@@ -436,6 +567,8 @@ fn syscalls(
         loadgen_points: gen_pts,
         server_names: names,
         hardware: HardwareCounts::default(),
+        server_kernel: KernelCounts::default(),
+        loadgen_kernel: KernelCounts::default(),
     }
 }
 
@@ -597,6 +730,66 @@ mod tests {
         } else {
             assert!(by.unwrap_err().contains("no syscall name table"));
         }
+    }
+
+    /// The server's tracepoints cut at the loads' idle-gap points and differenced, the
+    /// generator's whole-life counts differenced; a tracepoint that one side could not count
+    /// is unmeasured with its reason on that side, never 0.
+    #[test]
+    fn kernel_events_are_the_loads_difference_per_request_or_unmeasured() {
+        let xmit = "net:net_dev_xmit";
+        let uring = "io_uring:io_uring_submit_req";
+        // Cumulative counts every 100 ms (µs): loads of 1,000 and 3,000 responses, one packet
+        // and two submissions each, plus 7 packets of connects and closes per load.
+        let tl = perf::EventTimeline {
+            events: vec![xmit.to_owned(), uring.to_owned()],
+            points: vec![
+                (1_000_000, vec![0.0, 0.0]),
+                (1_100_000, vec![0.0, 0.0]),
+                (1_300_000, vec![1_007.0, 2_000.0]),
+                (1_400_000, vec![1_007.0, 2_000.0]),
+                (1_500_000, vec![1_007.0, 2_000.0]),
+                (1_700_000, vec![4_014.0, 8_000.0]),
+                (1_800_000, vec![4_014.0, 8_000.0]),
+            ],
+            refused: [(
+                "sock:sock_send_length".to_owned(),
+                "unknown tracepoint".to_owned(),
+            )]
+            .into(),
+        };
+        let loads = [(1_000, 1_150_000, 1_160_000), (3_000, 1_450_000, 1_460_000)];
+        let k = kernel(&tl, &loads);
+        assert_eq!(k.responses, 2_000);
+        assert_eq!(k.per_request(xmit), Some(1.0), "{k:?}");
+        assert_eq!(k.per_request(uring), Some(2.0), "{k:?}");
+        assert_eq!(k.points[xmit], vec![(1_000, 1_007.0), (3_000, 3_007.0)]);
+        assert_eq!(k.unmeasured["sock:sock_send_length"], "unknown tracepoint");
+        assert_eq!(k.per_request("sock:sock_send_length"), None);
+        assert_eq!(
+            k.unmeasured.len() + k.counts.len(),
+            perf::KERNEL_EVENTS.len(),
+            "every tracepoint counted or said why not: {k:?}"
+        );
+
+        let load = |r: u64, n: f64| Load {
+            before_us: 0,
+            after_us: 0,
+            responses: Ok(r),
+            loadgen: Ok(0.0),
+            loadgen_kernel: [(xmit.to_owned(), n)].into(),
+            loadgen_kernel_refused: [(uring.to_owned(), "perf refused".to_owned())].into(),
+        };
+        let g = loadgen_kernel(&[load(1_000, 1_050.0), load(3_000, 3_050.0)]);
+        assert_eq!(g.per_request(xmit), Some(1.0), "{g:?}");
+        assert_eq!(g.unmeasured[uring], "perf refused");
+        let mut fewer = [load(1_000, 1_050.0), load(3_000, 50.0)];
+        assert!(loadgen_kernel(&fewer).unmeasured[xmit].contains("counted fewer"));
+        fewer[1].loadgen = Err("perf stat -- loadgen wrote no count".into());
+        fewer[1].loadgen_kernel.clear();
+        assert!(loadgen_kernel(&fewer).unmeasured[xmit].contains("wrote no count"));
+        let none = KernelCounts::unmeasured("perf denied");
+        assert!(none.counts.is_empty() && none.unmeasured.values().all(|w| w == "perf denied"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::results::schema::{HardwareCounts, ProcessCounts, RepCounts};
+use crate::results::schema::{HardwareCounts, KernelCounts, ProcessCounts, RepCounts};
 
 /// How often /proc is read.
 pub const INTERVAL_MS: u64 = 50;
@@ -149,6 +149,9 @@ pub struct SyscallWindow {
     pub server_names: Result<Vec<(String, f64)>, String>,
     /// The server's hardware counters over the same loads, or why not.
     pub hardware: HardwareCounts,
+    /// Both processes' kernel tracepoints over the same loads, each counted or why not.
+    pub server_kernel: KernelCounts,
+    pub loadgen_kernel: KernelCounts,
 }
 
 impl SyscallWindow {
@@ -162,6 +165,8 @@ impl SyscallWindow {
             server_points: vec![],
             loadgen_points: vec![],
             server_names: Err(why.clone()),
+            server_kernel: KernelCounts::unmeasured(&why),
+            loadgen_kernel: KernelCounts::unmeasured(&why),
             hardware: HardwareCounts::unmeasured(why),
         }
     }
@@ -204,9 +209,12 @@ pub fn with_window(
         &sys.server_names,
     );
     server.hardware = Some(sys.hardware.clone());
+    server.kernel = Some(sys.server_kernel.clone());
+    let mut loadgen = with_syscalls(loadgen, &sys.loadgen, sys.responses, &sys.loadgen_points);
+    loadgen.kernel = Some(sys.loadgen_kernel.clone());
     RepCounts {
         server,
-        loadgen: with_syscalls(loadgen, &sys.loadgen, sys.responses, &sys.loadgen_points),
+        loadgen,
         tool: tool(),
     }
 }
@@ -245,9 +253,10 @@ fn tool() -> String {
     static TOOL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TOOL.get_or_init(|| match perf_version() {
         Some(v) => format!(
-            "{v} stat -e {} over two exact request counts (N, 3N; their difference) + perf record -e {} (names) + /proc/<pid>/{{stat,task/*/status}}",
+            "{v} stat -e {} over two exact request counts (N, 3N; their difference) + perf record -e {} (names) + perf stat -e {} (kernel events, same loads) + /proc/<pid>/{{stat,task/*/status}}",
             perf::EVENT,
-            perf::EVENT
+            perf::EVENT,
+            perf::KERNEL_EVENTS.join(","),
         ),
         None => "/proc/<pid>/{stat,task/*/status} (no perf)".to_owned(),
     })

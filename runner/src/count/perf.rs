@@ -456,6 +456,249 @@ fn stop_child(child: &mut Child) {
     }
 }
 
+/// The kernel's own work per request that the syscall count cannot see, each counted exactly
+/// by a tracepoint (docs/counted-cost.md, "Kernel events", says which side of loopback each
+/// lands on): packets handed to the device (loopback: one per TCP segment sent), sends and
+/// receives at the socket layer, tasks woken, softirqs run (with `-p`, charged to the task
+/// they interrupted), and io_uring submissions and completions (work that enters the kernel
+/// through `io_uring_enter` or none at all, beyond the syscall count). A new tracepoint is a
+/// row here: it is counted, recorded, summarized and shown by its name.
+pub const KERNEL_EVENTS: [&str; 8] = [
+    "net:net_dev_xmit",
+    "sock:sock_send_length",
+    "sock:sock_recv_length",
+    "sched:sched_wakeup",
+    "irq:softirq_entry",
+    "io_uring:io_uring_submit_req",
+    "io_uring:io_uring_complete",
+    "tcp:tcp_probe",
+];
+
+/// Which [`KERNEL_EVENTS`] `program` can count on this host: those it can, and why each other
+/// cannot (perf's words: an unknown tracepoint, or perf refused). One `perf stat -- true` for
+/// the set, one per event only when the set is refused.
+pub fn probe_tracepoints(
+    program: &std::ffi::OsStr,
+    events: &[&str],
+) -> (Vec<String>, std::collections::BTreeMap<String, String>) {
+    let try_events = |list: &str| -> Result<(), String> {
+        let out = Command::new(program)
+            .args(["stat", "-x", ",", "-e", list, "--", "true"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let words = String::from_utf8_lossy(&out.stderr);
+        let why: Vec<&str> = words
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("Error") || l.contains("unknown tracepoint"))
+            .collect();
+        Err(format!(
+            "perf stat -e {list}: {}",
+            if why.is_empty() {
+                words.trim().lines().next().unwrap_or("refused").to_owned()
+            } else {
+                why.join(" / ")
+            }
+        ))
+    };
+    let mut refused = std::collections::BTreeMap::new();
+    if events.is_empty() || try_events(&events.join(",")).is_ok() {
+        return (events.iter().map(|e| (*e).to_owned()).collect(), refused);
+    }
+    let mut ok = Vec::new();
+    for e in events {
+        match try_events(e) {
+            Ok(()) => ok.push((*e).to_owned()),
+            Err(why) => {
+                refused.insert((*e).to_owned(), why);
+            }
+        }
+    }
+    (ok, refused)
+}
+
+/// [`probe_tracepoints`] of [`program`] and [`KERNEL_EVENTS`], once per process (the host
+/// does not change under a run).
+pub fn tracepoints() -> &'static (Vec<String>, std::collections::BTreeMap<String, String>) {
+    static PROBED: std::sync::OnceLock<(Vec<String>, std::collections::BTreeMap<String, String>)> =
+        std::sync::OnceLock::new();
+    PROBED.get_or_init(|| probe_tracepoints(&program(), &KERNEL_EVENTS))
+}
+
+/// Cumulative counts of several events over time: (unix µs, count of each of `events`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EventTimeline {
+    pub events: Vec<String>,
+    pub points: Vec<(u64, Vec<f64>)>,
+    /// Why the events [`KERNEL_EVENTS`] has and `events` lacks were not counted.
+    #[serde(default)]
+    pub refused: std::collections::BTreeMap<String, String>,
+}
+
+/// What the events' perf printed: (arrival unix µs, perf time µs, cumulative counts) points,
+/// and up to five other lines (its words when it refused).
+type EventsRead = (Vec<(u64, u64, Vec<f64>)>, Vec<String>);
+
+/// A running `perf stat -x, -I 100 -e <tracepoints> -p <pid>`: its own perf beside
+/// [`Syscalls`]' and [`Hardware`]'s (whose invocations and counts it leaves as they were).
+pub struct Events {
+    child: Child,
+    reader: Option<JoinHandle<EventsRead>>,
+    events: Vec<String>,
+    refused: std::collections::BTreeMap<String, String>,
+}
+
+/// Folds one `-x, -I` line into the interval being read: the event's index and count (a
+/// `<not counted>` interval is 0: every thread slept); `None` for other lines.
+fn parse_event_line(line: &str, events: &[String]) -> Option<(u64, usize, f64)> {
+    let f: Vec<&str> = line.trim().split(',').collect();
+    if f.len() < 4 {
+        return None;
+    }
+    let i = events.iter().position(|e| e == f[3])?;
+    let t_us = (f[0].trim().parse::<f64>().ok()? * 1e6).round() as u64;
+    let n = match f[1] {
+        "<not counted>" => 0.0,
+        n => n.parse::<f64>().ok()?,
+    };
+    Some((t_us, i, n))
+}
+
+impl Events {
+    /// Attaches `program stat` to `pid` (one, or several joined by commas) for `events` and
+    /// waits for its first interval; `refused` (events not counted, and why) is carried into
+    /// the timeline.
+    pub fn start_with(
+        program: impl Into<PathBuf>,
+        pid: impl std::fmt::Display,
+        events: &[String],
+        refused: std::collections::BTreeMap<String, String>,
+    ) -> Result<Events, Unmeasured> {
+        if events.is_empty() {
+            return Err(Unmeasured("no tracepoint to count".into()));
+        }
+        let program = program.into();
+        let list = events.join(",");
+        let mut child = Command::new(&program)
+            .args([
+                "stat",
+                "-x",
+                ",",
+                "-I",
+                &INTERVAL_MS.to_string(),
+                "-e",
+                &list,
+            ])
+            .args(["-p", &pid.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Unmeasured(format!("cannot run {}: {e}", program.display())))?;
+        let stderr = child.stderr.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let names = events.to_vec();
+        let reader = std::thread::spawn(move || {
+            let (mut points, mut other) = (Vec::new(), Vec::new());
+            let mut cum = vec![0.0; names.len()];
+            let mut seen = 0;
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let Some((t, i, n)) = parse_event_line(&line, &names) else {
+                    if !line.trim().is_empty() && other.len() < 5 {
+                        other.push(line.trim().to_owned());
+                    }
+                    continue;
+                };
+                cum[i] += n;
+                seen += 1;
+                // perf prints every event of an interval before the next interval's.
+                if seen == names.len() {
+                    seen = 0;
+                    points.push((now_unix_us(), t, cum.clone()));
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(());
+                    }
+                }
+            }
+            (points, other)
+        });
+        let started = Instant::now();
+        let counting = rx.recv_timeout(READY_TIMEOUT).is_ok();
+        let mut e = Events {
+            child,
+            reader: Some(reader),
+            events: events.to_vec(),
+            refused,
+        };
+        if counting {
+            return Ok(e);
+        }
+        let waited = started.elapsed();
+        stop_child(&mut e.child);
+        let other = e
+            .reader
+            .take()
+            .and_then(|j| j.join().ok())
+            .map(|r| r.1)
+            .unwrap_or_default();
+        Err(Unmeasured(format!(
+            "perf stat -e {list}: {}",
+            if other.is_empty() {
+                format!("no count within {} ms", waited.as_millis())
+            } else {
+                other.join(" / ")
+            }
+        )))
+    }
+
+    /// Stops perf; every event's cumulative timeline, placed by perf's own clock ([`place`]).
+    pub fn finish(mut self) -> EventTimeline {
+        stop_child(&mut self.child);
+        let raw = self
+            .reader
+            .take()
+            .and_then(|h| h.join().ok())
+            .map(|r| r.0)
+            .unwrap_or_default();
+        let offset = raw.iter().map(|p| p.0 as i128 - p.1 as i128).min();
+        EventTimeline {
+            events: std::mem::take(&mut self.events),
+            points: raw
+                .into_iter()
+                .map(|p| ((p.1 as i128 + offset.unwrap_or(0)).max(0) as u64, p.2))
+                .collect(),
+            refused: std::mem::take(&mut self.refused),
+        }
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Each event's count in the output of `perf stat -x, -o <file> -- <command>` (a whole
+/// process's life), by name; events perf printed no number for are left out.
+pub fn totals(text: &str) -> std::collections::BTreeMap<String, f64> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.trim().split(',').collect();
+            (f.len() >= 3)
+                .then(|| Some((f[2].to_owned(), f[0].parse::<f64>().ok()?)))
+                .flatten()
+        })
+        .collect()
+}
+
 /// The count of [`EVENT`] in the output of `perf stat -x, -o <file> -- <command>`
 /// (`count,unit,event,...`, no time column); `None` if perf printed none.
 pub fn total(text: &str) -> Option<f64> {
@@ -470,11 +713,14 @@ pub fn total(text: &str) -> Option<f64> {
 /// The argv prefix that runs a command under `perf stat`, its count written to `out`.
 pub fn stat_prefix(out: &std::path::Path) -> Vec<std::ffi::OsString> {
     let mut v: Vec<std::ffi::OsString> = vec![program()];
-    v.extend(
-        ["stat", "-x", ",", "-e", EVENT, "-o"]
-            .iter()
-            .map(Into::into),
-    );
+    // The kernel's tracepoints this perf can count here beside the syscalls: one perf, one
+    // life, each event its own line.
+    let events: Vec<&str> = std::iter::once(EVENT)
+        .chain(tracepoints().0.iter().map(String::as_str))
+        .collect();
+    v.extend(["stat", "-x", ",", "-e"].iter().map(Into::into));
+    v.push(events.join(",").into());
+    v.push("-o".into());
     v.push(out.as_os_str().to_owned());
     v.push("--".into());
     v
@@ -635,6 +881,79 @@ mod tests {
             assert_eq!(n(455), "futex_wait");
             assert_eq!(n(9999), "syscall_9999");
         }
+    }
+
+    #[test]
+    fn kernel_events_parse_per_interval_and_total_by_name() {
+        let ev = vec![
+            "net:net_dev_xmit".to_owned(),
+            "sock:sock_send_length".to_owned(),
+        ];
+        assert_eq!(
+            parse_event_line("     0.100234,2030,,net:net_dev_xmit,100210,100.00,,", &ev),
+            Some((100_234, 0, 2030.0))
+        );
+        assert_eq!(
+            parse_event_line("0.2,<not counted>,,sock:sock_send_length,0,100.00,,", &ev),
+            Some((200_000, 1, 0.0)),
+            "asleep the whole interval"
+        );
+        assert_eq!(
+            parse_event_line("0.1,5,,raw_syscalls:sys_enter,1,100,,", &ev),
+            None
+        );
+        let t = totals(
+            "# started\n\n4279,,raw_syscalls:sys_enter,7,100.00,,\n1000,,net:net_dev_xmit,7,100.00,,\n<not supported>,,x:y,0,0,,\n",
+        );
+        assert_eq!(t.get("net:net_dev_xmit"), Some(&1000.0));
+        assert_eq!(t.get("raw_syscalls:sys_enter"), Some(&4279.0));
+        assert_eq!(t.len(), 2, "{t:?}");
+    }
+
+    /// Through a stand-in perf: a tracepoint this "kernel" lacks is refused in perf's words
+    /// and the rest are counted, interval by interval, cumulatively; an absent perf refuses
+    /// every event, never counting 0.
+    #[test]
+    fn tracepoints_are_probed_and_counted_through_a_stand_in_perf() {
+        let dir = std::env::temp_dir().join(format!("count-events-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("perf");
+        crate::count::stand_in(
+            &fake,
+            r#"#!/bin/sh
+case "$*" in
+  *no:such*) echo "event syntax error: 'no:such'" >&2; echo "                     \___ unknown tracepoint" >&2; exit 129;;
+  *" -- true") exit 0;;
+esac
+i=0
+while :; do
+  sleep 0.1; i=$((i + 1))
+  echo "0.$i,3,,net:net_dev_xmit,1,100.00,," >&2
+  echo "0.$i,<not counted>,,sock:sock_send_length,0,100.00,," >&2
+done
+"#,
+        );
+        let (ok, refused) = probe_tracepoints(
+            fake.as_os_str(),
+            &["net:net_dev_xmit", "no:such", "sock:sock_send_length"],
+        );
+        assert_eq!(ok, ["net:net_dev_xmit", "sock:sock_send_length"]);
+        assert!(
+            refused["no:such"].contains("unknown tracepoint"),
+            "{refused:?}"
+        );
+        let e = Events::start_with(&fake, std::process::id(), &ok, refused.clone()).unwrap();
+        std::thread::sleep(Duration::from_millis(350));
+        let tl = e.finish();
+        assert!(tl.points.len() >= 2, "{tl:?}");
+        let last = tl.points.len() as f64;
+        assert_eq!(tl.points.last().unwrap().1, vec![3.0 * last, 0.0]);
+        assert!(tl.points.windows(2).all(|w| w[0].0 < w[1].0), "{tl:?}");
+        assert_eq!(tl.refused, refused);
+        let (ok, refused) =
+            probe_tracepoints(dir.join("absent").as_os_str(), &["net:net_dev_xmit"]);
+        assert!(ok.is_empty() && refused["net:net_dev_xmit"].contains("cannot run"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -126,7 +126,39 @@ fn hardware_unmeasured<'a>(cells: &[&'a CellSummary]) -> Option<&'a str> {
     })
 }
 
-fn row(c: &CellSummary, k: &CountedSummary, named: bool, hw: bool, step_us: Option<f64>) -> String {
+/// Whether any cell counted (or tried to count) kernel events (then results.md has a column
+/// for each of `metric::KERNEL`).
+fn kernel_measured(cells: &[&CellSummary]) -> bool {
+    cells.iter().any(|c| {
+        c.counted
+            .as_ref()
+            .is_some_and(|k| !k.server.kernel.is_empty() || !k.server.kernel_unmeasured.is_empty())
+    })
+}
+
+/// A row's kernel-event cells, one per `metric::KERNEL` row: a median ± CV, or why it is
+/// missing.
+fn kernel(p: &PerRequestSummary) -> String {
+    crate::results::metric::KERNEL
+        .iter()
+        .map(
+            |(_, tp)| match (p.kernel.get(*tp), p.kernel_unmeasured.get(*tp)) {
+                (Some(s), _) => format!(" {} |", median_cv(&Some(s.clone()))),
+                (None, Some(why)) => format!(" unmeasured: {why} |"),
+                (None, None) => " – |".into(),
+            },
+        )
+        .collect()
+}
+
+fn row(
+    c: &CellSummary,
+    k: &CountedSummary,
+    named: bool,
+    hw: bool,
+    kern: bool,
+    step_us: Option<f64>,
+) -> String {
     let s = &k.server;
     let top = if named {
         format!(" {} |", top_syscalls(s))
@@ -134,8 +166,9 @@ fn row(c: &CellSummary, k: &CountedSummary, named: bool, hw: bool, step_us: Opti
         String::new()
     };
     let hw = if hw { hardware(s) } else { String::new() };
+    let kern = if kern { kernel(s) } else { String::new() };
     format!(
-        "| {} | {} |{top} {} ({}) | {} | {} | {} | {} |{hw} {} |",
+        "| {} | {} |{top} {} ({}) | {} | {} | {} | {} |{hw}{kern} {} |",
         c.service,
         syscalls(s),
         median_cv(&s.ctx_switches),
@@ -192,6 +225,18 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
             crate::count::perf::HW_EVENTS.join(","),
         );
     }
+    let kern = kernel_measured(&cells);
+    if kern {
+        let _ = writeln!(
+            o,
+            "Kernel events: `perf stat -e <tracepoint>` on the service over the same two loads as its syscalls (the difference over the difference of responses), by its own perf — work the syscall count cannot see, such as an io_uring service's submissions, which enter the kernel without a syscall of their own: {}. With `-p`, work done in a softirq is charged to the task it interrupted; on loopback the receiving socket's processing runs in the sender's softirq, so a packet counts on the side that sent it. Every tracepoint counted (wake-ups, softirqs, receives, completions too) is in results.json. What each means and how exact it is: docs/counted-cost.md.\n",
+            crate::results::metric::KERNEL
+                .iter()
+                .map(|(m, tp)| format!("{} (`{tp}`)", m.label()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+    }
     let mut keys: Vec<(&str, &str, &str)> = Vec::new();
     for c in &cells {
         let k = (c.scenario.as_str(), c.level.as_str(), c.profile.as_str());
@@ -214,18 +259,29 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
         } else {
             ("", "")
         };
+        let (k_head, k_rule): (String, String) = if kern {
+            crate::results::metric::KERNEL
+                .iter()
+                .map(|(m, _)| (format!(" {} |", m.label()), "---|".to_owned()))
+                .unzip()
+        } else {
+            Default::default()
+        };
         let _ = writeln!(
             o,
-            "| service | syscalls |{head} context switches (wake-ups) | faults | user µs | system µs | instructions |{hw_head} generator syscalls |"
+            "| service | syscalls |{head} context switches (wake-ups) | faults | user µs | system µs | instructions |{hw_head}{k_head} generator syscalls |"
         );
-        let _ = writeln!(o, "|---|---|{rule}---|---|---|---|---|{hw_rule}---|");
+        let _ = writeln!(
+            o,
+            "|---|---|{rule}---|---|---|---|---|{hw_rule}{k_rule}---|"
+        );
         for c in cells.iter().filter(|c| {
             (c.scenario.as_str(), c.level.as_str(), c.profile.as_str())
                 == (scenario, level, profile)
         }) {
             if let Some(k) = &c.counted {
                 let step = tick_step_us(c, run);
-                let _ = writeln!(o, "{}", row(c, k, exact.is_some(), hw, step));
+                let _ = writeln!(o, "{}", row(c, k, exact.is_some(), hw, kern, step));
             }
         }
         let _ = writeln!(o);
@@ -261,6 +317,28 @@ mod tests {
             "unmeasured: no syscall name table for aarch64"
         );
         assert_eq!(top_syscalls(&PerRequestSummary::default()), "–");
+    }
+
+    #[test]
+    fn kernel_cells_are_one_per_metric_counted_or_why_not() {
+        let mut p = PerRequestSummary::default();
+        p.kernel.insert(
+            "net:net_dev_xmit".into(),
+            Stat {
+                n: 3,
+                median: 1.05,
+                cv: Some(0.0),
+                ..Default::default()
+            },
+        );
+        p.kernel_unmeasured.insert(
+            "io_uring:io_uring_submit_req".into(),
+            "perf stat -e io_uring:io_uring_submit_req: unknown tracepoint".into(),
+        );
+        assert_eq!(
+            kernel(&p),
+            " 1.050 ±0.0 % | – | unmeasured: perf stat -e io_uring:io_uring_submit_req: unknown tracepoint |"
+        );
     }
 
     #[test]

@@ -351,5 +351,7 @@ fn failed_load(why: String) -> exact::Load {
         after_us: 0,
         responses: Err(why.clone()),
         loadgen: Err(why),
+        loadgen_kernel: Default::default(),
+        loadgen_kernel_refused: Default::default(),
     }
 }

@@ -3,7 +3,7 @@
 //! them is `summary::counted`. Counts are exact where times are noisy, so they rank services
 //! on a busy machine.
 
-use crate::results::schema::{HardwareCounts, ProcessCounts};
+use crate::results::schema::{HardwareCounts, KernelCounts, ProcessCounts};
 
 impl HardwareCounts {
     fn per(&self, x: Option<f64>) -> Option<f64> {
@@ -26,7 +26,22 @@ impl HardwareCounts {
     }
 }
 
+impl KernelCounts {
+    /// Events of `tracepoint` per request, or `None` where it was not counted.
+    pub fn per_request(&self, tracepoint: &str) -> Option<f64> {
+        self.counts
+            .get(tracepoint)
+            .filter(|_| self.responses > 0)
+            .map(|v| v / self.responses as f64)
+    }
+}
+
 impl ProcessCounts {
+    /// Kernel events of `tracepoint` per request, where counted.
+    pub fn kernel_per_request(&self, tracepoint: &str) -> Option<f64> {
+        self.kernel.as_ref()?.per_request(tracepoint)
+    }
+
     fn per(&self, x: Option<f64>) -> Option<f64> {
         x.filter(|_| self.responses > 0)
             .map(|v| v / self.responses as f64)

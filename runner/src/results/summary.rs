@@ -1,5 +1,7 @@
 //! A cell's aggregate over its repetitions (the row results.json and results.md show).
 
+use std::collections::BTreeMap;
+
 use loadgen::LoadModel;
 
 use super::schema::{
@@ -196,8 +198,40 @@ impl PerRequestSummary {
                 .iter()
                 .find_map(|c| c.syscalls_by_name_unmeasured.clone()),
             hardware: hardware(counts),
+            kernel: kernel(counts),
+            kernel_unmeasured: counts
+                .iter()
+                .filter_map(|c| c.kernel.as_ref())
+                .flat_map(|k| k.unmeasured.iter())
+                .fold(BTreeMap::new(), |mut m, (e, why)| {
+                    m.entry(e.clone()).or_insert_with(|| why.clone());
+                    m
+                }),
         }
     }
+}
+
+/// Kernel events per request by tracepoint over the repetitions that counted each (a
+/// repetition that could not count one is left out of its statistic, never read as 0).
+fn kernel(counts: &[&ProcessCounts]) -> BTreeMap<String, Stat> {
+    let mut events: Vec<&str> = Vec::new();
+    for k in counts.iter().filter_map(|c| c.kernel.as_ref()) {
+        for e in k.counts.keys() {
+            if !events.contains(&e.as_str()) {
+                events.push(e);
+            }
+        }
+    }
+    events
+        .into_iter()
+        .filter_map(|e| {
+            let v: Vec<f64> = counts
+                .iter()
+                .filter_map(|c| c.kernel_per_request(e))
+                .collect();
+            Some((e.to_owned(), summarize(&v)?))
+        })
+        .collect()
 }
 
 /// Hardware counters per request over the repetitions that recorded them; `None` where none

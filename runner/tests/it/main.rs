@@ -12,6 +12,7 @@ mod floors;
 mod hardware;
 mod hosts;
 mod k8s;
+mod kernel;
 mod layering;
 mod method;
 mod one_number;

@@ -1,5 +1,5 @@
 //! Command line shared by every service: `--listen`, `--workers`, `--burn-ns`, `--burn-iters`,
-//! `--burn-syscalls`, `--help`.
+//! `--burn-syscalls`, `--split-write-every`, `--help`.
 //!
 //! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`; a service that
 //! fails after that exits with code 1 and `<service>: <error>` on stderr ([`run_service`]).
@@ -12,6 +12,7 @@ use clap::builder::RangedI64ValueParser;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
 use crate::burn::{MAX_BURN_ITERS, MAX_BURN_NS, MAX_BURN_SYSCALLS_EVERY};
+use crate::split::MAX_SPLIT_WRITE_EVERY;
 
 /// Arguments every ping service accepts.
 #[derive(Debug, Clone, Parser)]
@@ -62,6 +63,17 @@ pub struct Args {
         value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_BURN_SYSCALLS_EVERY as i64)
     )]
     pub burn_syscalls: u64,
+
+    /// Calibration aid: every N-th response write as two writes (two TCP segments), 0 (never)
+    /// to 1000000 (a known amount of kernel work per request that a syscall count may miss).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_SPLIT_WRITE_EVERY as i64)
+    )]
+    pub split_write_every: u64,
 }
 
 impl Args {
@@ -92,6 +104,14 @@ pub fn run_service<E: Display>(
     crate::burn::set_per_request_ns(args.burn_ns);
     crate::burn::set_per_request_iters(args.burn_iters);
     crate::burn::set_syscall_every(args.burn_syscalls);
+    if args.split_write_every != 0 && crate::split::UNSUPPORTED.contains(&service) {
+        // A bad argument for this service, refused as clap refuses one: before anything binds.
+        eprintln!(
+            "error: --split-write-every is not supported by {service}: its HTTP library writes responses itself, with no hook to split them"
+        );
+        return ExitCode::from(2);
+    }
+    crate::split::set_every(args.split_write_every);
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -114,6 +134,9 @@ mod tests {
         assert_eq!(a.burn_ns, 0);
         assert_eq!(a.burn_iters, 0);
         assert_eq!(a.burn_syscalls, 0);
+        assert_eq!(a.split_write_every, 0);
+        let a = Args::try_parse_from(["x", "--split-write-every", "20"]).unwrap();
+        assert_eq!(a.split_write_every, 20);
     }
 
     #[test]
@@ -153,6 +176,10 @@ mod tests {
             vec!["x", "--burn-iters", "lots"],
             vec!["x", "--burn-syscalls", "-1"],
             vec!["x", "--burn-syscalls", "1000001"],
+            vec!["x", "--split-write-every", "-1"],
+            vec!["x", "--split-write-every", "1000001"],
+            vec!["x", "--split-write-every", "often"],
+            vec!["x", "--split-write-every"],
             vec!["x", "--burn-syscalls", "99999999999999999999"],
             vec!["x", "--burn-syscalls", "often"],
             vec!["x", "--burn-iters"],

@@ -16,6 +16,7 @@ pub mod per_core;
 pub mod request;
 pub mod response;
 pub mod route;
+pub mod split;
 pub mod startup;
 
 /// Largest request head (request line + headers) a service must buffer; beyond it: 431 or close.

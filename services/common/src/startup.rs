@@ -107,6 +107,9 @@ pub struct StartupLine {
     /// services that do not use it are as they were.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub burn_syscalls: u64,
+    /// `--split-write-every`: every N-th response write as two; printed only when not 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub split_write_every: u64,
     /// monoio only: `anon_inode:[io_uring]` fds counted in `/proc/self/fd` after start-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_uring_fds: Option<usize>,
@@ -149,6 +152,7 @@ impl StartupLine {
             deviations: Vec::new(),
             burn_ns: crate::burn::per_request_ns(),
             burn_syscalls: crate::burn::syscall_every(),
+            split_write_every: crate::split::every(),
             io_uring_fds: None,
         }
     }
@@ -197,6 +201,7 @@ mod tests {
             deviations: vec![Deviation::new("a", "b")],
             burn_ns: 0,
             burn_syscalls: 0,
+            split_write_every: 0,
             io_uring_fds: None,
         };
         let s = serde_json::to_string(&line).unwrap();

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use compio::BufResult;
+use compio::buf::{IntoInner, IoBuf};
 use compio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use compio::net::TcpStream;
 
@@ -53,7 +54,21 @@ pub async fn serve(mut stream: TcpStream) {
 
 /// Writes and clears `out`; `None` if the peer is gone.
 async fn write(stream: &mut TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
-    let BufResult(res, mut out) = stream.write_all(out).await;
+    let BufResult(res, mut out) = match ping_common::split::cut(out.len()) {
+        // `--split-write-every`: the same bytes as two writes.
+        Some(k) => {
+            let BufResult(first, head) = stream.write_all(out.slice(..k)).await;
+            let out = head.into_inner();
+            match first {
+                Ok(()) => stream
+                    .write_all(out.slice(k..))
+                    .await
+                    .map_buffer(|s| s.into_inner()),
+                Err(e) => BufResult(Err(e), out),
+            }
+        }
+        None => stream.write_all(out).await,
+    };
     out.clear();
     res.ok().map(|()| out)
 }

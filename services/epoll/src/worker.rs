@@ -32,6 +32,8 @@ struct Conn {
     out: Vec<u8>,
     /// Bytes of `out` already written.
     written: usize,
+    /// The current response write's `--split-write-every` cut, once decided.
+    cut: Option<Option<usize>>,
     http: Session,
 }
 
@@ -184,6 +186,7 @@ impl Worker {
             input: Vec::with_capacity(READ_CHUNK),
             out: Vec::with_capacity(READ_CHUNK),
             written: 0,
+            cut: None,
             http: Session::new(crate::SERVICE),
         });
         // Data may already be there; with edge triggering the first event reports it anyway.
@@ -264,8 +267,16 @@ impl Conn {
 
     /// Writes pending output; `Ok(true)` when all of it is written.
     fn flush(&mut self) -> io::Result<bool> {
+        // `--split-write-every`: decided once per response write, not per retry.
+        if self.cut.is_none() && self.written < self.out.len() {
+            self.cut = Some(ping_common::split::cut(self.out.len()));
+        }
         while self.written < self.out.len() {
-            match sys::write(self.fd.as_raw_fd(), &self.out[self.written..]) {
+            let end = match self.cut {
+                Some(Some(k)) if self.written < k => k,
+                _ => self.out.len(),
+            };
+            match sys::write(self.fd.as_raw_fd(), &self.out[self.written..end]) {
                 Ok(n) => self.written += n,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -274,6 +285,7 @@ impl Conn {
         }
         self.out.clear();
         self.written = 0;
+        self.cut = None;
         Ok(true)
     }
 }

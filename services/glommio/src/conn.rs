@@ -42,7 +42,13 @@ pub async fn serve(mut stream: TcpStream) {
 
 /// Writes and clears `out`; `false` if the peer is gone.
 async fn write(stream: &mut TcpStream, out: &mut Vec<u8>) -> bool {
-    let ok = stream.write_all(out).await.is_ok();
+    let ok = match ping_common::split::cut(out.len()) {
+        // `--split-write-every`: the same bytes as two writes.
+        Some(k) => {
+            stream.write_all(&out[..k]).await.is_ok() && stream.write_all(&out[k..]).await.is_ok()
+        }
+        None => stream.write_all(out).await.is_ok(),
+    };
     out.clear();
     ok
 }

@@ -14,6 +14,10 @@ use crate::framing::Framer;
 pub struct CloseAwareIo<T> {
     inner: T,
     framer: Framer,
+    /// `--split-write-every`: the current write's cut, decided once (a write hyper retries
+    /// after `Pending` is the same write), and whether the next write is a cut one's rest.
+    cut: Option<Option<usize>>,
+    rest: bool,
 }
 
 impl<T> CloseAwareIo<T> {
@@ -21,6 +25,25 @@ impl<T> CloseAwareIo<T> {
         CloseAwareIo {
             inner,
             framer: Framer::default(),
+            cut: None,
+            rest: false,
+        }
+    }
+
+    /// How many of the `len` bytes hyper offers to write now: all, or the first part of a
+    /// response write `--split-write-every` cuts in two (hyper then offers the rest).
+    fn limit(&mut self, len: usize) -> usize {
+        if self.rest {
+            return len;
+        }
+        let cut = *self.cut.get_or_insert_with(|| ping_common::split::cut(len));
+        cut.map_or(len, |k| k.min(len))
+    }
+
+    fn wrote(&mut self, r: &Poll<std::io::Result<usize>>) {
+        if r.is_ready() {
+            self.rest = !self.rest && matches!(self.cut, Some(Some(_)));
+            self.cut = None;
         }
     }
 }
@@ -54,7 +77,11 @@ impl<T: AsyncWrite + Unpin> Write for CloseAwareIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let this = self.get_mut();
+        let n = this.limit(buf.len());
+        let r = Pin::new(&mut this.inner).poll_write(cx, &buf[..n]);
+        this.wrote(&r);
+        r
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -74,6 +101,20 @@ impl<T: AsyncWrite + Unpin> Write for CloseAwareIo<T> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        let n = this.limit(len);
+        let r = if n < len {
+            // The cut's first part: from the first buffer, at most `n` bytes of it.
+            let first = bufs
+                .iter()
+                .find(|b| !b.is_empty())
+                .map_or(&[][..], |b| &b[..]);
+            Pin::new(&mut this.inner).poll_write(cx, &first[..n.min(first.len())])
+        } else {
+            Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+        };
+        this.wrote(&r);
+        r
     }
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use monoio::buf::IoBufMut;
+use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use ping_common::MAX_HEAD_BYTES;
@@ -107,7 +107,21 @@ pub async fn serve(mut stream: TcpStream) {
 
 /// Writes and clears `out`; `None` if the peer is gone.
 async fn write(stream: &mut TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
-    let (res, mut out) = stream.write_all(out).await;
+    let (res, mut out) = match ping_common::split::cut(out.len()) {
+        // `--split-write-every`: the same bytes as two writes.
+        Some(k) => {
+            let (first, head) = stream.write_all(out.slice(..k)).await;
+            let out = head.into_inner();
+            match first {
+                Ok(_) => {
+                    let (r, tail) = stream.write_all(out.slice(k..)).await;
+                    (r, tail.into_inner())
+                }
+                Err(e) => (Err(e), out),
+            }
+        }
+        None => stream.write_all(out).await,
+    };
     out.clear();
     res.ok().map(|_| out)
 }

@@ -49,6 +49,14 @@ pub enum Metric {
     CtxSwitchesPerRequest,
     /// The service's user-space instructions per request under Valgrind (c1 cells).
     InstructionsPerRequest,
+    /// Kernel events per response (`results::metric::KERNEL` names each one's tracepoint):
+    /// packets the service handed to the device (one per TCP segment on loopback)...
+    PacketsPerRequest,
+    /// ...sends at its sockets (`sock_sendmsg`: write, send, io_uring's send alike)...
+    SocketSendsPerRequest,
+    /// ...and io_uring submissions (each an operation the kernel performs without a syscall
+    /// of its own).
+    IoUringSubmissionsPerRequest,
 }
 
 // ---------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 //! process over a repetition's measured window, and Valgrind's instructions per request.
 //! Optional fields added after schema version 1: runs without them read as "not counted".
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::Stat;
@@ -48,6 +50,30 @@ pub struct ProcessCounts {
     /// only); absent in runs before them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<HardwareCounts>,
+    /// The kernel's tracepoints (`count::perf::KERNEL_EVENTS`) over the same two exact loads
+    /// as the syscalls; absent in runs before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelCounts>,
+}
+
+/// Kernel events by tracepoint name (perf stat, every thread) over the exact count's two
+/// loads: each the difference of its counts in the two loads, cut at the same idle-gap points
+/// as the syscalls (the server) or over the generator's whole life (`perf stat -- loadgen`).
+/// A tracepoint is a key, so a new one adds a row and no field. One that could not be
+/// counted is absent from `counts` and present in `unmeasured` with the reason — never 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelCounts {
+    /// The divisor: responses of the larger load minus those of the smaller.
+    pub responses: u64,
+    /// Tracepoint → its count over the difference of the two loads.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, f64>,
+    /// Tracepoint → (responses, count) of each load.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub points: BTreeMap<String, Vec<(u64, f64)>>,
+    /// Tracepoint → why it has no count.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unmeasured: BTreeMap<String, String>,
 }
 
 /// `instructions:u`, `instructions:k` and `cycles` (perf stat, every thread) over the exact
@@ -148,6 +174,13 @@ pub struct PerRequestSummary {
     /// them; absent in runs before them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<HardwareSummary>,
+    /// Kernel events per request by tracepoint (`KernelCounts`), over the repetitions that
+    /// counted them; absent in runs before them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel: BTreeMap<String, Stat>,
+    /// Tracepoint → why it was not counted (the first repetition's reason).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel_unmeasured: BTreeMap<String, String>,
 }
 
 /// Hardware counters per request over a cell's repetitions: each event's median and spread,

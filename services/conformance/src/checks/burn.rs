@@ -184,3 +184,76 @@ pub fn burn_syscalls_per_request(bin: &str) {
 pub fn burn_syscalls_out_of_range_exit_2(bin: &str) {
     refused(bin, "--burn-syscalls", &["-1", "1000001", "often"], "");
 }
+
+/// Responses and `--split-write-every` for [`split_write_per_request`]: 20 split writes.
+const SPLIT_REQUESTS: u32 = 100;
+const SPLIT_EVERY: u32 = 5;
+
+/// `--split-write-every N`: reported in the start-up line, and exactly one more socket send
+/// every N responses (the kernel's `sock:sock_send_length`, one per `sock_sendmsg`: write,
+/// send and io_uring's send alike) under `perf stat` on sequential pings (skipped, saying so,
+/// where perf or the tracepoint are not available). Services whose library writes responses
+/// itself refuse the flag (exit 2, saying why).
+pub fn split_write_per_request(bin: &str) {
+    if ping_common::split::UNSUPPORTED.contains(&bin) {
+        refused(bin, "--split-write-every", &["5"], "not supported");
+        return;
+    }
+    let sends = |args: &[&str]| -> Option<u64> {
+        let svc = Service::start(bin, args);
+        let addr = svc.addr();
+        let out = Command::new(std::env::var("PINGMATRIX_PERF").unwrap_or_else(|_| "perf".into()))
+            .args(["stat", "-x,", "-e", "sock:sock_send_length", "-p"])
+            .arg(svc.pid().to_string())
+            .args(["--", "python3", "-c", SEQUENTIAL_PINGS])
+            .args([addr.ip().to_string(), addr.port().to_string()])
+            .arg(SPLIT_REQUESTS.to_string())
+            .stdin(Stdio::null())
+            .output();
+        let text = match out {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stderr).into_owned(),
+            Ok(o) => {
+                eprintln!(
+                    "SKIPPED {bin} split_write_per_request: perf stat failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                return None;
+            }
+            Err(e) => {
+                eprintln!("SKIPPED {bin} split_write_per_request: no perf: {e}");
+                return None;
+            }
+        };
+        let n = text
+            .lines()
+            .find(|l| l.contains("sock_send_length"))
+            .and_then(|l| l.split(',').next()?.trim().parse().ok());
+        if n.is_none() {
+            eprintln!("SKIPPED {bin} split_write_per_request: no send count in {text:?}");
+        }
+        n
+    };
+    let every = SPLIT_EVERY.to_string();
+    let svc = Service::start(bin, &["--split-write-every", &every]);
+    assert_eq!(
+        svc.startup.split_write_every,
+        u64::from(SPLIT_EVERY),
+        "{}",
+        svc.startup_raw
+    );
+    drop(svc);
+    let (Some(plain), Some(split)) = (sends(&[]), sends(&["--split-write-every", &every])) else {
+        return;
+    };
+    // Against the same service without the flag: whatever else it sends (nothing, here) cancels.
+    assert_eq!(
+        split - plain,
+        u64::from(SPLIT_REQUESTS / SPLIT_EVERY),
+        "{bin}: socket sends for {SPLIT_REQUESTS} responses: {plain} plain, {split} at --split-write-every {SPLIT_EVERY}"
+    );
+}
+
+/// Negative, over 10^6 or not a number: refused.
+pub fn split_write_out_of_range_exit_2(bin: &str) {
+    refused(bin, "--split-write-every", &["-1", "1000001", "often"], "");
+}
