@@ -148,7 +148,9 @@ pub fn write_verified(
 /// results.json into `path`, renamed over the old one only when it reads back as a result
 /// set's results.json does (every number finite and in range, every key a key).
 pub fn write_results(path: &Path, results: &ResultsFile) -> anyhow::Result<()> {
-    let bytes = crate::export::json::to_bytes(results);
+    // As export::json::to_bytes writes it (results/ is below export/ and does not import it).
+    let mut bytes = serde_json::to_vec_pretty(results)?;
+    bytes.push(b'\n');
     write_verified(path, &bytes, |tmp| {
         let back: ResultsFile = super::untrusted::read_json(tmp)?;
         super::untrusted::check_results(&back)
