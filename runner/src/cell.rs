@@ -264,6 +264,7 @@ fn measure(
         counts: Some(count::with_window(seen.counts, loadgen, &sys)),
         instructions: instructions(ctx, out, cell, rep),
         started_unix_ms: run.report.started_unix_ms,
+        session: None,
         server: seen.usage,
         cgroup: seen.cgroup,
         loadgen_exit_code: run.exit_code,

@@ -121,7 +121,8 @@ pub fn against_baseline(o: &mut String, res: &ResultsFile) {
     let _ = writeln!(o, "## Against the baseline: `{base}`\n");
     let _ = writeln!(
         o,
-        "Each service as a ratio to `{base}` in the same cell (service / baseline), with the 95 % interval of the ratio — paired on rounds: repetition i of both ran side by side. **Bold** = a difference this run can show (interval excludes 1× and the change exceeds {NOISE_PCT} %{}); ≈ = **indistinguishable here**: the interval includes 1× (or the change is under {NOISE_PCT} %), so the two are not ranked. The MDE in each header is the smallest difference these settings detect (95 % confidence, 80 % power), from the calibration{}.\n",
+        "Each service as a ratio to `{base}` in the same cell (service / baseline), with the 95 % interval of the ratio — {}. **Bold** = a difference this run can show (interval excludes 1× and the change exceeds {NOISE_PCT} %{}); ≈ = **indistinguishable here**: the interval includes 1× (or the change is under {NOISE_PCT} %), so the two are not ranked. The MDE in each header is the smallest difference these settings detect (95 % confidence, 80 % power), from the calibration{}.\n",
+        crate::results::verdict::pairing_note(&res.verdicts),
         instructions_threshold(res),
         if res.calibration.is_some() {
             ""

@@ -160,6 +160,7 @@ pub fn run_rep(
     Ok(RepResult {
         rep,
         started_unix_ms: report.started_unix_ms,
+        session: None,
         server: stopped.usage,
         cgroup: stopped.cgroup,
         loadgen_exit_code: runs.iter().filter_map(|g| g.loadgen_exit_code).max(),

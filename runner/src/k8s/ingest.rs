@@ -180,6 +180,7 @@ pub fn cell_result(
         .map(|(rep, report)| RepResult {
             rep,
             started_unix_ms: report.started_unix_ms,
+            session: None,
             report,
             server: ServerUsage::default(),
             cgroup: None,

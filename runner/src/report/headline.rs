@@ -435,7 +435,12 @@ fn sensitivity(o: &mut String, set: &ResultSet, cells: &[&CellSummary], baseline
     let same_as_base = same_in_rps(set, cells, baseline);
     let _ = write!(
         o,
-        "Ratios are service / `{baseline}` at the same level, with the 95 % interval paired on rounds; ≈ = indistinguishable here (interval includes 1× or the change is under {NOISE_PCT} %)."
+        "Ratios are service / `{baseline}` at the same level, with the 95 % interval {}; ≈ = indistinguishable here (interval includes 1× or the change is under {NOISE_PCT} %).",
+        if crate::results::verdict::any_unpaired(&set.results.verdicts) {
+            "paired on rounds except where marked *unpaired* (repetitions that did not run side by side)"
+        } else {
+            "paired on rounds"
+        }
     );
     if !same_as_base.is_empty() {
         let _ = write!(

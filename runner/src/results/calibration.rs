@@ -64,9 +64,16 @@ fn pct(x: Option<f64>) -> Option<f64> {
 fn metric_of(a: &CellResult, b: &CellResult, m: Metric) -> CalibrationMetric {
     let (va, vb) = (by_rep(a, m), by_rep(b, m));
     let vals = |v: &[(u32, f64)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
-    let aa = difference::paired(&va, &vb);
+    // Arms that did not run side by side (one restarted by --resume) have no paired spread.
+    let side_by_side = crate::results::metric::side_by_side(a, b);
+    let aa = if side_by_side {
+        difference::paired(&va, &vb)
+    } else {
+        difference::unpaired(&va, &vb)
+    };
     let logs: Vec<f64> = va
         .iter()
+        .filter(|_| side_by_side)
         .filter_map(|(r, x)| {
             let y = vb.iter().find(|(rb, _)| rb == r)?.1;
             Some((y / x).ln()).filter(|l| l.is_finite())

@@ -72,6 +72,12 @@ pub fn between(old: &[(u32, f64)], new: &[(u32, f64)]) -> Option<Difference> {
     if old.len() >= 2 && reps(old) == reps(new) {
         return paired(old, new);
     }
+    unpaired(old, new)
+}
+
+/// Welch's difference of two samples taken as independent: repetitions that did not run side
+/// by side (`metric::side_by_side`), or of different counts.
+pub fn unpaired(old: &[(u32, f64)], new: &[(u32, f64)]) -> Option<Difference> {
     let values = |v: &[(u32, f64)]| MetricValues::from_values(v.iter().map(|x| x.1).collect());
     difference(&values(old)?, &values(new)?)
 }

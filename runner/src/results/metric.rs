@@ -173,6 +173,19 @@ pub fn from_cell(c: &CellResult, m: Metric) -> Option<MetricValues> {
     MetricValues::from_values(by_rep(c, m).into_iter().map(|(_, v)| v).collect())
 }
 
+/// Whether repetition i of `a` and of `b` ran side by side, for every i both have: one
+/// matrix process ran both (`RepResult::session`; runs before it record none, and were
+/// paired). A cell restarted by `--resume` ran all of its repetitions after its partner's:
+/// pairing those on their numbers would pair nothing the two shared.
+pub fn side_by_side(a: &CellResult, b: &CellResult) -> bool {
+    a.reps.iter().filter(|r| r.rep > 0).all(|ra| {
+        b.reps
+            .iter()
+            .find(|rb| rb.rep == ra.rep)
+            .is_none_or(|rb| rb.session == ra.session)
+    })
+}
+
 /// The measured values of `m` in a cell with the repetition each came from (start-up and
 /// idle RSS: the start that served it, every start counted), in recorded order; the drift
 /// re-run (repetition 0) excluded.

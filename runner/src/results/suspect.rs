@@ -361,6 +361,7 @@ pub(crate) mod tests {
         RepResult {
             rep,
             started_unix_ms: 0,
+            session: None,
             report: report(cell, rps, mean_latency_us),
             server: ServerUsage::default(),
             cgroup: None,

@@ -102,28 +102,56 @@ pub fn ratio_ci(d: &Difference) -> String {
 impl MetricVerdict {
     /// For tables: "**1.20× [1.12–1.28]** faster" / "≈ 1.03× [0.96–1.10]"; counted metrics
     /// as percentages: "**+7.59 % [+7.58, +7.60]** costlier" / "+0.32 % [+0.31, +0.34] real,
-    /// under the 0.5 % threshold" / "≈ +0.01 % [−0.02, +0.03]".
+    /// under the 0.5 % threshold" / "≈ +0.01 % [−0.02, +0.03]"; "unpaired" after an interval
+    /// whose repetitions did not run side by side (Welch's).
     pub fn brief(&self) -> String {
         let Some(d) = &self.difference else {
             return "–".into();
         };
-        if self.metric.unit() == super::units::Unit::Count {
-            return match (self.verdict, self.real_under_threshold()) {
+        let text = if self.metric.unit() == super::units::Unit::Count {
+            match (self.verdict, self.real_under_threshold()) {
                 (Verdict::Better | Verdict::Worse, _) => {
                     format!("**{}** {}", pct_ci(d), self.verdict.word(self.metric))
                 }
                 (_, Some(t)) => format!("{} real, under the {t} % threshold", pct_ci(d)),
                 (Verdict::NoChange, None) => format!("≈ {}", pct_ci(d)),
                 _ => pct_ci(d),
-            };
-        }
-        match self.verdict {
-            Verdict::Better | Verdict::Worse => {
-                format!("**{}** {}", ratio_ci(d), self.verdict.word(self.metric))
             }
-            Verdict::NoChange => format!("≈ {}", ratio_ci(d)),
-            _ => ratio_ci(d),
+        } else {
+            match self.verdict {
+                Verdict::Better | Verdict::Worse => {
+                    format!("**{}** {}", ratio_ci(d), self.verdict.word(self.metric))
+                }
+                Verdict::NoChange => format!("≈ {}", ratio_ci(d)),
+                _ => ratio_ci(d),
+            }
+        };
+        if d.paired || d.ci95_low_pct.is_none() {
+            text
+        } else {
+            format!("{text} *unpaired*")
         }
+    }
+}
+
+/// Whether any verdict's interval is not paired on rounds (its repetitions did not run side
+/// by side): what results.md then says instead of "repetition i of both ran side by side".
+pub fn any_unpaired(verdicts: &[BaselineVerdict]) -> bool {
+    verdicts
+        .iter()
+        .flat_map(|v| &v.metrics)
+        .filter_map(|m| m.difference.as_ref())
+        .any(|d| !d.paired && d.ci95_low_pct.is_some())
+}
+
+/// The sentence on pairing for results.md: true only of what the run did.
+pub fn pairing_note(verdicts: &[BaselineVerdict]) -> &'static str {
+    if any_unpaired(verdicts) {
+        "paired on rounds (repetition i of both ran side by side) except where marked *unpaired*: \
+         those repetitions did not run side by side (a cell restarted by `--resume`, or unequal \
+         repetition counts), so that interval is Welch's, of two independent samples"
+    } else {
+        "paired on rounds: repetition i of both ran side by side"
     }
 }
 
@@ -155,10 +183,15 @@ pub fn against_baseline(
         let open = matches!(c.cell.load, LoadModel::Open { .. });
         let cal = calibration
             .and_then(|k| k.cell_for(&c.cell.scenario, &c.cell.level, &c.cell.profile, open));
+        let side_by_side = metric::side_by_side(base, c);
         let metrics = metric::measured_in(c)
             .map(|m| {
                 let (old, new) = (by_rep(base, m), by_rep(c, m));
-                let d = difference::between(&old, &new);
+                let d = if side_by_side {
+                    difference::between(&old, &new)
+                } else {
+                    difference::unpaired(&old, &new)
+                };
                 let verdict = d
                     .as_ref()
                     .map_or(Verdict::Missing, |d| difference::verdict(m, d, NOISE_PCT));
@@ -206,6 +239,27 @@ mod tests {
             verdict: v,
             mde_pct: mde,
         }
+    }
+
+    /// results.md said "repetition i of both ran side by side" of every verdict, also of
+    /// repetitions a `--resume` ran apart.
+    #[test]
+    fn an_unpaired_interval_is_marked_and_the_note_does_not_claim_pairing() {
+        let mut v = verdict(Verdict::NoChange, 1.03, Some((-4.0, 10.0)), Some(9.4));
+        let one = |v: &MetricVerdict| BaselineVerdict {
+            key: "b".into(),
+            service: "b".into(),
+            baseline: "a".into(),
+            scenario: "p".into(),
+            level: "c4".into(),
+            profile: "x".into(),
+            metrics: vec![v.clone()],
+        };
+        assert!(!v.brief().contains("unpaired"));
+        assert!(pairing_note(&[one(&v)]).ends_with("repetition i of both ran side by side"));
+        v.difference.as_mut().unwrap().paired = false;
+        assert_eq!(v.brief(), "≈ 1.03× [0.96–1.10] *unpaired*");
+        assert!(pairing_note(&[one(&v)]).contains("except where marked *unpaired*"));
     }
 
     #[test]

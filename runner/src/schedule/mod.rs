@@ -59,6 +59,7 @@ pub fn run(
         runner,
         progress,
         together: true,
+        session: crate::sample::now_unix_us(),
     };
     for group in &plan.calibration {
         completed = g.run(group, false)?;
@@ -90,6 +91,9 @@ struct Group<'a> {
     /// The group's cells stop repeating together, when every one has had enough (the two
     /// arms of a calibration cell: pairs A B A B, none left over).
     together: bool,
+    /// This process's start (Unix µs), recorded on every repetition it runs: pairing on rounds
+    /// holds only between repetitions of one session (`RepResult::session`).
+    session: u64,
 }
 
 impl Group<'_> {
@@ -188,7 +192,13 @@ impl Group<'_> {
     /// that has enough stops here (in a `together` group, at the end of the round).
     fn rep(&mut self, st: &mut CellResult, rep: u32) {
         self.progress.begin(&st.cell, rep);
-        let o = self.runner.rep(&st.cell, rep);
+        let mut o = self.runner.rep(&st.cell, rep);
+        // A replay keeps what was recorded: its repetitions ran when the recorded run ran them.
+        if self.runner.replay_of().is_none()
+            && let Some(crate::results::outcome::RepBody::Measured(r)) = &mut o.body
+        {
+            r.session = Some(self.session);
+        }
         let failure = o.failure.as_ref().map(ToString::to_string);
         match o.churn() {
             Some(c) => self.progress.end_with(&st.cell, rep, &churn_line(c)),

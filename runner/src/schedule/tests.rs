@@ -278,6 +278,37 @@ fn resume_skips_cells_an_earlier_run_finished_and_reruns_the_rest() {
     assert_eq!(s.0.read_cell(&b.key).unwrap().reps.len(), 2);
 }
 
+/// Issue 47 item 10: after `--resume` restarted b, all of b's repetitions ran after a's, yet
+/// they were paired on their numbers ("repetition i of both ran side by side") — two
+/// identical binaries came out "p99 10.28× slower". Only repetitions one process ran are
+/// paired; the rest are compared as independent samples.
+#[test]
+fn a_cell_restarted_by_resume_is_not_paired_with_its_partner() {
+    let (a, b) = (cell("a", "c4", 3), cell("b", "c4", 3));
+    let s = TempStore::new("resume-pairing");
+    let p = plan(vec![vec![a.clone(), b.clone()]]);
+    let values: &[f64] = &[100.0, 90.0, 110.0];
+    let mut f = fake(&[(&a, values), (&b, values)]);
+    run(&p, &s.0, "run", false, &mut f, &mut quiet()).unwrap();
+    let paired = |s: &Store| {
+        let cells = [s.read_cell(&a.key).unwrap(), s.read_cell(&b.key).unwrap()];
+        let v =
+            crate::results::verdict::against_baseline(&cells.iter().collect::<Vec<_>>(), "a", None);
+        v[0].metrics[0].difference.as_ref().unwrap().paired
+    };
+    assert!(paired(&s.0), "one run: side by side");
+    // b restarted by a resume, in a later process: its repetitions all run after a's.
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    s.0.write_cell(&CellResult::new("run", &b)).unwrap();
+    let mut f = fake(&[(&a, values), (&b, values)]);
+    run(&p, &s.0, "run", false, &mut f, &mut quiet()).unwrap();
+    assert_eq!(
+        f.keys(),
+        ["b__p__c4__x#1", "b__p__c4__x#2", "b__p__c4__x#3"]
+    );
+    assert!(!paired(&s.0), "a and b did not run side by side");
+}
+
 #[test]
 fn profiled_repetitions_follow_the_group_for_completed_cells_only() {
     let (a, b) = (cell("a", "c4", 1), cell("b", "c4", 1));

@@ -356,6 +356,12 @@ pub struct RepResult {
     /// 1-based; 0 = the drift re-run at the end.
     pub rep: u32,
     pub started_unix_ms: u64,
+    /// The matrix process (a run, or a `--resume` of it) that ran this repetition, by its
+    /// start (Unix µs): repetition i of two cells ran side by side only when one process ran
+    /// both (a cell restarted by `--resume` ran all of its after its partner's). Absent in
+    /// runs before it, and in a replay of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
     /// The generator's report, complete.
     pub report: Report,
     pub server: ServerUsage,
