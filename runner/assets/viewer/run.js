@@ -22,6 +22,13 @@ const COUNTED = [
   { key: "syscalls_per_request", label: "syscalls/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.server.syscalls, why: (c) => c.counted && c.counted.server.syscalls_unmeasured },
   { key: "ctx_switches_per_request", label: "ctx sw/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.server.ctx_switches, why: () => null },
   { key: "instructions_per_request", label: "instr/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.instructions, why: (c) => c.counted && c.counted.instructions_unmeasured },
+  // Kernel events by tracepoint (the runner's metric::KERNEL): a row each.
+  ...[["packets_per_request", "packets/req", "net:net_dev_xmit"],
+    ["socket_sends_per_request", "sends/req", "sock:sock_send_length"],
+    ["io_uring_submissions_per_request", "uring sub/req", "io_uring:io_uring_submit_req"]].map(([key, label, tp]) => (
+    { key, label, better: "lower", median: true, title: tp,
+      stat: (c) => c.counted && c.counted.server.kernel && c.counted.server.kernel[tp],
+      why: (c) => c.counted && c.counted.server.kernel_unmeasured && c.counted.server.kernel_unmeasured[tp] })),
 ];
 const value = (m, c) => m.stat ? (m.stat(c) ? m.stat(c)[m.median ? "median" : "mean"] : null) : (m.point(c) === undefined ? null : m.point(c));
 const tabOf = (c) => c.scenario + " · " + c.profile;
@@ -135,7 +142,7 @@ function render() {
   const byCost = sort === "counted_cost";
   const place = (c) => c.counted_rank && c.counted_rank.place;
   const rankCol = ranked
-    ? { key: "counted_cost", label: "rank", better: "lower", title: "rank by counted cost: instructions per request, then syscalls; counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls", value: (c) => c.counted_rank ? c.counted_rank.order : null }
+    ? { key: "counted_cost", label: "rank", better: "lower", title: "rank by counted cost: instructions per request, then syscalls (plus io_uring submissions where counted); counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls", value: (c) => c.counted_rank ? c.counted_rank.order : null }
     : { key: "band", label: "rank", title: "services the run cannot tell apart share a band" };
   const cols = [
     Object.assign(rankCol, { render: (c) => byCost ? (place(c) ? el("span", { class: "band", title: "by counted cost" }, place(c)) : "—")
@@ -187,7 +194,7 @@ function render() {
       open: (c) => { state.set({ cell: c.key }); render(); document.getElementById("detail").focus(); },
       rowClass: (c, i, all) => [c.status && c.status !== "ok" ? "failed" : null, c.suspect ? "suspect" : null, i > 0 && tied(all[i - 1], c) ? "tied" : null].filter(Boolean).join(" "),
     }) : el("p", { class: "empty" }, "No cell here passes the filters."),
-    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † generator saturated (a lower bound), ⚠ suspect, ✗ did not complete, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it opens in rank by counted cost, README's headline's rule: instructions per request, then syscalls; counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls."));
+    el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † generator saturated (a lower bound), ⚠ suspect, ✗ did not complete, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it opens in rank by counted cost, README's headline's rule: instructions per request, then syscalls (plus io_uring submissions where counted); counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls."));
   app.append(sec);
   const where = attribution(rows);
   if (where) app.append(where);

@@ -1,9 +1,10 @@
 //! Counted cost: the kernel's counts for a process over a repetition — context switches,
 //! page faults and user/system CPU (`/proc`), read while the timed load runs and cut to the
 //! generator's window afterwards; syscalls (`perf`) over exact request counts in their own
-//! window after it ([`exact`]) — for the service and for the generator alike. Counts are
-//! exact where times are noisy: they rank services on a busy machine. Instructions per
-//! request under Valgrind (`--count-instructions`): [`valgrind`].
+//! window after it ([`exact`]), with the kernel's tracepoints over the same loads
+//! ([`perf::KERNEL_EVENTS`]: packets, sends, io_uring submissions …) — for the service and for
+//! the generator alike. Counts are exact where times are noisy: they rank services on a busy
+//! machine. Instructions per request under Valgrind (`--count-instructions`): [`valgrind`].
 
 pub mod cachegrind;
 pub mod exact;

@@ -2,7 +2,8 @@
 //! syscalls, context switches (wake-ups), page faults, user and system CPU µs per response,
 //! its user-space instructions per request where Valgrind counted them, and the generator's
 //! syscalls per response beside it; from the exact count on, the server's top three syscalls
-//! by name too. Written only when the run counted (runs recorded before counted cost, or
+//! by name too, and where kernel events were counted a column per `metric::KERNEL` row
+//! (packets, socket sends, io_uring submissions per request). Written only when the run counted (runs recorded before counted cost, or
 //! before the exact count, render as they did).
 
 use std::fmt::Write as _;
