@@ -176,7 +176,9 @@ function render() {
       render: (c) => {
         const st = k.stat(c);
         if (!st) return k.why(c) ? mark("unmeasured", [k.why(c)], "unmeasured") : el("span", { class: "v" }, "—");
-        return [el("span", { class: "v", title: "median of " + st.n + " counted repetitions" }, fmtNum(st.median)),
+        // Marked as results.md and README mark it (results::counted::not_exact).
+        const inexact = st.n > 1 && st.cv !== null && st.cv > R.not_exact.cv ? mark("≈", [R.not_exact.why], "suspect") : null;
+        return [el("span", { class: "v", title: "median of " + st.n + " counted repetitions" }, fmtNum(st.median)), inexact,
           st.n > 1 ? el("span", { class: "ci", title: "the range over the repetitions" }, fmtNum(st.min) + " – " + fmtNum(st.max)) : null];
       },
     });

@@ -17,10 +17,7 @@ pub const COUNTING_COST: &str = "perf's `raw_syscalls:sys_enter` tracepoint atta
 
 fn median_cv(s: &Option<Stat>) -> String {
     match s {
-        Some(s) => match s.cv {
-            Some(cv) if s.n > 1 => format!("{} ±{:.1} %", count(s.median), cv * 100.0),
-            _ => count(s.median),
-        },
+        Some(s) => crate::results::counted::count_text(s),
         None => "–".into(),
     }
 }
@@ -237,6 +234,20 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
                 .collect::<Vec<_>>()
                 .join(", "),
         );
+    }
+    let not_exact = cells.iter().filter_map(|c| c.counted.as_ref()).any(|k| {
+        [
+            &k.server.syscalls,
+            &k.server.ctx_switches,
+            &k.instructions,
+            &k.loadgen.syscalls,
+        ]
+        .into_iter()
+        .flatten()
+        .any(crate::results::counted::not_exact)
+    });
+    if not_exact {
+        let _ = writeln!(o, "{}\n", crate::results::counted::NOT_EXACT);
     }
     let mut keys: Vec<(&str, &str, &str)> = Vec::new();
     for c in &cells {

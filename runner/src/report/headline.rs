@@ -217,6 +217,19 @@ fn ranked(
         cols.extend(row(&mine(s), cells, true));
         let _ = writeln!(o, "| {} |", cols.join(" | "));
     }
+    let not_exact = services.iter().any(|s| {
+        let ins = counts(s, &at).and_then(|k| k.instructions.as_ref());
+        let sys = levels
+            .iter()
+            .filter_map(|l| counts(s, l).and_then(|k| k.server.syscalls.as_ref()));
+        ins.into_iter()
+            .filter(|_| instructions)
+            .chain(sys)
+            .any(crate::results::counted::not_exact)
+    });
+    if not_exact {
+        let _ = writeln!(o, "\n{}", crate::results::counted::NOT_EXACT);
+    }
     let _ = write!(o, "\nRanked by counted cost at {at}: ");
     if instructions {
         let _ = write!(
@@ -389,14 +402,7 @@ fn mde_range(
 /// none, "–" where it has neither.
 fn count_cell(s: Option<&Stat>, why: Option<&String>) -> String {
     match (s, why) {
-        (Some(s), _) => match s.cv {
-            Some(cv) if s.n > 1 => format!(
-                "{} ±{:.1} %",
-                crate::results::units::count(s.median),
-                cv * 100.0
-            ),
-            _ => crate::results::units::count(s.median),
-        },
+        (Some(s), _) => crate::results::counted::count_text(s),
         (None, Some(_)) => "unmeasured".into(),
         (None, None) => "–".into(),
     }

@@ -3,7 +3,33 @@
 //! them is `summary::counted`. Counts are exact where times are noisy, so they rank services
 //! on a busy machine.
 
-use crate::results::schema::{HardwareCounts, KernelCounts, ProcessCounts};
+use crate::results::schema::{HardwareCounts, KernelCounts, ProcessCounts, Stat};
+
+/// A count whose per-repetition CV is above this is not exact: the same binary counted the
+/// same load differently (counts of a deterministic runtime repeat to 0.1 % or better).
+pub const EXACT_CV: f64 = 0.01;
+
+/// What a count marked not exact means, where a view marks one.
+pub const NOT_EXACT: &str = "A count marked (not exact) moved more than 1 % CV between repetitions of one binary: it follows timing, not only requests (e.g. an executor that re-arms its timers on every loop pass: ping-glommio, docs/counted-cost.md), so it ranks only as far as its range allows and its gate threshold is its own A/A noise.";
+
+/// Whether `s` varied past [`EXACT_CV`] over its repetitions.
+pub fn not_exact(s: &Stat) -> bool {
+    s.n > 1 && s.cv.is_some_and(|cv| cv > EXACT_CV)
+}
+
+/// A count as the tables show it: the median, ± its per-repetition CV, and "(not exact)"
+/// past [`EXACT_CV`].
+pub fn count_text(s: &Stat) -> String {
+    let median = crate::results::units::count(s.median);
+    match s.cv {
+        Some(cv) if s.n > 1 => format!(
+            "{median} ±{:.1} %{}",
+            cv * 100.0,
+            if not_exact(s) { " (not exact)" } else { "" }
+        ),
+        _ => median,
+    }
+}
 
 impl HardwareCounts {
     fn per(&self, x: Option<f64>) -> Option<f64> {
@@ -83,6 +109,22 @@ impl ProcessCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_past_one_percent_cv_is_marked_not_exact() {
+        let stat = |cv| Stat {
+            n: 3,
+            median: 16_855.0,
+            cv: Some(cv),
+            ..Default::default()
+        };
+        assert_eq!(count_text(&stat(0.028)), "16,855 ±2.8 % (not exact)");
+        assert_eq!(count_text(&stat(0.0004)), "16,855 ±0.0 %");
+        assert!(
+            !not_exact(&Stat { n: 1, ..stat(0.5) }),
+            "one repetition: no CV to judge"
+        );
+    }
 
     #[test]
     fn per_request_values_divide_by_responses() {

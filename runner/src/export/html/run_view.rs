@@ -30,6 +30,8 @@ pub struct RunView<'a> {
     pub machine: String,
     /// The reader's summary (`results::answers`), as README's headline and results.md give it.
     pub answers: Vec<crate::results::answers::Answer>,
+    /// When a count is marked not exact, and what that means (`results::counted`).
+    pub not_exact: NotExact,
     pub baseline: Option<&'a str>,
     pub ceiling: &'static str,
     pub drift: Option<&'a Drift>,
@@ -82,6 +84,12 @@ pub struct CellView<'a> {
     /// headline's rule), where the position counted: the board's default order.
     pub counted_rank: Option<CountedRank>,
     pub has_detail: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NotExact {
+    pub cv: f64,
+    pub why: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -235,6 +243,10 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
         missing: missing(set),
         machine: trust::line(r, set.run.as_ref()),
         answers: crate::results::answers::of(r, set.cells.values()),
+        not_exact: NotExact {
+            cv: crate::results::counted::EXACT_CV,
+            why: crate::results::counted::NOT_EXACT,
+        },
         baseline: r.baseline.as_deref(),
         ceiling: CEILING,
         drift: r.drift.as_ref(),
