@@ -202,13 +202,22 @@ fn not_measured(question: &str, why: &str) -> Answer {
     }
 }
 
-/// The largest per-repetition CV among `stats`, as "within x % CV".
-fn cv_within(stats: &[&Stat]) -> Option<String> {
+/// How the counts repeated: the largest per-repetition CV among the exact ones, and the
+/// services whose count is not exact (`counted::not_exact`) named apart with theirs.
+fn cv_within(stats: &[(&str, &Stat)]) -> Option<String> {
     let worst = stats
         .iter()
-        .filter_map(|s| s.cv)
+        .filter(|(_, s)| !super::counted::not_exact(s))
+        .filter_map(|(_, s)| s.cv)
         .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))?;
-    Some(format!("repeating within {:.2} % CV", worst * 100.0))
+    let mut out = format!("repeating within {:.2} % CV", worst * 100.0);
+    for (service, s) in stats.iter().filter(|(_, s)| super::counted::not_exact(s)) {
+        out += &format!(
+            " but {service}'s ({:.1} % CV: not exact)",
+            s.cv.unwrap_or_default() * 100.0
+        );
+    }
+    Some(out)
 }
 
 /// The cheapest counted work per request: README's headline rule (`counted_rank`) at the
@@ -275,15 +284,16 @@ fn cheapest_work(set: &ResultsFile, cells: &[&CellSummary]) -> Answer {
     } else {
         "syscalls per request"
     };
-    let stats: Vec<&Stat> = here
+    let stats: Vec<(&str, &Stat)> = here
         .iter()
         .filter_map(|c| {
             let k = c.counted.as_ref()?;
-            if ins {
+            let s = if ins {
                 k.instructions.as_ref()
             } else {
                 k.server.syscalls.as_ref()
-            }
+            }?;
+            Some((c.service.as_str(), s))
         })
         .collect();
     let m = if ins {
