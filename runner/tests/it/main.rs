@@ -3,6 +3,7 @@
 //! and committed result sets, multi-host and Kubernetes paths, all on one support kit.
 
 mod byo;
+mod cache;
 mod churn;
 mod compare;
 mod config;
