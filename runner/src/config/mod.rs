@@ -136,6 +136,8 @@ pub struct ScenarioDef {
     pub path: String,
     pub keepalive: bool,
     pub expect_body_bytes: Option<u64>,
+    /// Extra request headers, "Name: value", in the order sent.
+    pub headers: Vec<String>,
     pub levels: Vec<Level>,
     pub profiles: Option<Vec<String>>,
 }

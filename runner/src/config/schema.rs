@@ -174,6 +174,9 @@ pub struct Scenario {
     pub keepalive: bool,
     /// Expected response body length; checked by the generator on every response.
     pub expect_body_bytes: Option<u64>,
+    /// Extra request headers: a list of "Name: value" (as `curl -H` takes them), in order,
+    /// or the name of a built-in set ("browser-like"). Checked in `validate::headers`.
+    pub headers: Option<Spanned<toml::Value>>,
     pub load: Load,
     /// Restrict to these profiles (default: all).
     pub profiles: Option<Spanned<Vec<String>>>,

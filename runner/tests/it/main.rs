@@ -11,6 +11,7 @@ mod e2e;
 mod flamegraph;
 mod floors;
 mod hardware;
+mod headers;
 mod hosts;
 mod k8s;
 mod layering;
