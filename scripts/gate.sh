@@ -9,7 +9,9 @@
 # Valgrind) instructions per request, and judges (scripts/lib/gate_verdict.py): a counted
 # regression past its A/A threshold is measured again in fresh processes, in the other order,
 # before it fails the gate; times fail only past both THRESHOLD_PCT and their MDE.
-# Exit 0 pass, 1 fail (regression, unstable, or cannot be judged), 2 bad input.
+# Exit 0 pass, 1 fail (regression, unstable, or cannot be judged), 2 bad input; on SIGINT or
+# SIGTERM it stops matrix and all it started (variant builds, loadgen, services) and exits
+# 130 or 143 within 5 s.
 #
 # The gate measures commits: uncommitted changes to tracked files are not in BASE or HEAD, and
 # are warned about at once (--refuse-dirty: refused, exit 2).
@@ -214,9 +216,14 @@ measure() {
     tools_intact || { echo "$tools_changed" >"$out/$name.why"; return 1; }
     say "$name: building (cached by content) and running $service@base and $service@head, $5 rounds …"
     set +e
+    # In the background, its pid where the gate's signal handler finds it (this runs in a
+    # subshell of the gate's, which waits for it).
     "$matrix" run --config "$config" --out "$out/$name" --only "service=$service@base,$service@head" \
-        --count-instructions >&2
+        --count-instructions >&2 &
+    echo $! >"$matrix_pid"
+    wait $!
     rc=$?
+    rm -f "$matrix_pid"
     set -e
     tools_intact || { echo "$tools_changed" >"$out/$name.why"; return 1; }
     [ "$rc" -eq 2 ] && exit 2
@@ -243,6 +250,46 @@ verdict() {
         "$run/results.json" "$service@base" "$service@head" "$threshold" "$metrics" >"$summary"
 }
 
+# Cancellation (Ctrl-C; SIGTERM from `timeout`, CI's cancel-in-progress): matrix is told to stop
+# (it kills its variant builds, loadgen and services and exits), then killed if still there after
+# 4 s, so nothing runs on once the gate is gone. The runs are waited for with `wait` on a
+# background job, which a trapped signal interrupts at once (a `$(…)` would delay the trap until
+# the run ended).
+# Both in the gate's private directory, like its tools: not where head's code writes.
+matrix_pid="$tools/matrix.pid"
+stage_pid=""
+# shellcheck disable=SC2317 # run by the traps below
+stop() {
+    trap '' INT TERM
+    say "$1: stopping matrix and everything it started …"
+    [ -z "$stage_pid" ] || kill -TERM "$stage_pid" 2>/dev/null || true
+    local pid _
+    pid=$(cat "$matrix_pid" 2>/dev/null || true)
+    if [[ $pid =~ ^[0-9]+$ ]]; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 40); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$matrix_pid"
+    exit "$2"
+}
+trap 'stop interrupted 130' INT
+trap 'stop terminated 143' TERM
+
+# staged NAME ARGS…: measured NAME ARGS… as a background job, waited for; its directory on stdout.
+staged() {
+    local rc=0
+    measured "$@" >"$tools/$1.dir" &
+    stage_pid=$!
+    wait "$stage_pid" || rc=$?
+    stage_pid=""
+    [ "$rc" -eq 0 ] || exit "$rc"
+    cat "$tools/$1.dir"
+}
+
 # measured NAME FIRST SECOND SCENARIOS REPS: measure's directory, or the gate fails saying why (2 stays 2).
 measured() {
     local dir rc=0
@@ -252,7 +299,8 @@ measured() {
     [ "$rc" -eq 0 ] || cannot_judge "$(cat "$out/$1.why" 2>/dev/null || echo "the $1 run failed (see the log above)")" >&2
     echo "$dir"
 }
-first=$(measured first base head "ping ping-open" "$reps") || exit $?
+staged first base head "ping ping-open" "$reps" >"$tools/first" || exit $?
+first=$(cat "$tools/first")
 set +e
 verdict "$first"
 rc=$?
@@ -267,7 +315,8 @@ print(" ".join(sorted({r["cell"].split("/")[0] for r in rows if r["verdict"] == 
 rows = json.load(open(sys.argv[1]))["rows"]
 print("; ".join("%s %+.2f %% at %s" % (r["metric"], r["change_pct"], r["cell"]) for r in rows if r["verdict"] == "regressed"))' "$out/gate.json")
         say "a regression in $scenarios ($found): measuring again in fresh processes, head first …"
-        again=$(measured confirm head base "$scenarios" "$confirm_reps") || exit $?
+        staged confirm head base "$scenarios" "$confirm_reps" >"$tools/confirm" || exit $?
+        again=$(cat "$tools/confirm")
         set +e
         verdict "$first" --confirm "$again/results.json"
         rc=$?

@@ -34,6 +34,12 @@ fn main() -> ExitCode {
         eprintln!("matrix: {}", visible(&format!("{e:#}")));
         if e.chain().any(|c| c.is::<WriteFailed>()) {
             ExitCode::from(74)
+        } else if runner::interrupt::requested()
+            || e.chain().any(|c| c.is::<runner::variant::Interrupted>())
+        {
+            // Stopped (Ctrl-C, SIGTERM) before the run began, e.g. while variants built: as
+            // an interrupted run exits, not as bad input.
+            ExitCode::from(130)
         } else {
             ExitCode::from(2)
         }

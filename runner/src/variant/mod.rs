@@ -12,6 +12,8 @@
 mod build;
 pub mod cache;
 mod output;
+
+pub use output::Interrupted;
 mod patch;
 mod source;
 
@@ -163,7 +165,7 @@ pub fn prepare(
                 r
             }
             Ok(tree) => {
-                let r = build::build(&v, &s.name, &key, &root, &dir, &tree, &patches);
+                let r = build::build(&v, &s.name, &key, &root, &dir, &tree, &patches)?;
                 match &r.error {
                     Some(e) => note(&format!("variant {}: build failed: {e}", s.name)),
                     None => note(&format!("variant {}: built", s.name)),
