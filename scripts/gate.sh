@@ -207,6 +207,25 @@ loadgen_cpus = "1"
 TOML
 }
 
+# settings_named FIRST SECOND: a sed script that names, in matrix's errors, the setting the user
+# gave instead of the generated file's location (`target/gate/first.toml:22:68:
+# services[0].variants[0].patch.httparse.rev: …` → `BASE_SOURCE=…#no-such-rev: …`). Every value
+# was checked against a character set without `|`, `&` or `\`, so it is safe in the script.
+settings_named() {
+    local i=0 v who src loc
+    for v in "$@"; do
+        who=${v^^} src=${v^^}_SOURCE
+        loc='[^ ]*\.toml:[0-9]+:[0-9]+: services\[0\]\.variants\['$i'\]'
+        if [ -n "$patch_crate" ]; then
+            echo "s|$loc\.patch\.[A-Za-z0-9_-]+(\.[a-z]+)?: (.* does not depend on )|PATCH_CRATE=$patch_crate: \\2|"
+            echo "s|$loc\.patch\.[A-Za-z0-9_-]+(\.[a-z]+)?|$src=${!src}|"
+        fi
+        echo "s|$loc\.rev|$who revision|"
+        echo "s|$loc\.args|HEAD_ARGS|"
+        i=$((i + 1))
+    done
+}
+
 # measure NAME FIRST SECOND SCENARIOS REPS: one run into $out/NAME; prints its results directory,
 # or returns 1 with the reason in $out/NAME.why (2: bad input, exits 2).
 measure() {
@@ -219,7 +238,7 @@ measure() {
     # In the background, its pid where the gate's signal handler finds it (this runs in a
     # subshell of the gate's, which waits for it).
     "$matrix" run --config "$config" --out "$out/$name" --only "service=$service@base,$service@head" \
-        --count-instructions >&2 &
+        --count-instructions 2> >(sed -u -E "$(settings_named "$2" "$3")" >&2) >&2 &
     echo $! >"$matrix_pid"
     wait $!
     rc=$?

@@ -19,6 +19,14 @@ import json, os, sys
 args = sys.argv[1:]
 out = args[args.index("--out") + 1]
 mode = os.environ["FAKE_MATRIX_MODE"]
+if mode == "bad-source":
+    # What the real matrix says of a revision of BASE_SOURCE that does not exist.
+    config = args[args.index("--config") + 1]
+    print(f'matrix: {config}:22:68: services[0].variants[0].patch.httparse.rev: revision '
+          '"no-such-rev" does not exist in file:///src/httparse', file=sys.stderr)
+    print(f'{config}:26:8: services[0].variants[1].patch.httparse: {os.environ["FAKE_SERVICE"]} does not depend on '
+          'httparse at 0637fa0dbecb, so there is nothing to patch', file=sys.stderr)
+    sys.exit(2)
 if mode in ("building", "stubborn"):
     # A variant build in progress: a child in a process group of its own (as matrix starts
     # cargo), its pid and ours written where the test looks. "building" stops as the real
@@ -148,6 +156,21 @@ class GateScript(unittest.TestCase):
         self.assertEqual(rc, 1, out + err)
         self.assertIn(f"{SERVICE}@head at ping-open/r5000/pinned did not end measured", out)
         self.assertNotIn("PASS", out)
+
+    def test_errors_name_the_settings_given_not_the_generated_file(self):
+        """F11: `target/gate/first.toml:22:68: services[0].variants[0].patch.httparse.rev` named
+        a file the user never wrote; it names BASE_SOURCE (or PATCH_CRATE) now."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+        env.update(FAKE_MATRIX_MODE="bad-source", FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
+                   GATE_METRICS="syscalls_per_request", REPS="3", PATCH_CRATE="httparse",
+                   BASE_SOURCE=self.repo + "#no-such-rev", HEAD_SOURCE=self.repo + "#HEAD")
+        p = subprocess.run(["bash", "scripts/gate.sh"], cwd=self.repo, env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn(f"matrix: BASE_SOURCE={self.repo}#no-such-rev: revision \"no-such-rev\"",
+                      p.stderr)
+        self.assertIn(f"PATCH_CRATE=httparse: {SERVICE} does not depend on httparse", p.stderr)
+        self.assertNotIn(".toml:", p.stderr)
 
     def cancelled(self, mode, sig, watch=2):
         """F12: the gate signalled while matrix builds; (seconds until the gate exited and

@@ -104,6 +104,7 @@ pub fn build(
         variant: v.name.clone(),
         rev: v.rev.clone(),
         commit: v.commit.clone(),
+        source_repo: v.repo_from.clone(),
         pins: v
             .pins
             .iter()
@@ -179,6 +180,7 @@ mod tests {
             variant: "v".into(),
             rev: "HEAD".into(),
             commit: "c".repeat(40),
+            source_repo: String::new(),
             pins: Default::default(),
             patches: Default::default(),
             resolved: Default::default(),

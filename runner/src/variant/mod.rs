@@ -177,6 +177,7 @@ pub fn prepare(
         // Recomputed, not taken from the cache: it names the build directory relative to
         // the repository.
         rec.build_command = build::command_text(&v, &dir);
+        rec.source_repo = v.repo_from.clone();
         match (&rec.binary, &rec.error) {
             (Some(b), None) => {
                 s.binary = PathBuf::from(b);
@@ -230,6 +231,7 @@ mod tests {
             rev: "HEAD".into(),
             commit: commit.into(),
             repo: PathBuf::from("."),
+            repo_from: String::new(),
             pins: pins
                 .iter()
                 .map(|(k, v)| (k.to_string(), (v.to_string(), "m.toml:1:1".to_string())))

@@ -2,6 +2,7 @@
 //! matrix file, end-to-end runs of the real binaries, compare/report/regenerate on synthetic
 //! and committed result sets, multi-host and Kubernetes paths, all on one support kit.
 
+mod anywhere;
 mod byo;
 mod cache;
 mod churn;

@@ -153,6 +153,7 @@ fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
         assert_eq!(p["rev"].as_str(), Some(rev), "{v}");
         assert_eq!(p["commit"].as_str(), Some(commit.as_str()), "{v}");
         assert!(v["resolved"]["httparse"].is_array(), "{v}");
+        assert_eq!(v["source_repo"], "the matrix file's checkout", "{v}");
         assert_eq!(v["cargo_lock_sha256"].as_str().map(str::len), Some(64));
     }
     assert_ne!(
