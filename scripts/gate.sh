@@ -22,12 +22,14 @@
 # run's: counts repeat, so three rounds confirm what five found), DURATION_MS (1000),
 # HEAD_ARGS (extra service arguments for HEAD only, e.g. "--burn-iters 30" or
 # "--burn-syscalls 20" to inject a known cost and see the gate fail), CONFIRM (1; 0 fails on
-# the first measurement), OUT (target/gate).
+# the first measurement), OUT (target/gate), BUILD (1; 0 skips the build below).
 # A dependency instead of this repository's commits: PATCH_CRATE (a crate the service depends
 # on) with BASE_SOURCE and HEAD_SOURCE, each a directory holding the crate (its own working
 # tree, dirty or not) or `<git url or repository>#<rev>`; both builds take the crate from their
 # source (a variant's `patch`, cargo's [patch.crates-io]) and BASE HEAD default to HEAD HEAD.
-# Needs target/release/{matrix,loadgen,$SERVICE}: cargo build --release -p runner -p loadgen -p "$SERVICE".
+# Builds what it runs first, `cargo build --release --workspace --locked` (the command variants
+# are built with; a no-op when target/release is up to date), and says whether it had to.
+# BUILD=0: use target/release as it is.
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
@@ -122,8 +124,21 @@ if [ "$dirty" -gt 0 ]; then
     say "warning: $dirty tracked file(s) have uncommitted changes, which the gate does not measure: it builds the commits $base and $head"
 fi
 matrix=target/release/matrix
+# One build command for everything the gate runs (before any of head's code, which comes from
+# the variants' own trees): missing or stale binaries are rebuilt here, not measured stale.
+if [ "${BUILD:-1}" != 0 ]; then
+    built_sum() { sha256sum "$matrix" target/release/loadgen 2>/dev/null | awk '{print $1}' | tr '\n' ' '; }
+    before=$(built_sum)
+    say "cargo build --release --workspace --locked (the gate's tools; a no-op when up to date) …"
+    cargo build --release --workspace --locked >&2 || bad "cargo build --release --workspace --locked failed"
+    if [ "$(built_sum)" != "$before" ]; then
+        say "built $matrix and target/release/loadgen: they were missing or older than this checkout's source"
+    else
+        say "$matrix and target/release/loadgen were up to date"
+    fi
+fi
 { [ -x "$matrix" ] && [ -x target/release/loadgen ]; } ||
-    bad "$matrix and target/release/loadgen not built (cargo build --release -p runner -p loadgen)"
+    bad "$matrix and target/release/loadgen not built (cargo build --release --workspace --locked)"
 
 # The gate's tools, fixed before any of head's code builds or runs: the verdict is computed by
 # a private copy of gate_verdict.py (it imports only the standard library; python3 -I: no user

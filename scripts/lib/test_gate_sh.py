@@ -119,8 +119,9 @@ class GateScript(unittest.TestCase):
 
     def gate(self, mode):
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+        # BUILD=0: the stand-in binaries are the gate's tools, nothing to build.
         env.update(FAKE_MATRIX_MODE=mode, FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
-                   GATE_METRICS="syscalls_per_request", REPS="3")
+                   GATE_METRICS="syscalls_per_request", REPS="3", BUILD="0")
         p = subprocess.run(["bash", "scripts/gate.sh", "HEAD~1", "HEAD"], cwd=self.repo, env=env,
                            capture_output=True, text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
@@ -157,13 +158,35 @@ class GateScript(unittest.TestCase):
         self.assertIn(f"{SERVICE}@head at ping-open/r5000/pinned did not end measured", out)
         self.assertNotIn("PASS", out)
 
+    def test_the_gate_builds_the_workspace_itself_and_says_whether_it_had_to(self):
+        """F1: one build command, the variants' own; run by the gate, which says what it did."""
+        fake = os.path.join(self.dir.name, "bin")
+        os.makedirs(fake)
+        calls = os.path.join(self.dir.name, "cargo-calls")
+        for stale in (True, False):
+            with open(os.path.join(fake, "cargo"), "w") as f:
+                f.write(f"#!/bin/sh\necho \"$*\" >>{calls}\n" +
+                        ("echo '# rebuilt' >>target/release/matrix\n" if stale else ""))
+            os.chmod(os.path.join(fake, "cargo"), 0o755)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+            env.update(FAKE_MATRIX_MODE="quiet", FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
+                       GATE_METRICS="syscalls_per_request", REPS="3",
+                       PATH=fake + os.pathsep + env["PATH"])
+            p = subprocess.run(["bash", "scripts/gate.sh", "HEAD~1", "HEAD"], cwd=self.repo,
+                               env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            said = "were missing or older" if stale else "were up to date"
+            self.assertIn(said, p.stderr)
+        with open(calls) as f:
+            self.assertEqual(f.read().splitlines(), ["build --release --workspace --locked"] * 2)
+
     def test_errors_name_the_settings_given_not_the_generated_file(self):
         """F11: `target/gate/first.toml:22:68: services[0].variants[0].patch.httparse.rev` named
         a file the user never wrote; it names BASE_SOURCE (or PATCH_CRATE) now."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
         env.update(FAKE_MATRIX_MODE="bad-source", FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
                    GATE_METRICS="syscalls_per_request", REPS="3", PATCH_CRATE="httparse",
-                   BASE_SOURCE=self.repo + "#no-such-rev", HEAD_SOURCE=self.repo + "#HEAD")
+                   BASE_SOURCE=self.repo + "#no-such-rev", HEAD_SOURCE=self.repo + "#HEAD", BUILD="0")
         p = subprocess.run(["bash", "scripts/gate.sh"], cwd=self.repo, env=env,
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
@@ -183,7 +206,7 @@ class GateScript(unittest.TestCase):
             os.remove(pids)
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
         env.update(FAKE_MATRIX_MODE=mode, FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
-                   GATE_METRICS="syscalls_per_request", REPS="3", FAKE_PIDS=pids)
+                   GATE_METRICS="syscalls_per_request", REPS="3", FAKE_PIDS=pids, BUILD="0")
         gate = subprocess.Popen(["bash", "scripts/gate.sh", "HEAD~1", "HEAD"], cwd=self.repo,
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.addCleanup(lambda: gate.poll() is None and gate.kill())
