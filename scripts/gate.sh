@@ -118,7 +118,9 @@ if [ -n "${HEAD_ARGS:-}" ]; then
 fi
 base=$(git rev-parse --verify --quiet "$1^{commit}") || bad "no such revision: $1"
 head=$(git rev-parse --verify --quiet "$2^{commit}") || bad "no such revision: $2"
-dirty=$(git status --porcelain --untracked-files=no | wc -l)
+# --no-optional-locks: a plain `git status` may rewrite the index, which the build stamp
+# watches, and the build below would then rebuild the stamp and every crate above it.
+dirty=$(git --no-optional-locks status --porcelain --untracked-files=no | wc -l)
 if [ "$dirty" -gt 0 ]; then
     $refuse_dirty && bad "$dirty tracked file(s) have uncommitted changes; the gate measures commits (commit or stash them)"
     say "warning: $dirty tracked file(s) have uncommitted changes, which the gate does not measure: it builds the commits $base and $head"
