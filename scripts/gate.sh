@@ -9,7 +9,9 @@
 # Valgrind) instructions per request, and judges (scripts/lib/gate_verdict.py): a counted
 # regression past its A/A threshold is measured again in fresh processes, in the other order,
 # before it fails the gate; times fail only past both THRESHOLD_PCT and their MDE.
-# Exit 0 pass, 1 fail (regression, unstable, or cannot be judged), 2 bad input.
+# Exit 0 pass, 1 fail (regression, unstable, or cannot be judged), 2 bad input; on SIGINT or
+# SIGTERM it stops matrix and all it started (variant builds, loadgen, services) and exits
+# 130 or 143 within 5 s.
 #
 # The gate measures commits: uncommitted changes to tracked files are not in BASE or HEAD, and
 # are warned about at once (--refuse-dirty: refused, exit 2).
@@ -22,13 +24,15 @@
 # run's: counts repeat, so three rounds confirm what five found), DURATION_MS (1000),
 # HEAD_ARGS (extra service arguments for HEAD only, e.g. "--burn-iters 30" or
 # "--burn-syscalls 20" or "--split-write-every 20" to inject a known cost and see the gate
-# fail), CONFIRM (1; 0 fails on
-# the first measurement), OUT (target/gate).
+# fail), CONFIRM (1; 0 fails on the first measurement), OUT (target/gate), BUILD (1; 0 skips
+# the build below).
 # A dependency instead of this repository's commits: PATCH_CRATE (a crate the service depends
 # on) with BASE_SOURCE and HEAD_SOURCE, each a directory holding the crate (its own working
 # tree, dirty or not) or `<git url or repository>#<rev>`; both builds take the crate from their
 # source (a variant's `patch`, cargo's [patch.crates-io]) and BASE HEAD default to HEAD HEAD.
-# Needs target/release/{matrix,loadgen,$SERVICE}: cargo build --release -p runner -p loadgen -p "$SERVICE".
+# Builds what it runs first, `cargo build --release --workspace --locked` (the command variants
+# are built with; a no-op when target/release is up to date), and says whether it had to.
+# BUILD=0: use target/release as it is.
 set -euo pipefail
 # shellcheck source=lib/common.sh
 source "$(dirname "$0")/lib/common.sh"
@@ -117,14 +121,29 @@ if [ -n "${HEAD_ARGS:-}" ]; then
 fi
 base=$(git rev-parse --verify --quiet "$1^{commit}") || bad "no such revision: $1"
 head=$(git rev-parse --verify --quiet "$2^{commit}") || bad "no such revision: $2"
-dirty=$(git status --porcelain --untracked-files=no | wc -l)
+# --no-optional-locks: a plain `git status` may rewrite the index, which the build stamp
+# watches, and the build below would then rebuild the stamp and every crate above it.
+dirty=$(git --no-optional-locks status --porcelain --untracked-files=no | wc -l)
 if [ "$dirty" -gt 0 ]; then
     $refuse_dirty && bad "$dirty tracked file(s) have uncommitted changes; the gate measures commits (commit or stash them)"
     say "warning: $dirty tracked file(s) have uncommitted changes, which the gate does not measure: it builds the commits $base and $head"
 fi
 matrix=target/release/matrix
+# One build command for everything the gate runs (before any of head's code, which comes from
+# the variants' own trees): missing or stale binaries are rebuilt here, not measured stale.
+if [ "${BUILD:-1}" != 0 ]; then
+    built_sum() { sha256sum "$matrix" target/release/loadgen 2>/dev/null | awk '{print $1}' | tr '\n' ' '; }
+    before=$(built_sum)
+    say "cargo build --release --workspace --locked (the gate's tools; a no-op when up to date) …"
+    cargo build --release --workspace --locked >&2 || bad "cargo build --release --workspace --locked failed"
+    if [ "$(built_sum)" != "$before" ]; then
+        say "built $matrix and target/release/loadgen: they were missing or older than this checkout's source"
+    else
+        say "$matrix and target/release/loadgen were up to date"
+    fi
+fi
 { [ -x "$matrix" ] && [ -x target/release/loadgen ]; } ||
-    bad "$matrix and target/release/loadgen not built (cargo build --release -p runner -p loadgen)"
+    bad "$matrix and target/release/loadgen not built (cargo build --release --workspace --locked)"
 
 # The gate's tools, fixed before any of head's code builds or runs: the verdict is computed by
 # a private copy of gate_verdict.py (it imports only the standard library; python3 -I: no user
@@ -208,6 +227,25 @@ loadgen_cpus = "1"
 TOML
 }
 
+# settings_named FIRST SECOND: a sed script that names, in matrix's errors, the setting the user
+# gave instead of the generated file's location (`target/gate/first.toml:22:68:
+# services[0].variants[0].patch.httparse.rev: …` → `BASE_SOURCE=…#no-such-rev: …`). Every value
+# was checked against a character set without `|`, `&` or `\`, so it is safe in the script.
+settings_named() {
+    local i=0 v who src loc
+    for v in "$@"; do
+        who=${v^^} src=${v^^}_SOURCE
+        loc='[^ ]*\.toml:[0-9]+:[0-9]+: services\[0\]\.variants\['$i'\]'
+        if [ -n "$patch_crate" ]; then
+            echo "s|$loc\.patch\.[A-Za-z0-9_-]+(\.[a-z]+)?: (.* does not depend on )|PATCH_CRATE=$patch_crate: \\2|"
+            echo "s|$loc\.patch\.[A-Za-z0-9_-]+(\.[a-z]+)?|$src=${!src}|"
+        fi
+        echo "s|$loc\.rev|$who revision|"
+        echo "s|$loc\.args|HEAD_ARGS|"
+        i=$((i + 1))
+    done
+}
+
 # measure NAME FIRST SECOND SCENARIOS REPS: one run into $out/NAME; prints its results directory,
 # or returns 1 with the reason in $out/NAME.why (2: bad input, exits 2).
 measure() {
@@ -217,9 +255,14 @@ measure() {
     tools_intact || { echo "$tools_changed" >"$out/$name.why"; return 1; }
     say "$name: building (cached by content) and running $service@base and $service@head, $5 rounds …"
     set +e
+    # In the background, its pid where the gate's signal handler finds it (this runs in a
+    # subshell of the gate's, which waits for it).
     "$matrix" run --config "$config" --out "$out/$name" --only "service=$service@base,$service@head" \
-        --count-instructions >&2
+        --count-instructions 2> >(sed -u -E "$(settings_named "$2" "$3")" >&2) >&2 &
+    echo $! >"$matrix_pid"
+    wait $!
     rc=$?
+    rm -f "$matrix_pid"
     set -e
     tools_intact || { echo "$tools_changed" >"$out/$name.why"; return 1; }
     [ "$rc" -eq 2 ] && exit 2
@@ -246,6 +289,46 @@ verdict() {
         "$run/results.json" "$service@base" "$service@head" "$threshold" "$metrics" >"$summary"
 }
 
+# Cancellation (Ctrl-C; SIGTERM from `timeout`, CI's cancel-in-progress): matrix is told to stop
+# (it kills its variant builds, loadgen and services and exits), then killed if still there after
+# 4 s, so nothing runs on once the gate is gone. The runs are waited for with `wait` on a
+# background job, which a trapped signal interrupts at once (a `$(…)` would delay the trap until
+# the run ended).
+# Both in the gate's private directory, like its tools: not where head's code writes.
+matrix_pid="$tools/matrix.pid"
+stage_pid=""
+# shellcheck disable=SC2317 # run by the traps below
+stop() {
+    trap '' INT TERM
+    say "$1: stopping matrix and everything it started …"
+    [ -z "$stage_pid" ] || kill -TERM "$stage_pid" 2>/dev/null || true
+    local pid _
+    pid=$(cat "$matrix_pid" 2>/dev/null || true)
+    if [[ $pid =~ ^[0-9]+$ ]]; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 40); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$matrix_pid"
+    exit "$2"
+}
+trap 'stop interrupted 130' INT
+trap 'stop terminated 143' TERM
+
+# staged NAME ARGS…: measured NAME ARGS… as a background job, waited for; its directory on stdout.
+staged() {
+    local rc=0
+    measured "$@" >"$tools/$1.dir" &
+    stage_pid=$!
+    wait "$stage_pid" || rc=$?
+    stage_pid=""
+    [ "$rc" -eq 0 ] || exit "$rc"
+    cat "$tools/$1.dir"
+}
+
 # measured NAME FIRST SECOND SCENARIOS REPS: measure's directory, or the gate fails saying why (2 stays 2).
 measured() {
     local dir rc=0
@@ -255,7 +338,8 @@ measured() {
     [ "$rc" -eq 0 ] || cannot_judge "$(cat "$out/$1.why" 2>/dev/null || echo "the $1 run failed (see the log above)")" >&2
     echo "$dir"
 }
-first=$(measured first base head "ping ping-open" "$reps") || exit $?
+staged first base head "ping ping-open" "$reps" >"$tools/first" || exit $?
+first=$(cat "$tools/first")
 set +e
 verdict "$first"
 rc=$?
@@ -270,7 +354,8 @@ print(" ".join(sorted({r["cell"].split("/")[0] for r in rows if r["verdict"] == 
 rows = json.load(open(sys.argv[1]))["rows"]
 print("; ".join("%s %+.2f %% at %s" % (r["metric"], r["change_pct"], r["cell"]) for r in rows if r["verdict"] == "regressed"))' "$out/gate.json")
         say "a regression in $scenarios ($found): measuring again in fresh processes, head first …"
-        again=$(measured confirm head base "$scenarios" "$confirm_reps") || exit $?
+        staged confirm head base "$scenarios" "$confirm_reps" >"$tools/confirm" || exit $?
+        again=$(cat "$tools/confirm")
         set +e
         verdict "$first" --confirm "$again/results.json"
         rc=$?

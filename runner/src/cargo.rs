@@ -39,6 +39,80 @@ fn packages(lock: &toml::Table) -> Vec<(String, String, Vec<String>)> {
         .collect()
 }
 
+/// How `package` links `krate` in a lock: None when it does not; else the shortest chain of
+/// package names from `package` to `krate` (two names: a direct dependency), the names of
+/// every direct dependency that leads to it, and the versions of `krate` linked.
+pub fn link_path(text: &str, package: &str, krate: &str) -> Option<Link> {
+    let lock = toml::from_str::<toml::Table>(text).ok()?;
+    let packages = packages(&lock);
+    let find = |entry: &str| {
+        let mut parts = entry.split(' ');
+        let name = parts.next().unwrap_or_default();
+        let version = parts.next();
+        packages
+            .iter()
+            .position(|(n, v, _)| n == name && version.is_none_or(|want| v == want))
+    };
+    let root = find(package)?;
+    // Breadth first from the package: the first time the crate is reached is a shortest chain.
+    let mut parent: Vec<Option<usize>> = vec![None; packages.len()];
+    let mut seen = vec![false; packages.len()];
+    seen[root] = true;
+    let mut queue = std::collections::VecDeque::from([root]);
+    let mut hit = None;
+    while let Some(i) = queue.pop_front() {
+        if packages[i].0 == krate && i != root {
+            hit = Some(i);
+            break;
+        }
+        for j in packages[i].2.iter().filter_map(|d| find(d)) {
+            if !seen[j] {
+                seen[j] = true;
+                parent[j] = Some(i);
+                queue.push_back(j);
+            }
+        }
+    }
+    let mut chain = vec![packages[hit?].0.clone()];
+    let mut at = hit?;
+    while let Some(p) = parent[at] {
+        chain.push(packages[p].0.clone());
+        at = p;
+    }
+    chain.reverse();
+    let linked = closure(&packages, package);
+    let through = packages[root]
+        .2
+        .iter()
+        .filter_map(|d| find(d))
+        .filter(|&j| {
+            packages[j].0 == krate
+                || closure(&packages, &format!("{} {}", packages[j].0, packages[j].1))
+                    .iter()
+                    .any(|(n, _)| *n == krate)
+        })
+        .map(|j| packages[j].0.clone())
+        .collect();
+    let versions = linked
+        .iter()
+        .filter(|(n, _)| *n == krate)
+        .map(|(_, v)| (*v).clone())
+        .collect();
+    Some(Link {
+        chain,
+        through,
+        versions,
+    })
+}
+
+/// See [`link_path`].
+#[derive(Debug, PartialEq)]
+pub struct Link {
+    pub chain: Vec<String>,
+    pub through: Vec<String>,
+    pub versions: Vec<String>,
+}
+
 /// The `[package] name` of a Cargo.toml.
 pub fn package_name(manifest: &Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(manifest)
@@ -144,6 +218,17 @@ version = "1.54.1"
         assert!(!depends_on(&text, "ping-b", "hyper"));
         assert!(depends_on(&text, "not-there", "hyper"));
         assert!(!depends_on(&text, "ping-a", "httparse"));
+        let l = link_path(&text, "ping-a", "tokio").unwrap();
+        assert_eq!(l.chain, ["ping-a", "tokio"], "direct is the shortest");
+        assert_eq!(l.through, ["hyper", "tokio"]);
+        assert_eq!(l.versions, ["1.51.0"]);
+        let l = link_path(&text, "ping-b", "tokio").unwrap();
+        assert_eq!(
+            (l.through, l.versions),
+            (vec!["tokio".into()], vec!["1.54.1".into()])
+        );
+        assert_eq!(link_path(&text, "ping-b", "hyper"), None);
+        assert_eq!(link_path(&text, "ping-a", "ping-a"), None);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(all["tokio"], vec!["1.51.0", "1.54.1"]);
     }

@@ -354,10 +354,12 @@ fn instructions(
         return Some(count::valgrind::not_for_command());
     }
     let binary = service_binary(ctx, cell).ok()?;
+    let headers = cell.header_pairs();
     Some(count::valgrind::measure(&count::valgrind::Target {
         binary,
         service_args: &cell.service_args,
         path: &cell.path,
+        headers: &headers,
         io_driver: out
             .told
             .iter()

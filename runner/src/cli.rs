@@ -38,6 +38,13 @@ pub enum Command {
     /// Write a static site over every result set under a directory: an index, each run's
     /// page, a compare view and a history per cell (self-contained HTML, no network).
     Site(SiteArgs),
+    /// The variant build cache (target/variants, or PINGMATRIX_VARIANTS_DIR): `list` each
+    /// cached build with its size; `prune` frees the space no later run reads.
+    #[command(subcommand)]
+    Variants(VariantsCommand),
+    /// Which services (services/services.toml) link a crate, and through which dependency,
+    /// read from Cargo.lock (no network).
+    Which(WhichArgs),
     /// Kubernetes (optional target): render per-cell manifests, no cluster needed.
     #[command(subcommand)]
     K8s(K8sCommand),
@@ -149,6 +156,28 @@ pub struct RunArgs {
     /// for tests of everything after a repetition. Hidden: its results are a copy.
     #[arg(long, hide = true, value_name = "RUN_DIR", conflicts_with = "resume")]
     pub fake_reps: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VariantsCommand {
+    /// Each entry of the cache: its size, and the build it holds (service, commit, pins and
+    /// patches) or why it is incomplete.
+    List,
+    /// Remove every built variant's source tree and build directory (its binary and record
+    /// stay, so later runs still reuse it); say what was removed and the bytes freed.
+    Prune {
+        /// Remove every entry whole, incomplete ones and the git mirrors too (not while a
+        /// run is building variants: an incomplete entry may be its build in progress).
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WhichArgs {
+    /// The crate's name as Cargo.lock spells it (e.g. httparse).
+    #[arg(long = "crate", value_name = "NAME")]
+    pub krate: String,
 }
 
 #[derive(Debug, Subcommand)]

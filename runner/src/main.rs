@@ -22,6 +22,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::compare::cmd(args),
         Command::Report(args) => cmd::report::cmd(args),
         Command::Site(args) => cmd::site::cmd(args),
+        Command::Variants(c) => cmd::variants::cmd(c),
+        Command::Which(args) => cmd::which::cmd(args),
         Command::Agent => runner::agent::main(),
         Command::Guard { runner, marker } => Ok(runner::process::guard::main(*runner, marker)),
         Command::K8s(runner::cli::K8sCommand::Render(args)) => cmd::k8s::render(args),
@@ -32,6 +34,12 @@ fn main() -> ExitCode {
         eprintln!("matrix: {}", visible(&format!("{e:#}")));
         if e.chain().any(|c| c.is::<WriteFailed>()) {
             ExitCode::from(74)
+        } else if runner::interrupt::requested()
+            || e.chain().any(|c| c.is::<runner::variant::Interrupted>())
+        {
+            // Stopped (Ctrl-C, SIGTERM) before the run began, e.g. while variants built: as
+            // an interrupted run exits, not as bad input.
+            ExitCode::from(130)
         } else {
             ExitCode::from(2)
         }

@@ -271,6 +271,7 @@ impl Shared<'_> {
             path: scenario.path.clone(),
             load: level.model.clone(),
             keepalive: scenario.keepalive,
+            headers: scenario.headers.clone(),
             loadgen_threads: self.m.loadgen_threads,
             repetitions: self.timing.repetitions,
             warmup_ms: self.timing.warmup_ms,

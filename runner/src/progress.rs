@@ -31,6 +31,40 @@ fn level_text(c: &CellSpec) -> String {
     }
 }
 
+/// The counts as measured, first: what a counted gate decides on ("instr 2,188/req syscalls
+/// 3.033/req; "), or nothing where the repetition counted nothing.
+fn counted_text(r: &RepResult) -> String {
+    let mut parts = Vec::new();
+    if let Some(i) = r.instructions.as_ref().and_then(|i| i.per_request) {
+        parts.push(format!("instr {}/req", thousands(i)));
+    }
+    if let Some(s) = r
+        .counts
+        .as_ref()
+        .and_then(|c| c.server.syscalls_per_request())
+    {
+        parts.push(format!("syscalls {s:.3}/req"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{}; ", parts.join(" "))
+    }
+}
+
+/// 2188.4 → "2,188".
+fn thousands(x: f64) -> String {
+    let digits = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if x < 0.0 { format!("-{out}") } else { out }
+}
+
 impl Progress {
     pub fn new(total: u64, estimate_s: f64, quiet: bool) -> Progress {
         let tty = std::io::stderr().is_terminal();
@@ -73,8 +107,15 @@ impl Progress {
             ),
             None => format!("rep {rep}/{}", c.repetitions),
         };
+        // Which arm: a calibration arm runs the same build as the baseline's cell, and the
+        // progress line must not read as that cell twice.
+        let arm = match c.arm.as_deref() {
+            Some("b") => " (calibration: the same build again, arm B)",
+            Some(_) => " (calibration arm A)",
+            None => "",
+        };
         format!(
-            "[{}/{}] {} {} {} [{}] {rep}",
+            "[{}/{}] {}{arm} {} {} [{}] {rep}",
             (self.done + 1).min(self.total),
             self.total,
             c.service,
@@ -97,7 +138,8 @@ impl Progress {
     pub fn end(&mut self, c: &CellSpec, rep: u32, r: Option<&RepResult>, failure: Option<&str>) {
         let what = match (r, failure) {
             (Some(r), _) => format!(
-                "{:.0} req/s p99 {:.2} ms{}",
+                "{}{:.0} req/s p99 {:.2} ms{}",
+                counted_text(r),
                 r.report.requests_per_s,
                 r.report.latency_us.p99 as f64 / 1000.0,
                 r.server
@@ -172,6 +214,31 @@ mod tests {
         let h = p.head(&cell(Some(a)), 8);
         assert!(h.ends_with("rep 8 of ≤10 (CI target 5 %)"), "{h}");
         assert!(p.head(&cell(None), 2).ends_with("rep 2/2"));
+    }
+
+    /// F5: the counts that decide a gate are on the line, and a calibration arm says so.
+    #[test]
+    fn a_counted_repetition_shows_its_counts_and_a_calibration_arm_is_named() {
+        assert_eq!(thousands(2188.4), "2,188");
+        assert_eq!(thousands(11080.0), "11,080");
+        assert_eq!(thousands(999.0), "999");
+        let p = Progress::new(10, 1.0, true);
+        let mut c = cell(None);
+        c.service = "ping-epoll@base".into();
+        assert!(p.head(&c, 1).contains("ping-epoll@base /ping"));
+        c.arm = Some("b".into());
+        let h = p.head(&c, 1);
+        assert!(
+            h.contains("ping-epoll@base (calibration: the same build again, arm B) /ping"),
+            "{h}"
+        );
+        let mut r = crate::results::suspect::tests::rep(&c, 1, 8000.0, 120.0);
+        assert_eq!(counted_text(&r), "");
+        r.instructions = Some(crate::results::schema::InstructionCount {
+            per_request: Some(2188.4),
+            ..Default::default()
+        });
+        assert_eq!(counted_text(&r), "instr 2,188/req; ");
     }
 
     #[test]

@@ -314,6 +314,7 @@ loadgen_cpus = "0"
             variant: "v".into(),
             rev: "HEAD".into(),
             commit: started.clone(),
+            source_repo: String::new(),
             pins: Default::default(),
             patches: Default::default(),
             resolved: Default::default(),

@@ -89,7 +89,7 @@ release_bin() {
   local b="${CARGO_TARGET_DIR:-target}/release/$1"
   if [[ -x "$b" ]]; then echo "$b"; return; fi
   if command -v "$1" >/dev/null; then command -v "$1"; return; fi
-  echo "$(basename "$0"): no release $1: run cargo build --release --workspace --bins" >&2; exit 1
+  echo "$(basename "$0"): no release $1: run cargo build --release --workspace --locked" >&2; exit 1
 }
 
 # service_dirs: the crate directory of every service in services/services.toml, space-separated

@@ -19,6 +19,34 @@ import json, os, sys
 args = sys.argv[1:]
 out = args[args.index("--out") + 1]
 mode = os.environ["FAKE_MATRIX_MODE"]
+if mode == "bad-source":
+    # What the real matrix says of a revision of BASE_SOURCE that does not exist.
+    config = args[args.index("--config") + 1]
+    print(f'matrix: {config}:22:68: services[0].variants[0].patch.httparse.rev: revision '
+          '"no-such-rev" does not exist in file:///src/httparse', file=sys.stderr)
+    print(f'{config}:26:8: services[0].variants[1].patch.httparse: {os.environ["FAKE_SERVICE"]} does not depend on '
+          'httparse at 0637fa0dbecb, so there is nothing to patch', file=sys.stderr)
+    sys.exit(2)
+if mode in ("building", "stubborn"):
+    # A variant build in progress: a child in a process group of its own (as matrix starts
+    # cargo), its pid and ours written where the test looks. "building" stops as the real
+    # matrix does on SIGTERM (kills the build's group, exits 130); "stubborn" ignores it.
+    import signal, subprocess, time
+    child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    def stop(*_):
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        sys.exit(130)
+    if mode == "building":
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+    else:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with open(os.environ["FAKE_PIDS"], "w") as f:
+        f.write(f"{os.getpid()} {child.pid}\n")
+    time.sleep(300)
+    sys.exit(0)
 svc = os.environ["FAKE_SERVICE"]
 base, head = svc + "@base", svc + "@head"
 cells, plan, verdicts = [], [], []
@@ -91,8 +119,9 @@ class GateScript(unittest.TestCase):
 
     def gate(self, mode):
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+        # BUILD=0: the stand-in binaries are the gate's tools, nothing to build.
         env.update(FAKE_MATRIX_MODE=mode, FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
-                   GATE_METRICS="syscalls_per_request", REPS="3")
+                   GATE_METRICS="syscalls_per_request", REPS="3", BUILD="0")
         p = subprocess.run(["bash", "scripts/gate.sh", "HEAD~1", "HEAD"], cwd=self.repo, env=env,
                            capture_output=True, text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
@@ -128,6 +157,106 @@ class GateScript(unittest.TestCase):
         self.assertEqual(rc, 1, out + err)
         self.assertIn(f"{SERVICE}@head at ping-open/r5000/pinned did not end measured", out)
         self.assertNotIn("PASS", out)
+
+    def test_the_gate_builds_the_workspace_itself_and_says_whether_it_had_to(self):
+        """F1: one build command, the variants' own; run by the gate, which says what it did."""
+        fake = os.path.join(self.dir.name, "bin")
+        os.makedirs(fake)
+        calls = os.path.join(self.dir.name, "cargo-calls")
+        for stale in (True, False):
+            with open(os.path.join(fake, "cargo"), "w") as f:
+                f.write(f"#!/bin/sh\necho \"$*\" >>{calls}\n" +
+                        ("echo '# rebuilt' >>target/release/matrix\n" if stale else ""))
+            os.chmod(os.path.join(fake, "cargo"), 0o755)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+            env.update(FAKE_MATRIX_MODE="quiet", FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
+                       GATE_METRICS="syscalls_per_request", REPS="3",
+                       PATH=fake + os.pathsep + env["PATH"])
+            p = subprocess.run(["bash", "scripts/gate.sh", "HEAD~1", "HEAD"], cwd=self.repo,
+                               env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            said = "were missing or older" if stale else "were up to date"
+            self.assertIn(said, p.stderr)
+        with open(calls) as f:
+            self.assertEqual(f.read().splitlines(), ["build --release --workspace --locked"] * 2)
+
+    def test_errors_name_the_settings_given_not_the_generated_file(self):
+        """F11: `target/gate/first.toml:22:68: services[0].variants[0].patch.httparse.rev` named
+        a file the user never wrote; it names BASE_SOURCE (or PATCH_CRATE) now."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+        env.update(FAKE_MATRIX_MODE="bad-source", FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
+                   GATE_METRICS="syscalls_per_request", REPS="3", PATCH_CRATE="httparse",
+                   BASE_SOURCE=self.repo + "#no-such-rev", HEAD_SOURCE=self.repo + "#HEAD", BUILD="0")
+        p = subprocess.run(["bash", "scripts/gate.sh"], cwd=self.repo, env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn(f"matrix: BASE_SOURCE={self.repo}#no-such-rev: revision \"no-such-rev\"",
+                      p.stderr)
+        self.assertIn(f"PATCH_CRATE=httparse: {SERVICE} does not depend on httparse", p.stderr)
+        self.assertNotIn(".toml:", p.stderr)
+
+    def cancelled(self, mode, sig, watch=2):
+        """F12: the gate signalled while matrix builds; (seconds until the gate exited and
+        the first `watch` of matrix and its build child were gone, the gate's exit status,
+        those still alive after 10 s)."""
+        import signal
+        import time
+        pids = os.path.join(self.dir.name, "pids")
+        if os.path.exists(pids):
+            os.remove(pids)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+        env.update(FAKE_MATRIX_MODE=mode, FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
+                   GATE_METRICS="syscalls_per_request", REPS="3", FAKE_PIDS=pids, BUILD="0")
+        gate = subprocess.Popen(["bash", "scripts/gate.sh", "HEAD~1", "HEAD"], cwd=self.repo,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: gate.poll() is None and gate.kill())
+        deadline = time.monotonic() + 60
+        while not os.path.exists(pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with open(pids) as f:
+            started = [int(p) for p in f.read().split()][:watch]
+        sent = time.monotonic()
+        # To the gate alone, not its process group: what a CI runner's cancel may do.
+        gate.send_signal(sig)
+
+        def alive(pid):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    return f.read().split(") ")[-1][0] != "Z"
+            except FileNotFoundError:
+                return False
+        while time.monotonic() - sent < 10 and (gate.poll() is None or any(map(alive, started))):
+            time.sleep(0.05)
+        took = time.monotonic() - sent
+        self.took = took
+        left = [p for p in started if alive(p)]
+        # The stubborn stand-in's build child, whoever is left: not the test's to leave.
+        with open(pids) as f:
+            for p in [int(p) for p in f.read().split()]:
+                if alive(p):
+                    os.kill(p, signal.SIGKILL)
+        _, err = gate.communicate(timeout=10)
+        self.gate_stderr = err.decode()
+        return took, gate.returncode, left
+
+    def test_a_cancelled_gate_stops_matrix_and_its_builds_within_5_s(self):
+        import signal
+        for sig, status in [(signal.SIGTERM, 143), (signal.SIGINT, 130)]:
+            took, rc, left = self.cancelled("building", sig)
+            self.assertEqual(left, [], f"{sig!r}: still running after {took:.1f} s")
+            self.assertLess(took, 5.0)
+            # bash re-raises SIGINT on exit from its INT trap: the parent sees the signal.
+            self.assertIn(rc, (status, -sig), self.gate_stderr)
+            self.assertIn("stopping matrix", self.gate_stderr)
+
+    def test_a_matrix_that_ignores_the_signal_is_killed_within_5_s(self):
+        import signal
+        # Only matrix is watched: its build child is in a group of its own, which only a
+        # matrix that stops can stop (the real one does, as the "building" stand-in).
+        took, rc, left = self.cancelled("stubborn", signal.SIGTERM, watch=1)
+        self.assertEqual(left, [], f"matrix still running after {took:.1f} s")
+        self.assertLess(took, 5.0)
+        self.assertEqual(rc, 143)
 
 
 if __name__ == "__main__":

@@ -9,3 +9,5 @@ pub mod plan;
 pub mod report;
 pub mod run;
 pub mod site;
+pub mod variants;
+pub mod which;

@@ -158,6 +158,20 @@ pub fn cell_differences(old: Option<&CellSpec>, new: Option<&CellSpec>) -> Vec<S
         &n.loadgen_threads,
     );
     differ(&mut r, "request path", &o.path, &n.path);
+    if o.headers != n.headers {
+        let show = |h: &[String]| {
+            if h.is_empty() {
+                "none".to_string()
+            } else {
+                format!("{} ({} headers)", h.join(" | "), h.len())
+            }
+        };
+        r.push(format!(
+            "request headers differ: {} vs {}",
+            show(&o.headers),
+            show(&n.headers)
+        ));
+    }
     // A --quick run (short windows) against a full one measures a different warm-up state.
     differ(&mut r, "warm-up (ms)", &o.warmup_ms, &n.warmup_ms);
     differ(
@@ -225,6 +239,34 @@ pub fn io_differences(
 #[cfg(test)]
 mod io_tests {
     use super::*;
+
+    /// F15: a cell measured with other request headers is another request.
+    #[test]
+    fn cells_with_other_request_headers_are_run_differently() {
+        let plain = crate::results::suspect::tests::spec(loadgen::LoadModel::Closed {
+            connections: 1,
+            pipeline: 1,
+        });
+        let mut browser = plain.clone();
+        browser.headers = vec!["User-Agent: x".into(), "Accept: */*".into()];
+        let why = cell_differences(Some(&plain), Some(&browser));
+        assert_eq!(
+            why,
+            vec![
+                "request headers differ: none vs User-Agent: x | Accept: */* (2 headers)"
+                    .to_string()
+            ]
+        );
+        assert!(cell_differences(Some(&browser), Some(&browser.clone())).is_empty());
+        // What loadgen is given (and the instruction count sends): the same, in order.
+        assert_eq!(
+            browser.load_spec(1).headers,
+            vec![
+                ("User-Agent".to_string(), "x".to_string()),
+                ("Accept".to_string(), "*/*".to_string())
+            ]
+        );
+    }
 
     #[test]
     fn a_generator_on_io_uring_against_one_on_epoll_is_run_differently() {

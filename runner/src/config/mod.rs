@@ -97,8 +97,11 @@ pub struct VariantDef {
     pub binary_name: String,
     pub rev: String,
     pub commit: String,
-    /// The repository `rev` is read from (the matrix file's).
+    /// The pingmatrix checkout `rev` is read from.
     pub repo: PathBuf,
+    /// Which checkout that is, as run.json says it: "the matrix file's checkout", "the
+    /// checkout matrix was built in", or `repo = "…"` as written.
+    pub repo_from: String,
     /// crate → (version, "file:line:col" of the pin, for resolution errors).
     pub pins: std::collections::BTreeMap<String, (String, String)>,
     /// crate → where to take it from instead (`[patch.crates-io]` in the variant's tree).
@@ -136,6 +139,8 @@ pub struct ScenarioDef {
     pub path: String,
     pub keepalive: bool,
     pub expect_body_bytes: Option<u64>,
+    /// Extra request headers, "Name: value", in the order sent.
+    pub headers: Vec<String>,
     pub levels: Vec<Level>,
     pub profiles: Option<Vec<String>>,
 }

@@ -135,9 +135,12 @@ pub struct Service {
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     pub name: Spanned<String>,
-    /// A git revision of the repository the matrix file is in (default "HEAD": its last
-    /// commit, not the working tree).
+    /// A git revision of the pingmatrix checkout the variant is built from (default "HEAD":
+    /// its last commit, not the working tree).
     pub rev: Option<Spanned<String>>,
+    /// That checkout, relative to the matrix file (default: the matrix file's own checkout
+    /// if it is pingmatrix's, else the checkout `matrix` was built in).
+    pub repo: Option<Spanned<String>>,
     /// Workspace dependencies pinned to one version each, e.g. `{ tokio = "1.51.0" }`.
     #[serde(default)]
     pub pin: std::collections::BTreeMap<String, Spanned<String>>,
@@ -174,6 +177,9 @@ pub struct Scenario {
     pub keepalive: bool,
     /// Expected response body length; checked by the generator on every response.
     pub expect_body_bytes: Option<u64>,
+    /// Extra request headers: a list of "Name: value" (as `curl -H` takes them), in order,
+    /// or the name of a built-in set ("browser-like"). Checked in `validate::headers`.
+    pub headers: Option<Spanned<toml::Value>>,
     pub load: Load,
     /// Restrict to these profiles (default: all).
     pub profiles: Option<Spanned<Vec<String>>>,

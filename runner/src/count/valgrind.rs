@@ -56,6 +56,8 @@ pub struct Target<'a> {
     pub binary: &'a Path,
     pub service_args: &'a [String],
     pub path: &'a str,
+    /// The cell's extra request headers: the count sends the request the timed load sends.
+    pub headers: &'a [(String, String)],
     /// The I/O driver the service reported when it ran normally; a different one under
     /// Valgrind (a fallback) would count another program.
     pub io_driver: Option<&'a str>,
@@ -252,7 +254,7 @@ fn run_once(t: &Target, n: u64) -> Result<Run, String> {
             startup.io_driver
         ));
     }
-    let mut conn = Conn::open(addr, t.path)?;
+    let mut conn = Conn::open(addr, t.path, t.headers)?;
     for i in 0..n {
         conn.get().map_err(|e| format!("request {i}: {e}"))?;
     }
@@ -330,10 +332,10 @@ struct Conn {
 }
 
 impl Conn {
-    fn open(addr: SocketAddr, path: &str) -> Result<Conn, String> {
+    fn open(addr: SocketAddr, path: &str, headers: &[(String, String)]) -> Result<Conn, String> {
         let target = loadgen::http::target::resolve(&format!("http://{addr}{path}"))
             .map_err(|e| format!("request target: {e}"))?;
-        let request = loadgen::http::request::RequestBytes::new(&target, &[], true, 1).batch;
+        let request = loadgen::http::request::RequestBytes::new(&target, headers, true, 1).batch;
         let timeout = Duration::from_secs(10);
         let deadline = Instant::now() + START_TIMEOUT;
         let stream = loop {
@@ -440,6 +442,7 @@ mod tests {
                                 binary: &bin,
                                 service_args: &[],
                                 path: "/ping",
+                                headers: &[],
                                 io_driver: Some("io_uring"),
                                 cpus: &[],
                                 scratch_dir: scratch,
@@ -500,6 +503,7 @@ mod tests {
             binary: &bin,
             service_args: &[],
             path: "/ping",
+            headers: &[],
             io_driver: Some("epoll"),
             cpus: &[],
             scratch_dir: &scratch,
@@ -538,6 +542,7 @@ mod tests {
             binary: &bin,
             service_args: &[],
             path: "/ping",
+            headers: &[],
             io_driver: Some("io_uring"),
             cpus: &[],
             scratch_dir: &scratch,

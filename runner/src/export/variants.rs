@@ -130,6 +130,7 @@ mod tests {
             variant: variant.into(),
             rev: commit.into(),
             commit: commit.into(),
+            source_repo: String::new(),
             pins: Default::default(),
             patches: Default::default(),
             resolved: [("tokio".to_string(), vec!["1.50.0".to_string()])].into(),

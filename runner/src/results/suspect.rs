@@ -298,6 +298,7 @@ pub(crate) mod tests {
             path: "/ping".into(),
             load,
             keepalive: true,
+            headers: vec![],
             loadgen_threads: 1,
             repetitions: 3,
             warmup_ms: 0,

@@ -17,6 +17,10 @@ pub struct VariantRecord {
     pub rev: String,
     /// The commit it resolved to.
     pub commit: String,
+    /// Which pingmatrix checkout it was built from: "the matrix file's checkout", "the
+    /// checkout matrix was built in", or `repo = "…"` as the matrix file wrote it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source_repo: String,
     /// `pin`: crate → the version asked for.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pins: BTreeMap<String, String>,

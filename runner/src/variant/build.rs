@@ -9,7 +9,7 @@
 //! as the tokio 1.51.0 built before it.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
@@ -90,7 +90,7 @@ pub fn build(
     dir: &Path,
     src: &Path,
     patches: &[super::patch::Resolved],
-) -> VariantRecord {
+) -> anyhow::Result<VariantRecord> {
     let target = target_dir(dir);
     let args = cargo_args(v);
     // Every runtime's crates (services/services.toml), beside whatever it pins.
@@ -104,6 +104,7 @@ pub fn build(
         variant: v.name.clone(),
         rev: v.rev.clone(),
         commit: v.commit.clone(),
+        source_repo: v.repo_from.clone(),
         pins: v
             .pins
             .iter()
@@ -124,23 +125,20 @@ pub fn build(
     };
     // The tree has no .git: the build stamp takes the commit from PINGMATRIX_GIT_COMMIT,
     // and git must not find the enclosing checkout (GIT_CEILING_DIRECTORIES).
-    let out = Command::new("cargo")
-        .current_dir(src)
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(src)
         .args(args)
         .env("CARGO_TARGET_DIR", &target)
         .env("PINGMATRIX_GIT_COMMIT", &v.commit)
-        .env("GIT_CEILING_DIRECTORIES", root)
-        .stdin(Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => {
-            rec.error = Some(format!("cargo build failed: {}", tail(&o.stderr, 6)));
-            return rec;
-        }
-        Err(e) => {
-            rec.error = Some(format!("cannot run cargo: {e}"));
-            return rec;
+        .env("GIT_CEILING_DIRECTORIES", root);
+    match super::output::run(cmd)? {
+        o if o.status.success() => {}
+        o => {
+            rec.error = Some(format!(
+                "cargo build failed: {}",
+                tail(o.stderr.as_bytes(), 6)
+            ));
+            return Ok(rec);
         }
     }
     let built = target.join("release").join(&v.binary_name);
@@ -159,7 +157,7 @@ pub fn build(
     {
         let _ = std::fs::write(dir.join(RECORD), json);
     }
-    rec
+    Ok(rec)
 }
 
 #[cfg(test)]
@@ -182,6 +180,7 @@ mod tests {
             variant: "v".into(),
             rev: "HEAD".into(),
             commit: "c".repeat(40),
+            source_repo: String::new(),
             pins: Default::default(),
             patches: Default::default(),
             resolved: Default::default(),

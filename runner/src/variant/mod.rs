@@ -10,12 +10,16 @@
 //! fail with cargo's error, and the run goes on.
 
 mod build;
+pub mod cache;
 mod output;
+
+pub use output::Interrupted;
 mod patch;
 mod source;
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 use crate::config::{Matrix, VariantDef};
@@ -27,6 +31,26 @@ pub fn cache_root(repo: &Path) -> PathBuf {
     std::env::var_os("PINGMATRIX_VARIANTS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo.join("target").join("variants"))
+}
+
+/// The pingmatrix checkout this `matrix` belongs to: the first directory above its binary
+/// (`<checkout>/target/release/matrix`) that holds `services/services.toml` and is a git
+/// checkout — else the working directory's, if it is one. Variants of a matrix file kept
+/// outside pingmatrix are built from it.
+pub fn home_checkout() -> Option<PathBuf> {
+    let is_pingmatrix =
+        |d: &Path| d.join("services").join("services.toml").is_file() && d.join(".git").exists();
+    let exe = std::env::current_exe().ok()?.canonicalize().ok();
+    let from_exe = exe
+        .as_deref()
+        .and_then(|e| e.ancestors().skip(1).find(|d| is_pingmatrix(d)))
+        .map(Path::to_path_buf);
+    from_exe.or_else(|| {
+        let cwd = std::env::current_dir().ok()?;
+        cwd.ancestors()
+            .find(|d| is_pingmatrix(d))
+            .map(Path::to_path_buf)
+    })
 }
 
 /// The content the build depends on: the commit, the binary, the pins, the patches' sources
@@ -63,6 +87,9 @@ pub fn prepare(
     // First every variant's source: its patches resolved, its tree prepared (pins and
     // patches resolved into its lock), so bad input stops the run before anything builds.
     let mut ready = Vec::new();
+    // Keys already taken by an earlier variant of this run: two variants spelling the same
+    // content (a git source as `file:///x` and as `/x`) are one build, made once.
+    let mut keys = std::collections::BTreeSet::new();
     for (i, s) in m.services.iter().enumerate() {
         let Some(v) = s.variant.clone().filter(|_| needed.contains(&s.name)) else {
             continue;
@@ -71,13 +98,17 @@ pub fn prepare(
         let patches = patch::resolve(&v.patches, &root)?;
         let key = cache_key(&v, &patches, &rustc);
         let dir = root.join(&key);
+        if !keys.insert(key.clone()) {
+            ready.push((i, v, patches, root, key, dir, Err(None)));
+            continue;
+        }
         // A cached build whose binary no longer has its recorded hash is not used.
         let cached = build::cached(&dir, &s.name).unwrap_or_else(|why| {
             note(&format!("variant {}: cached build not used: {why}", s.name));
             None
         });
         let tree = match cached {
-            Some(r) => Err(r),
+            Some(r) => Err(Some(r)),
             None => {
                 note(&format!(
                     "variant {}: preparing {} at {}{} …",
@@ -91,16 +122,50 @@ pub fn prepare(
         };
         ready.push((i, v, patches, root, key, dir, tree));
     }
-    let mut records = Vec::new();
+    let mut records: Vec<VariantRecord> = Vec::new();
     for (i, v, patches, root, key, dir, tree) in ready {
+        // The binary of the variant that first had this key, where it was put (absolute).
+        let first_binary = records
+            .iter()
+            .find(|r| r.cache_key == key)
+            .and_then(|r| m.services.iter().find(|x| x.name == r.service))
+            .filter(|x| x.unavailable.is_none())
+            .map(|x| x.binary.display().to_string());
         let s = &mut m.services[i];
         let rec = match tree {
-            Err(r) => {
+            Err(Some(r)) => {
                 note(&format!("variant {}: cached ({})", s.name, dir.display()));
                 r
             }
+            // The same content as a variant before it in this run: its build, reused.
+            Err(None) => {
+                let first = records
+                    .iter()
+                    .find(|r| r.cache_key == key)
+                    .context("a repeated cache key without its first build")?;
+                note(&format!(
+                    "variant {}: the same build as {} (cache key {key})",
+                    s.name, first.service
+                ));
+                let mut r = first.clone();
+                r.service = s.name.clone();
+                r.variant = v.name.clone();
+                r.rev = v.rev.clone();
+                r.pins = v
+                    .pins
+                    .iter()
+                    .map(|(k, (ver, _))| (k.clone(), ver.clone()))
+                    .collect();
+                r.patches = patches
+                    .iter()
+                    .map(|p| (p.krate.clone(), patch::record(p)))
+                    .collect();
+                r.cached = true;
+                r.binary = first_binary;
+                r
+            }
             Ok(tree) => {
-                let r = build::build(&v, &s.name, &key, &root, &dir, &tree, &patches);
+                let r = build::build(&v, &s.name, &key, &root, &dir, &tree, &patches)?;
                 match &r.error {
                     Some(e) => note(&format!("variant {}: build failed: {e}", s.name)),
                     None => note(&format!("variant {}: built", s.name)),
@@ -112,6 +177,7 @@ pub fn prepare(
         // Recomputed, not taken from the cache: it names the build directory relative to
         // the repository.
         rec.build_command = build::command_text(&v, &dir);
+        rec.source_repo = v.repo_from.clone();
         match (&rec.binary, &rec.error) {
             (Some(b), None) => {
                 s.binary = PathBuf::from(b);
@@ -165,6 +231,7 @@ mod tests {
             rev: "HEAD".into(),
             commit: commit.into(),
             repo: PathBuf::from("."),
+            repo_from: String::new(),
             pins: pins
                 .iter()
                 .map(|(k, v)| (k.to_string(), (v.to_string(), "m.toml:1:1".to_string())))

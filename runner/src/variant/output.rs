@@ -13,6 +13,47 @@ pub(super) fn tail(bytes: &[u8], lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join(" | ")
 }
 
+/// What a finished command left: its status and the last lines of its stderr.
+pub(super) struct Done {
+    pub status: std::process::ExitStatus,
+    pub stderr: String,
+}
+
+/// Runs `cmd` (cargo) in a process group of its own, polling for Ctrl-C/SIGTERM: on one the
+/// whole group (cargo and its rustc children) is killed at once and this is Err —
+/// `Command::output` would wait for a build minutes long while the run was being stopped.
+pub(super) fn run(cmd: Command) -> anyhow::Result<Done> {
+    let what = format!("{:?}", cmd.get_program());
+    let mut p = crate::process::Proc::spawn(cmd, &Default::default())
+        .with_context(|| format!("run {what}"))?;
+    let status = loop {
+        if let Some(s) = p.try_wait() {
+            break s;
+        }
+        if crate::interrupt::requested() {
+            p.kill();
+            bail!(Interrupted);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok(Done {
+        status,
+        stderr: p.stderr_tail().unwrap_or_default(),
+    })
+}
+
+/// A variant's preparation stopped by Ctrl-C/SIGTERM (`matrix` exits 130).
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted while preparing the variants: their builds were stopped")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// Extracts `commit` of the git repository `repo` into the directory `dest`.
 pub(super) fn extract(repo: &Path, commit: &str, dest: &Path) -> anyhow::Result<()> {
     let mut git = Command::new("git")

@@ -390,11 +390,13 @@ fn dirty(dir: &Path) -> Option<bool> {
     Some(any)
 }
 
-/// What the cache key takes of a patch: the crate, its source and its content.
+/// What the cache key takes of a patch: the crate, the kind of source and its content —
+/// never how the source was spelled. A git commit is its content, wherever it was read from:
+/// `git = "file:///x"`, `git = "/x"` and a remote URL of the same commit build once.
 pub fn key_text(r: &Resolved) -> String {
     let source = match &r.def.source {
-        PatchSource::Path { .. } => "path".to_string(),
-        PatchSource::Git { url, .. } => format!("git {url}"),
+        PatchSource::Path { .. } => "path",
+        PatchSource::Git { .. } => "git",
     };
     format!(
         "patch {}={source} commit={} dirty={:?} content={}\n",
@@ -584,6 +586,41 @@ mod tests {
             "a file in an ignored directory is not in the commit"
         );
         std::fs::remove_dir_all(&ws).unwrap();
+    }
+
+    /// F10: the same commit given as `file:///x` and as `/x` is one build.
+    #[test]
+    fn a_git_source_is_keyed_on_its_commit_not_its_spelling() {
+        let git = |url: &str, commit: &str| Resolved {
+            krate: "httparse".into(),
+            def: PatchDef {
+                source: PatchSource::Git {
+                    url: url.into(),
+                    local: Some(PathBuf::from("/x")),
+                    rev: "v1".into(),
+                    commit: None,
+                },
+                at: "m.toml:1:1".into(),
+            },
+            commit: Some(commit.into()),
+            dirty: None,
+            content_sha256: None,
+            repo: Some(PathBuf::from("/x")),
+        };
+        let c = "1a4f94e".repeat(5);
+        assert_eq!(
+            key_text(&git("file:///x", &c)),
+            key_text(&git("/x", &c)),
+            "one commit, two spellings"
+        );
+        assert_eq!(
+            key_text(&git("https://example.invalid/x", &c)),
+            key_text(&git("/x", &c))
+        );
+        assert_ne!(
+            key_text(&git("/x", &c)),
+            key_text(&git("/x", &"19b5fc7".repeat(5)))
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! refused when cargo leaves it unused (its version does not meet the tree's requirement).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{Context, bail};
 
@@ -73,12 +73,12 @@ fn patch(src: &Path, dirs: &[(&super::patch::Resolved, PathBuf)]) -> anyhow::Res
     for (r, _) in dirs {
         cmd.args(["--package", &r.krate]);
     }
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .context("run cargo update")?;
+    let out = super::output::run(cmd)?;
     if !out.status.success() {
-        bail!("the patch does not resolve: {}", tail(&out.stderr, 4));
+        bail!(
+            "the patch does not resolve: {}",
+            tail(out.stderr.as_bytes(), 4)
+        );
     }
     let lock: toml::Table = toml::from_str(&std::fs::read_to_string(src.join("Cargo.lock"))?)?;
     for (r, d) in dirs {
@@ -133,14 +133,12 @@ fn pin(src: &Path, krate: &str, version: &str) -> anyhow::Result<()> {
         _ => bail!("{krate} is not in [workspace.dependencies] of this revision"),
     }
     std::fs::write(&manifest, toml::to_string(&doc)?)?;
-    let out = Command::new("cargo")
-        .current_dir(src)
-        .args(["update", "--package", krate, "--precise", version])
-        .stdin(Stdio::null())
-        .output()
-        .context("run cargo update")?;
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(src)
+        .args(["update", "--package", krate, "--precise", version]);
+    let out = super::output::run(cmd)?;
     if !out.status.success() {
-        bail!("does not resolve: {}", tail(&out.stderr, 4));
+        bail!("does not resolve: {}", tail(out.stderr.as_bytes(), 4));
     }
     Ok(())
 }

@@ -421,6 +421,70 @@ const REJECTED: &[Rejected] = &[
         ),
         2,
     ),
+    // Request headers (F15): anything that would break the request, refused at the key.
+    only(
+        row(
+            "a header name with a space",
+            &[(
+                "path = \"/ping\"",
+                "path = \"/ping\"\nheaders = [\"X-Ok: 1\", \"X A: b\"]",
+            )],
+            "",
+            &["m.toml:14:11: scenarios[0].headers[1]", "not a header name"],
+        ),
+        1,
+    ),
+    only(
+        row(
+            "CR LF in a header value",
+            &[(
+                "path = \"/ping\"",
+                "path = \"/ping\"\nheaders = [\"X-A: b\\r\\nX-Forged: 1\"]",
+            )],
+            "",
+            &["m.toml:14:11: scenarios[0].headers[0]", "CR or LF"],
+        ),
+        1,
+    ),
+    only(
+        row(
+            "a Host header (loadgen writes it)",
+            &[(
+                "path = \"/ping\"",
+                "path = \"/ping\"\nheaders = [\"Host: elsewhere\"]",
+            )],
+            "",
+            &[
+                "m.toml:14:11: scenarios[0].headers[0]",
+                "written by loadgen",
+            ],
+        ),
+        1,
+    ),
+    only(
+        row(
+            "an unknown built-in header set",
+            &[(
+                "path = \"/ping\"",
+                "path = \"/ping\"\nheaders = \"firefox\"",
+            )],
+            "",
+            &["m.toml:14:11: scenarios[0].headers", "known: browser-like"],
+        ),
+        1,
+    ),
+    only(
+        row(
+            "headers that are not a list",
+            &[("path = \"/ping\"", "path = \"/ping\"\nheaders = 3")],
+            "",
+            &[
+                "m.toml:14:11: scenarios[0].headers",
+                "list of \"Name: value\"",
+            ],
+        ),
+        1,
+    ),
     // Paths, binaries, CPUs.
     only(
         row(

@@ -2,7 +2,9 @@
 //! matrix file, end-to-end runs of the real binaries, compare/report/regenerate on synthetic
 //! and committed result sets, multi-host and Kubernetes paths, all on one support kit.
 
+mod anywhere;
 mod byo;
+mod cache;
 mod churn;
 mod compare;
 mod config;
@@ -10,6 +12,7 @@ mod e2e;
 mod flamegraph;
 mod floors;
 mod hardware;
+mod headers;
 mod hosts;
 mod k8s;
 mod kernel;

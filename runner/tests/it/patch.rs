@@ -78,8 +78,11 @@ fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
     let url = format!("file://{}", repo.display());
     let variants = format!(
         "[[services.variants]]\nname = \"base\"\npatch = {{ httparse = {{ git = {url:?}, rev = {:?} }} }}\n\
-         [[services.variants]]\nname = \"head\"\npatch = {{ httparse = {{ git = {url:?}, rev = \"master\" }} }}\n",
-        &base[..10]
+         [[services.variants]]\nname = \"head\"\npatch = {{ httparse = {{ git = {url:?}, rev = \"master\" }} }}\n\
+         [[services.variants]]\nname = \"base-as-path\"\npatch = {{ httparse = {{ git = {:?}, rev = {:?} }} }}\n",
+        &base[..10],
+        repo.display().to_string(),
+        base,
     );
     // The default branch's name depends on git's configuration: name it.
     git(&repo, &["branch", "-M", "master"]);
@@ -105,7 +108,7 @@ fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
             "--only",
             "scenario=ping",
             "--only",
-            "service=ping-epoll@base,ping-epoll@head",
+            "service=ping-epoll@base,ping-epoll@head,ping-epoll@base-as-path",
             "--count-instructions",
         ],
     )
@@ -150,11 +153,27 @@ fn a_dependency_patched_from_two_git_revisions_is_counted_apart() {
         assert_eq!(p["rev"].as_str(), Some(rev), "{v}");
         assert_eq!(p["commit"].as_str(), Some(commit.as_str()), "{v}");
         assert!(v["resolved"]["httparse"].is_array(), "{v}");
+        assert_eq!(v["source_repo"], "the matrix file's checkout", "{v}");
         assert_eq!(v["cargo_lock_sha256"].as_str().map(str::len), Some(64));
     }
     assert_ne!(
         vs[0]["cache_key"], vs[1]["cache_key"],
         "the source's commit is in the cache key"
+    );
+    // F10: the same commit spelled `/x` instead of `file:///x` (and by its full hash) is
+    // the same build, made once in this run.
+    let as_path = vs.iter().find(|v| v["variant"] == "base-as-path").unwrap();
+    assert_eq!(as_path["cache_key"], vs[0]["cache_key"], "{vs:?}");
+    assert_eq!(as_path["cached"], true, "{as_path}");
+    assert_eq!(as_path["binary_sha256"], vs[0]["binary_sha256"]);
+    assert_eq!(
+        std::fs::read_dir(scratch.0.join("variants"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name() != "git")
+            .count(),
+        2,
+        "two builds for three variants"
     );
     let md = std::fs::read_to_string(run.join("results.md")).unwrap();
     assert!(

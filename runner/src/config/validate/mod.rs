@@ -25,6 +25,7 @@ mod churn;
 mod connections;
 mod defaults;
 mod external;
+pub mod headers;
 mod host;
 pub mod hosts;
 mod load;

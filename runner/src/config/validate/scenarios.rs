@@ -37,6 +37,11 @@ pub(super) fn check(
             request_path(errs, &s.path, field("path"));
             let levels = load::levels(errs, &s.load, &fit, |f| field(&format!("load.{f}")));
             keepalive_for_pipelining(errs, s, field("keepalive"));
+            let headers = s
+                .headers
+                .as_ref()
+                .map(|h| super::headers::check(errs, h, s.keepalive, field("headers")))
+                .unwrap_or_default();
             if let Some(ps) = &s.profiles {
                 known_profiles(errs, ps, field("profiles"), &known);
             }
@@ -45,6 +50,7 @@ pub(super) fn check(
                 path: s.path.get_ref().clone(),
                 keepalive: s.keepalive,
                 expect_body_bytes: s.expect_body_bytes,
+                headers,
                 levels,
                 profiles: s.profiles.as_ref().map(|p| p.get_ref().clone()),
             }

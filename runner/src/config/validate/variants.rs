@@ -13,6 +13,39 @@ use super::{Errs, line_col};
 use crate::config::schema::{PatchSpec, Variant};
 use crate::config::{PatchDef, PatchSource, ServiceDef, VariantDef};
 
+/// A pingmatrix checkout: the services' list is where variants' builds find it.
+fn is_pingmatrix(repo: &Path) -> bool {
+    repo.join("services").join("services.toml").is_file()
+}
+
+/// Where a variant is built from, and how run.json names that: the `repo` key (relative to
+/// the matrix file), else the matrix file's checkout when it is pingmatrix's, else the
+/// checkout `matrix` was built in (a matrix file kept with a crate, outside pingmatrix).
+/// Err: why there is none, with what to do.
+fn source_repo(base: &Path, repo_key: Option<&str>) -> Result<(PathBuf, String), String> {
+    if let Some(r) = repo_key {
+        let dir = base.join(r);
+        return match repo_of(&dir) {
+            Some(top) if is_pingmatrix(&top) => Ok((top, format!("repo = {r:?}"))),
+            Some(top) => Err(format!(
+                "{} is a git checkout but not pingmatrix's (it has no services/services.toml)",
+                top.display()
+            )),
+            None => Err(format!("{} is not a git checkout", dir.display())),
+        };
+    }
+    if let Some(top) = repo_of(base).filter(|t| is_pingmatrix(t)) {
+        return Ok((top, "the matrix file's checkout".into()));
+    }
+    match crate::variant::home_checkout() {
+        Some(top) => Ok((top, "the checkout matrix was built in".into())),
+        None => Err(
+            "the matrix file is not in a pingmatrix checkout and this matrix was not built in              one, so there is no source to build the variant from: give `repo = \"<path to a              pingmatrix checkout>\"`"
+                .into(),
+        ),
+    }
+}
+
 /// The checkout that holds `dir`, if any.
 fn repo_of(dir: &Path) -> Option<PathBuf> {
     let dir = if dir.as_os_str().is_empty() {
@@ -65,7 +98,6 @@ pub(super) fn check(
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or(binary_name);
-    let repo = repo_of(binaries.base);
     let mut names = Names::default();
     let mut out = Vec::new();
     for (j, v) in variants.iter().enumerate() {
@@ -76,18 +108,20 @@ pub(super) fn check(
         }
         let rev = v.rev.as_ref().map_or("HEAD", |r| r.get_ref().as_str());
         let rev_span = v.rev.as_ref().map_or(v.name.span(), |r| r.span());
+        let (repo, repo_from) =
+            match source_repo(binaries.base, v.repo.as_ref().map(|r| r.get_ref().as_str())) {
+                Ok((r, from)) => (Some(r), from),
+                Err(why) => {
+                    let (span, f) = match &v.repo {
+                        Some(r) => (r.span(), field("repo")),
+                        None => (rev_span.clone(), field("rev")),
+                    };
+                    errs.at(span, f, format!("variant {name:?}: {why}"));
+                    (None, String::new())
+                }
+            };
         let commit = match &repo {
-            None => {
-                errs.at(
-                    rev_span.clone(),
-                    field("rev"),
-                    format!(
-                        "the matrix file is not in a git checkout, so there is no source to \
-                         build variant {name:?} from"
-                    ),
-                );
-                None
-            }
+            None => None,
             Some(_) if rev.starts_with('-') || rev.chars().any(char::is_whitespace) => {
                 errs.at(
                     rev_span.clone(),
@@ -188,6 +222,7 @@ pub(super) fn check(
                 rev: rev.to_string(),
                 commit: commit.unwrap_or_default(),
                 repo: repo.clone().unwrap_or_default(),
+                repo_from,
                 pins,
                 patches,
             }),
@@ -451,5 +486,30 @@ mod tests {
         assert_eq!(local_repo(base, "../h"), Some(PathBuf::from("/m/../h")));
         assert_eq!(local_repo(base, "https://github.com/x/y"), None);
         assert_eq!(local_repo(base, "git@github.com:x/y.git"), None);
+    }
+}
+
+#[cfg(test)]
+mod source_tests {
+    use super::*;
+
+    #[test]
+    fn a_matrix_file_outside_pingmatrix_builds_from_the_checkout_matrix_was_built_in() {
+        let outside = std::env::temp_dir();
+        let (repo, from) = source_repo(&outside, None).unwrap();
+        assert!(is_pingmatrix(&repo), "{}", repo.display());
+        assert_eq!(from, "the checkout matrix was built in");
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(
+            source_repo(here, None).unwrap().1,
+            "the matrix file's checkout"
+        );
+        assert_eq!(
+            source_repo(&outside, Some(here.to_str().unwrap()))
+                .unwrap()
+                .0,
+            repo
+        );
+        assert!(source_repo(here, Some("no/such/dir")).is_err());
     }
 }

@@ -28,6 +28,10 @@ pub struct CellSpec {
     pub path: String,
     pub load: LoadModel,
     pub keepalive: bool,
+    /// Extra request headers, "Name: value", in the order sent (the scenario's `headers`).
+    /// Part of what the cell measures: compare refuses cells whose headers differ.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<String>,
     pub loadgen_threads: u32,
     pub repetitions: u32,
     pub warmup_ms: u64,
@@ -87,6 +91,15 @@ impl CellSpec {
         })
     }
 
+    /// The extra headers as (name, value), as loadgen and the instruction count send them.
+    pub fn header_pairs(&self) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .filter_map(|h| h.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect()
+    }
+
     /// The generator's spec for one repetition of this cell against the service on `port`.
     pub fn load_spec(&self, port: u16) -> LoadSpec {
         let conns = match self.load {
@@ -105,7 +118,7 @@ impl CellSpec {
             timeout_ms: self.request_timeout_ms,
             expect_status: 200,
             expect_body_bytes: self.expect_body_bytes,
-            headers: vec![],
+            headers: self.header_pairs(),
             io: loadgen::IoChoice::Auto,
         }
     }
