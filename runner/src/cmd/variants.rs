@@ -3,8 +3,9 @@
 use std::process::ExitCode;
 
 use crate::cli::VariantsCommand;
+use crate::config::home_checkout;
 use crate::results::untrusted::visible;
-use crate::variant::{cache, cache_root, home_checkout};
+use crate::variant::{cache, cache_root};
 
 pub fn cmd(c: &VariantsCommand) -> anyhow::Result<ExitCode> {
     let root = match (std::env::var_os("PINGMATRIX_VARIANTS_DIR"), home_checkout()) {

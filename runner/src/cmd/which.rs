@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 
 use crate::cli::WhichArgs;
-use crate::variant::home_checkout;
+use crate::config::home_checkout;
 
 pub fn cmd(a: &WhichArgs) -> anyhow::Result<ExitCode> {
     let k = a.krate.as_str();

@@ -194,3 +194,24 @@ impl HostDef {
         }
     }
 }
+
+/// The pingmatrix checkout this `matrix` belongs to: the first directory above its binary
+/// (`<checkout>/target/release/matrix`) that holds `services/services.toml` and is a git
+/// checkout — else the working directory's, if it is one. Variants of a matrix file kept
+/// outside pingmatrix are built from it.
+pub fn home_checkout() -> Option<PathBuf> {
+    let is_pingmatrix = |d: &std::path::Path| {
+        d.join("services").join("services.toml").is_file() && d.join(".git").exists()
+    };
+    let exe = std::env::current_exe().ok()?.canonicalize().ok();
+    let from_exe = exe
+        .as_deref()
+        .and_then(|e| e.ancestors().skip(1).find(|d| is_pingmatrix(d)))
+        .map(std::path::Path::to_path_buf);
+    from_exe.or_else(|| {
+        let cwd = std::env::current_dir().ok()?;
+        cwd.ancestors()
+            .find(|d| is_pingmatrix(d))
+            .map(std::path::Path::to_path_buf)
+    })
+}

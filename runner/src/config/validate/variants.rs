@@ -37,10 +37,12 @@ fn source_repo(base: &Path, repo_key: Option<&str>) -> Result<(PathBuf, String),
     if let Some(top) = repo_of(base).filter(|t| is_pingmatrix(t)) {
         return Ok((top, "the matrix file's checkout".into()));
     }
-    match crate::variant::home_checkout() {
+    match crate::config::home_checkout() {
         Some(top) => Ok((top, "the checkout matrix was built in".into())),
         None => Err(
-            "the matrix file is not in a pingmatrix checkout and this matrix was not built in              one, so there is no source to build the variant from: give `repo = \"<path to a              pingmatrix checkout>\"`"
+            "the matrix file is not in a pingmatrix checkout and this matrix was not built in \
+             one, so there is no source to build the variant from: give `repo = \"<path to a \
+             pingmatrix checkout>\"`"
                 .into(),
         ),
     }
