@@ -97,7 +97,12 @@ function render() {
   const tab = tabs.includes(s.tab) ? s.tab : tabs[0];
   const inTab = R.cells.filter((c) => tabOf(c) === tab);
   const levels = uniq(inTab.map((c) => c.level)).sort(levelOrder);
-  const level = levels.includes(s.level) ? s.level : levels[levels.length > 2 ? 2 : levels.length - 1];
+  const def = defaultLevel(inTab, levels);
+  const level = levels.includes(s.level) ? s.level : def.level;
+  // A link naming a tab or level this run lacks says so, rather than quietly showing another.
+  const notes = [];
+  if (s.tab && !tabs.includes(s.tab)) notes.push("This link asks for the tab \u201c" + s.tab + "\u201d, which this run does not have (its tabs: " + tabs.join(", ") + "); showing " + tab + ".");
+  if (s.level && !levels.includes(s.level)) notes.push("This link asks for the level \u201c" + s.level + "\u201d, which " + tab + " does not have (its levels: " + levels.join(", ") + "); showing " + level + ".");
   // A counted column only where this board has a count or a reason it has none.
   const counted = COUNTED.filter((k) => inTab.some((c) => c.level === level && (k.stat(c) || k.why(c))));
   // Where the board counted, it opens in its rank by counted cost (results.json's cells
@@ -129,6 +134,8 @@ function render() {
     el("label", null, "level ", el("select", { id: "level", onchange: (e) => { state.set({ level: e.target.value }); render(); } },
       levels.map((l) => el("option", { value: l, selected: l === level }, l)))),
     filter("runtime model", models, offModels, "nomodel"), filter("I/O driver", ios, offIo, "noio")));
+  if (notes.length) app.append(el("div", { id: "fragment-note", class: "missing", role: "status" }, notes.map((n) => el("p", null, n))));
+  if (level === def.level) app.append(el("p", { id: "level-note", class: "hint" }, "Level " + level + ": " + def.why + "."));
 
   const m = METRICS.concat(counted).find((x) => x.key === sort);
   const band = (c) => m && c.bands[m.key];
@@ -195,6 +202,18 @@ function render() {
   app.append(detail(s.cell));
 }
 
+// The level a tab opens at: where it counted instructions (else its first counted level), the
+// level README's headline ranks by, so the page and the headline show the same order;
+// without counts, the third lowest level (or the highest of fewer).
+function defaultLevel(inTab, levels) {
+  const counted = inTab.filter((c) => c.counted);
+  const ins = counted.find((c) => c.counted.instructions || c.counted.instructions_unmeasured);
+  if (ins) return { level: ins.level, why: "where this run counted instructions, the level README's headline ranks by (the page opens here)" };
+  if (counted.length) return { level: counted[0].level, why: "the first level this run counted, the level README's headline ranks by (the page opens here)" };
+  const l = levels[levels.length > 2 ? 2 : levels.length - 1];
+  return { level: l, why: (levels.length > 2 ? "the third lowest level of this tab" : "this tab's highest level") + ", where the page opens; pick another above" };
+}
+
 // Where each service's user-space instructions per request go (results.json counted
 // instruction_crates / instruction_functions, where Valgrind counted them per function): its
 // crates with their shares and its costliest functions, as results.md's section shows them.
@@ -216,20 +235,39 @@ function attribution(rows) {
 function charts(tab, cells, levels, level) {
   const svcs = uniq(cells.map((c) => c.service));
   const at = (svc, l) => cells.find((c) => c.service === svc && c.level === l);
-  const thr = lineChart("Throughput vs load level (" + tab + "), mean with 95 % CI", svcs.map((svc) => ({
+  // Open loop: req/s is the generator's setting, not a result, so no throughput chart.
+  const open = cells.some((c) => c.offered_rate_per_s !== null && c.offered_rate_per_s !== undefined);
+  const thr = open ? null : lineChart("Throughput vs load level (" + tab + "), mean with 95 % CI; measured levels only", svcs.map((svc) => ({
     name: svc.replace(/^ping-/, ""),
     points: levels.map((l, i) => { const c = at(svc, l); const st = c && c.requests_per_s; return { i, y: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high, n: st && st.n }; }),
-  })), { xLabels: levels, xLabel: "level", yLabel: "req/s" });
-  const pcts = [["p50", "p50_us"], ["p90", "p90_us"], ["p99", "p99_us"], ["p99.9", "p999_us"], ["max", "max_us"]];
-  const spec = lineChart("Latency percentile spectrum at " + level + " (µs, log axis)", svcs.map((svc) => ({
+  })), { xLabels: levels, xLabel: "level (measured levels only, services side by side)", yLabel: "req/s", points: true });
+  const pcts = [["p50", "p50_us", "p50"], ["p90", "p90_us", "p90"], ["p99", "p99_us", "p99"], ["p99.9", "p999_us", "p999"], ["max", "max_us", "max"]];
+  let single = false;
+  const specSeries = svcs.map((svc) => ({
     name: svc.replace(/^ping-/, ""),
-    points: pcts.map(([, k], i) => { const c = at(svc, level); return { i, y: c && c.latency ? c.latency[k] : null }; }),
-  })), { xLabels: pcts.map((p) => p[0]), xLabel: "percentile", yLabel: "µs", logY: true });
+    points: pcts.map(([, k, rk], i) => {
+      const c = at(svc, level);
+      const y = c && c.latency ? c.latency[k] : null;
+      const r = repRange(c, rk);
+      if (y !== null && y !== undefined && !r) single = true;
+      return { i, y, lo: r && r.lo, hi: r && r.hi };
+    }),
+  }));
+  const spec = lineChart("Latency percentile spectrum at " + level + " (µs, log axis; whisker: min–max of the repetitions' own percentiles" + (single ? "; none where one repetition" : "") + ")",
+    specSeries, { xLabels: pcts.map((p) => p[0]), xLabel: "percentile", yLabel: "µs", logY: true, kind: "latency" });
   const cpu = barChart("Server CPU per request at " + level + " (µs), mean with 95 % CI", svcs.map((svc) => {
     const c = at(svc, level); const st = c && c.server_cpu_us_per_request;
     return { name: svc.replace(/^ping-/, ""), v: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high, n: st && st.n };
   }), { xLabel: "µs per request" });
   return el("section", { id: "charts" }, el("h2", null, "Charts"), thr, spec, cpu);
+}
+
+// The lowest and highest value a single measured repetition of cell `c` had at latency
+// percentile `k` (its generator report), or null with fewer than 2 repetitions or no cell file.
+function repRange(c, k) {
+  const d = c && R.details[c.key];
+  const vs = d ? d.reps.map((r) => r.report.latency_us && r.report.latency_us[k]).filter((v) => v !== null && v !== undefined) : [];
+  return vs.length >= 2 ? { lo: Math.min(...vs), hi: Math.max(...vs) } : null;
 }
 
 function detail(key) {
