@@ -10,7 +10,8 @@ const METRICS = [
   { key: "cpu_us_per_request", label: "CPU µs/req", better: "lower", stat: (c) => c.server_cpu_us_per_request },
   { key: "latency_p50_us", label: "p50 µs", better: "lower", point: (c) => c.latency && c.latency.p50_us },
   { key: "latency_p99_us", label: "p99 µs", better: "lower", point: (c) => c.latency && c.latency.p99_us },
-  { key: "startup_us", label: "start-up µs", better: "lower", stat: (c) => c.startup_us },
+  // Start-up as results.md's start-up table and README's headline give it: a median of starts.
+  { key: "startup_us", label: "start-up µs (median)", better: "lower", median: true, stat: (c) => c.startup_us },
   { key: "idle_rss_bytes", label: "idle RSS MiB", better: "lower", stat: (c) => c.idle_rss_bytes, bytes: true },
 ];
 // Counted cost (results.json `counted`, where the run counted): the service's per-request
@@ -160,7 +161,7 @@ function render() {
         const v = value(mm, c);
         const st = mm.stat && mm.stat(c);
         const txt = mm.bytes ? fmtBytes(v) : fmtNum(v);
-        const title = st && st.ci95_low !== null ? "mean of " + st.n + "; 95 % CI " + (mm.bytes ? fmtBytes(Math.max(0, st.ci95_low)) + " – " + fmtBytes(st.ci95_high) : fmtNum(Math.max(0, st.ci95_low)) + " – " + fmtNum(st.ci95_high)) : null;
+        const title = st && mm.median ? "median of this cell's " + st.n + " starts (range " + fmtNum(st.min) + " – " + fmtNum(st.max) + ")" : st && st.ci95_low !== null ? "mean of " + st.n + "; 95 % CI " + (mm.bytes ? fmtBytes(Math.max(0, st.ci95_low)) + " – " + fmtBytes(st.ci95_high) : fmtNum(Math.max(0, st.ci95_low)) + " – " + fmtNum(st.ci95_high)) : null;
         const parts = [el("span", { class: "v", title: title }, txt)];
         if (mm.key === "requests_per_s" && v) parts.unshift(el("span", { class: "bar", style: "width:" + (60 * v / maxRps).toFixed(1) + "px" }));
         if (mm.key === "cpu_us_per_request" && c.ceiling_x) parts.push(el("span", { class: "x", title: "× the no-runtime ceiling's CPU per request at this position" }, " " + c.ceiling_x.toFixed(2) + "×"));
