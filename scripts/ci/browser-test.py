@@ -26,7 +26,8 @@ and over HTTP on 127.0.0.1, and checks what a reader relies on:
   interval (the page's whiskers, the SVG spectra's bands) unless the caption says why not;
   no SVG line joins two load levels; every value axis has at least 4 labelled ticks; open
   loop tabs have no throughput chart;
-- a fragment naming a tab or level the run lacks says so on the page;
+- a fragment naming a tab or level the run lacks says so on the page; a profile's tab says
+  what its CPU quota and memory limit do;
 - the site's index stays small (each compare pair is a script of its own, loaded when it
   is picked) and the time to show a compare view is printed.
 
@@ -588,6 +589,9 @@ OVERLAPS_JS = """(root) => {
 }"""
 
 
+PROFILED_RUN = "2026-12-04T06-11-06Z-7357b8a"  # pinned and k8s-small (0.2 CPU, 400 MiB)
+
+
 def legibility_checks(browser, site, base):
     """Charts a reader can read and trust: see the module docstring."""
     page, errors = page_with_errors(browser)
@@ -654,6 +658,12 @@ def legibility_checks(browser, site, base):
     note = page.locator("#fragment-note").inner_text() if page.locator("#fragment-note").count() else ""
     check("ping/pinned" in note and "c3" in note and "does not have" in note, f"a link to a missing tab and level says so: {note[:160]}")
     page.screenshot(path=str(ARTIFACTS / "run-fragment-missing.png"), full_page=False)
+    # A quota'd profile is explained beside its board, with its settings from the matrix file.
+    page.goto(f"{base}/{PROFILED_RUN}/index.html#tab=json%20%C2%B7%20k8s-small")
+    page.wait_for_selector("#board")
+    note = page.locator("#profile-note").inner_text() if page.locator("#profile-note").count() else ""
+    check("CPU quota 0.2" in note and "400 MiB" in note and "20 ms of every 100 ms" in note, f"the k8s-small tab says what its quota does: {note[:120]}")
+    page.screenshot(path=str(ARTIFACTS / "run-profile-note.png"), full_page=False)
     check(not errors, f"no console errors on the legibility pages {errors[:3]}")
     page.close()
 

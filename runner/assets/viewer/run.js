@@ -187,7 +187,9 @@ function render() {
   if (churn) cols.push({ key: "churn", label: "churn RSS", value: (c) => c.churn && c.churn.growth_pct, render: (c) => c.churn ? c.churn.verdict + " (" + fmtPct(c.churn.growth_pct) + ")" : "—" });
 
   const tied = (a, b) => byCost ? Boolean(place(b) && place(b).includes("=") && place(a) === place(b)) : Boolean(band(b) && band(a) === band(b));
+  const profile = inTab.length ? inTab[0].profile : null;
   const sec = el("section", { id: "board" }, el("h2", null, tab + " · " + level),
+    profileNote(profile),
     rows.length ? table(cols, rows, {
       sort: sort, dir: s.dir || (byCost || (m && m.better === "lower") ? "asc" : "desc"),
       then: sort === "instructions_per_request" && countedHere("syscalls_per_request") ? "syscalls_per_request" : null,
@@ -203,14 +205,22 @@ function render() {
   app.append(detail(s.cell));
 }
 
+// The tab's profile in words (results.json's recorded matrix file, described on the Rust
+// side as results.md's "Profiles" section gives it), so its quota's effect is read beside
+// the numbers it shapes.
+function profileNote(profile) {
+  const d = profile && R.profiles && R.profiles[profile];
+  return d ? el("p", { id: "profile-note", class: "hint" }, el("strong", null, "Profile " + profile), ": " + d + ".") : null;
+}
+
 // The level a tab opens at: where it counted instructions (else its first counted level), the
 // level README's headline ranks by, so the page and the headline show the same order;
 // without counts, the third lowest level (or the highest of fewer).
 function defaultLevel(inTab, levels) {
   const counted = inTab.filter((c) => c.counted);
   const ins = counted.find((c) => c.counted.instructions || c.counted.instructions_unmeasured);
-  if (ins) return { level: ins.level, why: "where this run counted instructions, the level README's headline ranks by (the page opens here)" };
-  if (counted.length) return { level: counted[0].level, why: "the first level this run counted, the level README's headline ranks by (the page opens here)" };
+  if (ins) return { level: ins.level, why: "where this run counted instructions, the level README's headline rule ranks by (the page opens here)" };
+  if (counted.length) return { level: counted[0].level, why: "the first level this run counted, the level README's headline rule ranks by (the page opens here)" };
   const l = levels[levels.length > 2 ? 2 : levels.length - 1];
   return { level: l, why: (levels.length > 2 ? "the third lowest level of this tab" : "this tab's highest level") + ", where the page opens; pick another above" };
 }

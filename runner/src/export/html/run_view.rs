@@ -30,6 +30,9 @@ pub struct RunView<'a> {
     pub machine: String,
     /// The reader's summary (`results::answers`), as README's headline and results.md give it.
     pub answers: Vec<crate::results::answers::Answer>,
+    /// Each profile of the recorded matrix file in words (`export::profiles`): CPUs, quota,
+    /// memory limit and what they do to the numbers; shown beside the profile's tab.
+    pub profiles: BTreeMap<String, String>,
     pub baseline: Option<&'a str>,
     pub ceiling: &'static str,
     pub drift: Option<&'a Drift>,
@@ -235,6 +238,15 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
         missing: missing(set),
         machine: trust::line(r, set.run.as_ref()),
         answers: crate::results::answers::of(r, set.cells.values()),
+        profiles: set
+            .run
+            .as_ref()
+            .map(|run| {
+                crate::export::profiles::describe(&run.config_toml)
+                    .into_iter()
+                    .collect()
+            })
+            .unwrap_or_default(),
         baseline: r.baseline.as_deref(),
         ceiling: CEILING,
         drift: r.drift.as_ref(),
