@@ -19,7 +19,15 @@ and over HTTP on 127.0.0.1, and checks what a reader relies on:
   service was not counted, and sort; runs that did not count have no such columns;
 - a counted board opens sorted by counted cost (instructions per request, services without
   one after them by syscalls; else syscalls), and the README headline's run opens at its
-  ranking level in the headline's order; an uncounted board opens sorted by req/s;
+  ranking level in the headline's order (with or without #level in the link, saying why
+  it opens there); an uncounted board opens sorted by req/s;
+- charts carry their doubt and stay legible: on every committed run page (every tab) and in
+  every committed SVG plot, no two text elements' boxes overlap; every latency line has its
+  interval (the page's whiskers, the SVG spectra's bands) unless the caption says why not;
+  no SVG line joins two load levels; every value axis has at least 4 labelled ticks; open
+  loop tabs have no throughput chart;
+- a fragment naming a tab or level the run lacks says so on the page; a profile's tab says
+  what its CPU quota and memory limit do;
 - the site's index stays small (each compare pair is a script of its own, loaded when it
   is picked) and the time to show a compare view is printed.
 
@@ -163,6 +171,7 @@ def main():
                 browser = pw.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
                 try:
                     run_checks(browser, site, base, failed_run, old_run, hit)
+                    legibility_checks(browser, site, base)
                     refusal_checks(browser, tmp / "variant-site", old_run, failed_run)
                 finally:
                     browser.close()
@@ -238,7 +247,7 @@ def run_checks(browser, site, base, failed_run, old_run, hit):
             ("cpu_us_per_request", c["server_cpu_us_per_request"] and c["server_cpu_us_per_request"]["mean"]),
             ("latency_p50_us", c["latency"] and c["latency"]["p50_us"]),
             ("latency_p99_us", c["latency"] and c["latency"]["p99_us"]),
-            ("startup_us", c["startup_us"] and c["startup_us"]["mean"]),
+            ("startup_us", c["startup_us"] and c["startup_us"]["median"]),
         ):
             shown = num(r.locator(f'td[data-col="{col}"] .v').inner_text())
             if not close(shown, v):
@@ -504,6 +513,12 @@ def counted_checks(browser, base):
     run = block.split("Run `")[1].split("`")[0]
     level = block.split("Ranked by counted cost at ")[1].split(":")[0]
     ranked = [line.split(" | ")[1] for line in block.splitlines() if line.startswith("| ") and not line.startswith("| cheapest")]
+    # With no fragment at all it opens at that level too, and says why.
+    page.goto(f"{base}/{run}/index.html")
+    page.wait_for_selector("#board tbody tr")
+    note = page.locator("#level-note").inner_text() if page.locator("#level-note").count() else ""
+    check(page.locator("#level").input_value() == level and "README" in note,
+          f"{run} opens at README's ranking level {level} and says so: {page.locator('#level').input_value()} {note[:100]}")
     page.goto(f"{base}/{run}/index.html#level={level}")
     page.wait_for_selector("#board tbody tr")
     counted_default_order(page, json.loads((REPO / "results" / run / "results.json").read_text()), level, run)
@@ -556,6 +571,100 @@ def chart_checks(browser, base):
         if run == FEW_REPS_RUN:
             page.locator("#charts").screenshot(path=str(ARTIFACTS / "run-charts-two-reps.png"))
     check(not errors, f"no console errors on the chart pages {errors[:3]}")
+    page.close()
+
+
+# Every text element's box in an <svg>, and pairs of them that overlap (by more than a pixel
+# each way: touching boxes are fine).
+OVERLAPS_JS = """(root) => {
+  const boxes = [...root.querySelectorAll('text')].filter((t) => t.textContent.trim())
+    .map((t) => { const r = t.getBoundingClientRect(); return { t: t.textContent.trim(), l: r.left, r: r.right, tp: r.top, b: r.bottom }; })
+    .filter((b) => b.r > b.l && b.b > b.tp);
+  const out = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], c = boxes[j];
+    if (Math.min(a.r, c.r) - Math.max(a.l, c.l) > 1 && Math.min(a.b, c.b) - Math.max(a.tp, c.tp) > 1) out.push(a.t + ' / ' + c.t);
+  }
+  return out;
+}"""
+
+
+PROFILED_RUN = "2026-12-04T06-11-06Z-7357b8a"  # pinned and k8s-small (0.2 CPU, 400 MiB)
+
+
+def legibility_checks(browser, site, base):
+    """Charts a reader can read and trust: see the module docstring."""
+    page, errors = page_with_errors(browser)
+    runs = sorted(p.parent.name for p in site.glob("*/index.html"))
+    overlaps, bare, few_ticks, open_thr, figures = [], [], [], [], 0
+    for run in runs:
+        page.goto(f"{base}/{run}/index.html")
+        page.wait_for_selector("#board")
+        tabs = [b.get_attribute("data-tab") for b in page.locator("nav.tabs button").all()]
+        for tab in tabs:
+            page.locator(f'nav.tabs button[data-tab="{tab}"]').click()
+            for i in range(page.locator("#charts figure").count()):
+                f = page.locator("#charts figure").nth(i)
+                figures += 1
+                caption = f.locator("figcaption").inner_text()
+                overlaps += [(run, tab, caption[:40], o) for o in f.locator("svg").evaluate(OVERLAPS_JS)]
+                if f.get_attribute("data-kind") == "latency":
+                    lines = f.evaluate("""(f) => [...f.querySelectorAll('polyline[data-series]')].map((l) => {
+                      const n = l.getAttribute('data-series');
+                      return [n, l.getAttribute('points').trim().split(/\\s+/).length,
+                              [...f.querySelectorAll('line.whisker')].filter((w) => w.getAttribute('data-series') === n).length];
+                    })""")
+                    bare += [(run, tab, n) for n, pts, w in lines if w < pts and "none where one repetition" not in caption]
+                    ticks = f.locator("svg text.tick").count() - 5  # the five percentile labels
+                    if ticks < 4:
+                        few_ticks.append((run, tab, caption[:40], ticks))
+                if "Throughput" in caption and tab.startswith("ping-open"):
+                    open_thr.append((run, tab))
+    check(figures > 50 and not overlaps, f"no two chart labels overlap on {len(runs)} run pages ({figures} charts) {overlaps[:3]}")
+    check(not bare, f"every latency line on the pages has its whiskers (or the caption says why not) {bare[:3]}")
+    check(not few_ticks, f"every latency chart on the pages has at least 4 labelled value ticks {few_ticks[:3]}")
+    check(not open_thr, f"open-loop tabs draw no throughput chart {open_thr[:3]}")
+
+    # The committed SVG plots, as results.md shows them.
+    svgs = sorted((REPO / "results").glob("*/plots/*.svg"))
+    overlaps, bare, joined, few = [], [], [], []
+    for f in svgs:
+        page.goto(f.as_uri())
+        name = f"{f.parent.parent.name}/{f.name}"
+        overlaps += [(name, o) for o in page.evaluate("() => (" + OVERLAPS_JS + ")(document.documentElement)")]
+        info = page.evaluate("""() => ({
+          title: [...document.querySelectorAll('text')].map((t) => t.textContent).join(' | '),
+          lines: [...document.querySelectorAll('polyline')].map((l) => l.getAttribute('points').trim().split(/\\s+/).length),
+          bands: document.querySelectorAll('polygon').length,
+        })""")
+        long_lines = [n for n in info["lines"] if n > 2]
+        if f.name.startswith("latency-") and "no band" not in info["title"] and info["bands"] < len(long_lines):
+            bare.append((name, len(long_lines), info["bands"]))
+        if f.name.startswith(("throughput-", "open-loop-")) and long_lines:
+            joined.append(name)
+        if f.name.startswith(("latency-", "open-loop-")):
+            # Value-axis labels: the ones ending in a time unit.
+            n = page.evaluate("() => [...document.querySelectorAll('text')].filter((t) => /^[0-9.,]+ ?(µs|ms|s)$/.test(t.textContent.trim())).length")
+            if n < 4:
+                few.append((name, n))
+    check(len(svgs) > 20 and not overlaps, f"no two labels overlap in the {len(svgs)} committed SVG plots {overlaps[:3]}")
+    check(not bare, f"every latency line in the committed SVG spectra has its band {bare[:3]}")
+    check(not joined, f"no line joins two load levels in the committed SVG plots {joined[:3]}")
+    check(not few, f"every committed latency SVG has at least 4 labelled value ticks {few[:3]}")
+
+    # A fragment naming what the run lacks says so.
+    page.goto(f"{base}/{REFERENCE}/index.html#tab=ping/pinned&level=c3")
+    page.wait_for_selector("#board")
+    note = page.locator("#fragment-note").inner_text() if page.locator("#fragment-note").count() else ""
+    check("ping/pinned" in note and "c3" in note and "does not have" in note, f"a link to a missing tab and level says so: {note[:160]}")
+    page.screenshot(path=str(ARTIFACTS / "run-fragment-missing.png"), full_page=False)
+    # A quota'd profile is explained beside its board, with its settings from the matrix file.
+    page.goto(f"{base}/{PROFILED_RUN}/index.html#tab=json%20%C2%B7%20k8s-small")
+    page.wait_for_selector("#board")
+    note = page.locator("#profile-note").inner_text() if page.locator("#profile-note").count() else ""
+    check("CPU quota 0.2" in note and "400 MiB" in note and "20 ms of every 100 ms" in note, f"the k8s-small tab says what its quota does: {note[:120]}")
+    page.screenshot(path=str(ARTIFACTS / "run-profile-note.png"), full_page=False)
+    check(not errors, f"no console errors on the legibility pages {errors[:3]}")
     page.close()
 
 

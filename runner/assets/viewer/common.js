@@ -57,7 +57,8 @@ function fmtDate(ms) {
 }
 
 // The view's state lives in the URL's fragment (works from file:// too), so a link
-// reproduces the view: #tab=ping/pinned&level=c64&sort=requests_per_s.
+// reproduces the view: #tab=ping%20%C2%B7%20pinned&level=c64&sort=requests_per_s
+// (the tab as its button reads, "scenario · profile").
 const state = {
   get() {
     const s = {};
@@ -150,18 +151,32 @@ function scale(lo, hi, a, b, log) {
   if (hi === lo) { hi = lo + 1; }
   return (v) => a + ((log ? Math.log10(v) : v) - lo) / (hi - lo) * (b - a);
 }
+// At least 4 labelled ticks, so a value can be read off the axis: on a log axis 1, 2 and 5
+// times the powers of ten (powers alone over many decades, finer over a narrow range); on a
+// linear one the coarsest 1-2-5 step that gives 4.
 function ticks(lo, hi, log) {
   if (log) {
-    const out = [];
-    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) out.push(Math.pow(10, e));
-    return out;
+    const at = (ms) => {
+      const out = [];
+      for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) for (const m of ms) { const v = m * Math.pow(10, e); if (v >= lo * 0.999999 && v <= hi * 1.000001) out.push(v); }
+      return out;
+    };
+    const t = at([1, 2, 5]);
+    if (t.length > 12) return at([1]);
+    return t.length >= 4 ? t : at([1, 1.5, 2, 3, 5, 7]);
   }
-  const step = Math.pow(10, Math.floor(Math.log10((hi - lo) || 1))) ;
-  const n = (hi - lo) / step;
-  const s = n > 5 ? step * 2 : n < 2 ? step / 2 : step;
+  const step = Math.pow(10, Math.floor(Math.log10((hi - lo) || 1)));
+  const count = (s) => Math.floor(hi / s + 1e-9) - Math.ceil(lo / s - 1e-9) + 1;
+  const s = [step * 2, step, step / 2, step / 5].find((x) => count(x) >= 4) || step / 5;
   const out = [];
-  for (let v = Math.ceil(lo / s) * s; v <= hi + 1e-9; v += s) out.push(v);
+  for (let v = Math.ceil(lo / s - 1e-9) * s; v <= hi + 1e-9; v += s) out.push(v);
   return out;
+}
+
+// A value-axis label short enough to clear the axis title: 250k, 1.5M, 0.02.
+function tickLabel(t) {
+  const p = (v) => String(+v.toPrecision(3));
+  return t >= 1e6 ? p(t / 1e6) + "M" : t >= 1e4 ? p(t / 1e3) + "k" : t >= 1000 ? fmtNum(t, 0) : p(t);
 }
 
 // The interval to draw for a point {lo, hi, n}, or null: none from fewer than 3 repetitions
@@ -183,18 +198,23 @@ function lineChart(title, series, o) {
   if (!all.length) return el("p", { class: "empty" }, title + ": nothing measured to draw.");
   let lo = o.logY ? Math.min(...all) : Math.min(0, ...all), hi = Math.max(...all);
   if (o.logY) { lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi))); }
-  const x = (i) => M.l + (xs.length === 1 ? (W - M.l - M.r) / 2 : i * (W - M.l - M.r) / (xs.length - 1));
+  // Categories, each in the middle of its own slot: the first label clears the value axis's.
+  const x = (i) => M.l + (i + 0.5) * (W - M.l - M.r) / xs.length;
   const y = scale(lo, hi, H - M.b, M.t, o.logY);
   const g = [];
   for (const t of ticks(lo, hi, o.logY)) {
     g.push(svg("line", { x1: M.l, x2: W - M.r, y1: y(t), y2: y(t), class: "grid" }));
-    g.push(svg("text", { x: M.l - 6, y: y(t) + 4, "text-anchor": "end", class: "tick" }, fmtNum(t, t < 10 ? 1 : 0)));
+    g.push(svg("text", { x: M.l - 6, y: y(t) + 4, "text-anchor": "end", class: "tick" }, tickLabel(t)));
   }
   // Every label where they fit; else every k-th, so none overlap.
   const every = Math.max(1, Math.ceil(xs.length * 8 * Math.max(...xs.map((l) => String(l).length)) / (W - M.l - M.r)));
   xs.forEach((l, i) => { if (i % every === 0) g.push(svg("text", { x: x(i), y: H - M.b + 16, "text-anchor": "middle", class: "tick" }, l)); });
+  const x0 = x, slot = (W - M.l - M.r) / xs.length;
   series.forEach((s, si) => {
     const c = PALETTE[si % PALETTE.length];
+    // o.points: no line between categories (load levels: nothing was measured between c1
+    // and c64), the services side by side within each so whiskers do not hide each other.
+    const x = o.points && series.length > 1 ? (i) => x0(i) + (si / (series.length - 1) - 0.5) * 0.6 * slot : x0;
     const pts = s.points.filter((p) => p.y !== null && p.y !== undefined && (!o.logY || p.y > 0));
     // The line breaks before a point that cannot be set beside the one before it (p.brk:
     // why not), marked by a dashed rule that says why.
@@ -208,13 +228,13 @@ function lineChart(title, series, o) {
       segs[segs.length - 1].push(p);
     }
     for (const sg of segs) {
-      if (sg.length > 1) g.push(svg("polyline", { points: sg.map((p) => x(p.i) + "," + y(p.y)).join(" "), fill: "none", stroke: c, "stroke-width": 2 }));
+      if (sg.length > 1 && !o.points) g.push(svg("polyline", { points: sg.map((p) => x(p.i) + "," + y(p.y)).join(" "), fill: "none", stroke: c, "stroke-width": 2, "data-series": s.name }));
     }
     for (const p of pts) {
       const w = whisker(p);
       if (w) {
         const l = o.logY ? Math.max(w.lo, lo) : w.lo;
-        g.push(svg("line", { x1: x(p.i), x2: x(p.i), y1: y(l), y2: y(w.hi), stroke: c, class: "whisker" }));
+        g.push(svg("line", { x1: x(p.i), x2: x(p.i), y1: y(l), y2: y(w.hi), stroke: c, class: "whisker", "data-series": s.name }));
       }
       g.push(svg("circle", { cx: x(p.i), cy: y(p.y), r: 3.5, fill: c }, svg("title", null, s.name + " · " + xs[p.i] + ": " + fmtNum(p.y) + (p.hi !== undefined && p.hi !== null ? " [" + fmtNum(p.lo) + " – " + fmtNum(p.hi) + "]" : ""))));
     }
@@ -223,7 +243,7 @@ function lineChart(title, series, o) {
   });
   g.push(svg("text", { x: 12, y: M.t + (H - M.t - M.b) / 2, transform: "rotate(-90 12 " + (M.t + (H - M.t - M.b) / 2) + ")", "text-anchor": "middle", class: "axis" }, o.yLabel));
   g.push(svg("text", { x: M.l + (W - M.l - M.r) / 2, y: H - 4, "text-anchor": "middle", class: "axis" }, o.xLabel));
-  return el("figure", { class: "chart" }, el("figcaption", null, title), svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": title }, g));
+  return el("figure", { class: "chart", "data-kind": o.kind || null }, el("figcaption", null, title), svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": title }, g));
 }
 
 // Horizontal bars with interval whiskers: rows [{name, v, lo, hi}].

@@ -10,7 +10,8 @@ const METRICS = [
   { key: "cpu_us_per_request", label: "CPU µs/req", better: "lower", stat: (c) => c.server_cpu_us_per_request },
   { key: "latency_p50_us", label: "p50 µs", better: "lower", point: (c) => c.latency && c.latency.p50_us },
   { key: "latency_p99_us", label: "p99 µs", better: "lower", point: (c) => c.latency && c.latency.p99_us },
-  { key: "startup_us", label: "start-up µs", better: "lower", stat: (c) => c.startup_us },
+  // Start-up as results.md's start-up table and README's headline give it: a median of starts.
+  { key: "startup_us", label: "start-up µs (median)", better: "lower", median: true, stat: (c) => c.startup_us },
   { key: "idle_rss_bytes", label: "idle RSS MiB", better: "lower", stat: (c) => c.idle_rss_bytes, bytes: true },
 ];
 // Counted cost (results.json `counted`, where the run counted): the service's per-request
@@ -104,7 +105,12 @@ function render() {
   const tab = tabs.includes(s.tab) ? s.tab : tabs[0];
   const inTab = R.cells.filter((c) => tabOf(c) === tab);
   const levels = uniq(inTab.map((c) => c.level)).sort(levelOrder);
-  const level = levels.includes(s.level) ? s.level : levels[levels.length > 2 ? 2 : levels.length - 1];
+  const def = defaultLevel(inTab, levels);
+  const level = levels.includes(s.level) ? s.level : def.level;
+  // A link naming a tab or level this run lacks says so, rather than quietly showing another.
+  const notes = [];
+  if (s.tab && !tabs.includes(s.tab)) notes.push("This link asks for the tab \u201c" + s.tab + "\u201d, which this run does not have (its tabs: " + tabs.join(", ") + "); showing " + tab + ".");
+  if (s.level && !levels.includes(s.level)) notes.push("This link asks for the level \u201c" + s.level + "\u201d, which " + tab + " does not have (its levels: " + levels.join(", ") + "); showing " + level + ".");
   // A counted column only where this board has a count or a reason it has none.
   const counted = COUNTED.filter((k) => inTab.some((c) => c.level === level && (k.stat(c) || k.why(c))));
   // Where the board counted, it opens in its rank by counted cost (results.json's cells
@@ -136,6 +142,8 @@ function render() {
     el("label", null, "level ", el("select", { id: "level", onchange: (e) => { state.set({ level: e.target.value }); render(); } },
       levels.map((l) => el("option", { value: l, selected: l === level }, l)))),
     filter("runtime model", models, offModels, "nomodel"), filter("I/O driver", ios, offIo, "noio")));
+  if (notes.length) app.append(el("div", { id: "fragment-note", class: "missing", role: "status" }, notes.map((n) => el("p", null, n))));
+  if (level === def.level) app.append(el("p", { id: "level-note", class: "hint" }, "Level " + level + ": " + def.why + "."));
 
   const m = METRICS.concat(counted).find((x) => x.key === sort);
   const band = (c) => m && c.bands[m.key];
@@ -160,7 +168,7 @@ function render() {
         const v = value(mm, c);
         const st = mm.stat && mm.stat(c);
         const txt = mm.bytes ? fmtBytes(v) : fmtNum(v);
-        const title = st && st.ci95_low !== null ? "mean of " + st.n + "; 95 % CI " + (mm.bytes ? fmtBytes(Math.max(0, st.ci95_low)) + " – " + fmtBytes(st.ci95_high) : fmtNum(Math.max(0, st.ci95_low)) + " – " + fmtNum(st.ci95_high)) : null;
+        const title = st && mm.median ? "median of this cell's " + st.n + " starts (range " + fmtNum(st.min) + " – " + fmtNum(st.max) + ")" : st && st.ci95_low !== null ? "mean of " + st.n + "; 95 % CI " + (mm.bytes ? fmtBytes(Math.max(0, st.ci95_low)) + " – " + fmtBytes(st.ci95_high) : fmtNum(Math.max(0, st.ci95_low)) + " – " + fmtNum(st.ci95_high)) : null;
         const parts = [el("span", { class: "v", title: title }, txt)];
         if (mm.key === "requests_per_s" && v) parts.unshift(el("span", { class: "bar", style: "width:" + (60 * v / maxRps).toFixed(1) + "px" }));
         if (mm.key === "cpu_us_per_request" && c.ceiling_x) parts.push(el("span", { class: "x", title: "× the no-runtime ceiling's CPU per request at this position" }, " " + c.ceiling_x.toFixed(2) + "×"));
@@ -188,7 +196,9 @@ function render() {
   if (churn) cols.push({ key: "churn", label: "churn RSS", value: (c) => c.churn && c.churn.growth_pct, render: (c) => c.churn ? c.churn.verdict + " (" + fmtPct(c.churn.growth_pct) + ")" : "—" });
 
   const tied = (a, b) => byCost ? Boolean(place(b) && place(b).includes("=") && place(a) === place(b)) : Boolean(band(b) && band(a) === band(b));
+  const profile = inTab.length ? inTab[0].profile : null;
   const sec = el("section", { id: "board" }, el("h2", null, tab + " · " + level),
+    profileNote(profile),
     rows.length ? table(cols, rows, {
       sort: sort, dir: s.dir || (byCost || (m && m.better === "lower") ? "asc" : "desc"),
       then: sort === "instructions_per_request" && countedHere("syscalls_per_request") ? "syscalls_per_request" : null,
@@ -202,6 +212,26 @@ function render() {
   if (where) app.append(where);
   app.append(charts(tab, inTab.filter(keep), levels, level));
   app.append(detail(s.cell));
+}
+
+// The tab's profile in words (results.json's recorded matrix file, described on the Rust
+// side as results.md's "Profiles" section gives it), so its quota's effect is read beside
+// the numbers it shapes.
+function profileNote(profile) {
+  const d = profile && R.profiles && R.profiles[profile];
+  return d ? el("p", { id: "profile-note", class: "hint" }, el("strong", null, "Profile " + profile), ": " + d + ".") : null;
+}
+
+// The level a tab opens at: where it counted instructions (else its first counted level), the
+// level README's headline ranks by, so the page and the headline show the same order;
+// without counts, the third lowest level (or the highest of fewer).
+function defaultLevel(inTab, levels) {
+  const counted = inTab.filter((c) => c.counted);
+  const ins = counted.find((c) => c.counted.instructions || c.counted.instructions_unmeasured);
+  if (ins) return { level: ins.level, why: "where this run counted instructions, the level README's headline rule ranks by (the page opens here)" };
+  if (counted.length) return { level: counted[0].level, why: "the first level this run counted, the level README's headline rule ranks by (the page opens here)" };
+  const l = levels[levels.length > 2 ? 2 : levels.length - 1];
+  return { level: l, why: (levels.length > 2 ? "the third lowest level of this tab" : "this tab's highest level") + ", where the page opens; pick another above" };
 }
 
 // Where each service's user-space instructions per request go (results.json counted
@@ -225,20 +255,39 @@ function attribution(rows) {
 function charts(tab, cells, levels, level) {
   const svcs = uniq(cells.map((c) => c.service));
   const at = (svc, l) => cells.find((c) => c.service === svc && c.level === l);
-  const thr = lineChart("Throughput vs load level (" + tab + "), mean with 95 % CI", svcs.map((svc) => ({
+  // Open loop: req/s is the generator's setting, not a result, so no throughput chart.
+  const open = cells.some((c) => c.offered_rate_per_s !== null && c.offered_rate_per_s !== undefined);
+  const thr = open ? null : lineChart("Throughput vs load level (" + tab + "), mean with 95 % CI; measured levels only", svcs.map((svc) => ({
     name: svc.replace(/^ping-/, ""),
     points: levels.map((l, i) => { const c = at(svc, l); const st = c && c.requests_per_s; return { i, y: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high, n: st && st.n }; }),
-  })), { xLabels: levels, xLabel: "level", yLabel: "req/s" });
-  const pcts = [["p50", "p50_us"], ["p90", "p90_us"], ["p99", "p99_us"], ["p99.9", "p999_us"], ["max", "max_us"]];
-  const spec = lineChart("Latency percentile spectrum at " + level + " (µs, log axis)", svcs.map((svc) => ({
+  })), { xLabels: levels, xLabel: "level (measured levels only, services side by side)", yLabel: "req/s", points: true });
+  const pcts = [["p50", "p50_us", "p50"], ["p90", "p90_us", "p90"], ["p99", "p99_us", "p99"], ["p99.9", "p999_us", "p999"], ["max", "max_us", "max"]];
+  let single = false;
+  const specSeries = svcs.map((svc) => ({
     name: svc.replace(/^ping-/, ""),
-    points: pcts.map(([, k], i) => { const c = at(svc, level); return { i, y: c && c.latency ? c.latency[k] : null }; }),
-  })), { xLabels: pcts.map((p) => p[0]), xLabel: "percentile", yLabel: "µs", logY: true });
+    points: pcts.map(([, k, rk], i) => {
+      const c = at(svc, level);
+      const y = c && c.latency ? c.latency[k] : null;
+      const r = repRange(c, rk);
+      if (y !== null && y !== undefined && !r) single = true;
+      return { i, y, lo: r && r.lo, hi: r && r.hi };
+    }),
+  }));
+  const spec = lineChart("Latency percentile spectrum at " + level + " (µs, log axis; whisker: min–max of the repetitions' own percentiles" + (single ? "; none where one repetition" : "") + ")",
+    specSeries, { xLabels: pcts.map((p) => p[0]), xLabel: "percentile", yLabel: "µs", logY: true, kind: "latency" });
   const cpu = barChart("Server CPU per request at " + level + " (µs), mean with 95 % CI", svcs.map((svc) => {
     const c = at(svc, level); const st = c && c.server_cpu_us_per_request;
     return { name: svc.replace(/^ping-/, ""), v: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high, n: st && st.n };
   }), { xLabel: "µs per request" });
   return el("section", { id: "charts" }, el("h2", null, "Charts"), thr, spec, cpu);
+}
+
+// The lowest and highest value a single measured repetition of cell `c` had at latency
+// percentile `k` (its generator report), or null with fewer than 2 repetitions or no cell file.
+function repRange(c, k) {
+  const d = c && R.details[c.key];
+  const vs = d ? d.reps.map((r) => r.report.latency_us && r.report.latency_us[k]).filter((v) => v !== null && v !== undefined) : [];
+  return vs.length >= 2 ? { lo: Math.min(...vs), hi: Math.max(...vs) } : null;
 }
 
 function detail(key) {

@@ -111,6 +111,8 @@ pub fn render(
         );
     }
     header(&mut o, run, res);
+    let used = crate::results::group::first_seen(res.cells.iter().map(|c| &c.profile));
+    super::profiles::section(&mut o, &run.config_toml, &used);
     how_to_read(&mut o, res);
     super::verdicts::calibration(&mut o, res);
     super::verdicts::against_baseline(&mut o, res);

@@ -12,6 +12,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod page;
+pub mod profiles;
 pub mod summary;
 pub mod variants;
 pub mod verdicts;

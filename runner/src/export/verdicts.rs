@@ -113,6 +113,27 @@ fn instructions_threshold(res: &ResultsFile) -> String {
     }
 }
 
+/// The calibration cell a table's MDEs are borrowed from ("r20000", or "ping · c64 ·
+/// pinned" from another scenario or profile) where the calibration has no cell of this
+/// scenario/level/profile and `Calibration::cell_for` stands in with another: a reader must
+/// not take another level's noise for this one's. `None` where it was calibrated here.
+fn borrowed_from(res: &ResultsFile, key: (&str, &str, &str)) -> Option<String> {
+    let cal = res.calibration.as_ref()?;
+    let (scenario, level, profile) = key;
+    let open = res.cells.iter().any(|c| {
+        (c.scenario.as_str(), c.level.as_str(), c.profile.as_str()) == key
+            && c.offered_rate_per_s.is_some()
+    });
+    let c = cal.cell_for(scenario, level, profile, open)?;
+    if (c.scenario.as_str(), c.level.as_str(), c.profile.as_str()) == key {
+        None
+    } else if c.scenario == scenario && c.profile == profile {
+        Some(c.level.clone())
+    } else {
+        Some(format!("{} · {} · {}", c.scenario, c.level, c.profile))
+    }
+}
+
 /// One table per scenario/level/profile: every service's ratio to the baseline.
 pub fn against_baseline(o: &mut String, res: &ResultsFile) {
     let (Some(base), false) = (&res.baseline, res.verdicts.is_empty()) else {
@@ -151,6 +172,7 @@ pub fn against_baseline(o: &mut String, res: &ResultsFile) {
             .copied()
             .filter(|&m| rows.iter().any(|r| r.metric(m).is_some()))
             .collect();
+        let from = borrowed_from(res, (scenario, level, profile));
         let header: Vec<String> = shown
             .iter()
             .map(|&m| {
@@ -159,12 +181,22 @@ pub fn against_baseline(o: &mut String, res: &ResultsFile) {
                     .filter_map(|r| r.metric(m)?.mde_pct)
                     .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
                 match mde {
-                    Some(x) => format!("{} (MDE {x:.0} %)", m.label()),
+                    Some(x) => format!(
+                        "{} (MDE {x:.0} %{})",
+                        m.label(),
+                        if from.is_some() { ", borrowed" } else { "" }
+                    ),
                     None => m.label().to_string(),
                 }
             })
             .collect();
         let _ = writeln!(o, "### {scenario} · {level} · profile {profile}\n");
+        if let Some(from) = &from {
+            let _ = writeln!(
+                o,
+                "This cell had no calibration of its own: the MDEs in the header are borrowed from {from}'s.\n"
+            );
+        }
         let _ = writeln!(o, "| service | {} |", header.join(" | "));
         let _ = writeln!(o, "|---|{}", "---|".repeat(shown.len()));
         for r in rows {
@@ -212,5 +244,62 @@ pub fn repetitions(o: &mut String, res: &ResultsFile) {
     }
     if !capped.is_empty() {
         let _ = writeln!(o);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::schema::{Calibration, CalibrationCell, CellSummary};
+
+    fn cal_cell(scenario: &str, level: &str, open_loop: bool) -> CalibrationCell {
+        CalibrationCell {
+            scenario: scenario.into(),
+            level: level.into(),
+            profile: "pinned".into(),
+            open_loop,
+            pairs: 5,
+            metrics: vec![],
+            failures: vec![],
+        }
+    }
+
+    #[test]
+    fn a_borrowed_mde_names_the_cell_it_comes_from() {
+        let mut r: ResultsFile = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "run_id": "r", "status": "completed", "cells": [],
+            "drift": null, "failed_cells": 0, "suspect_cells": 0
+        }))
+        .unwrap();
+        r.cells = ["r5000", "r20000"]
+            .map(|l| CellSummary {
+                scenario: "ping-open".into(),
+                level: l.into(),
+                profile: "pinned".into(),
+                offered_rate_per_s: Some(5000.0),
+                ..CellSummary::default()
+            })
+            .into();
+        assert_eq!(
+            borrowed_from(&r, ("ping-open", "r5000", "pinned")),
+            None,
+            "no calibration"
+        );
+        r.calibration = Some(Calibration {
+            service: "s".into(),
+            cells: vec![
+                cal_cell("ping", "c64", false),
+                cal_cell("ping-open", "r20000", true),
+            ],
+        });
+        assert_eq!(borrowed_from(&r, ("ping-open", "r20000", "pinned")), None);
+        assert_eq!(
+            borrowed_from(&r, ("ping-open", "r5000", "pinned")).as_deref(),
+            Some("r20000")
+        );
+        assert_eq!(
+            borrowed_from(&r, ("json", "c64", "pinned")).as_deref(),
+            Some("ping · c64 · pinned")
+        );
     }
 }

@@ -9,7 +9,7 @@ use crate::results::stats;
 
 use crate::results::group::{Group, first_seen};
 
-use super::data::{self, load_x, merged_latency, slug};
+use super::data::{self, load_x, merge, rep_latencies, slug};
 use super::{bars, open_loop, spectrum, throughput};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,7 +163,25 @@ fn throughput_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>>
 fn open_loop_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> {
     let series: Vec<open_loop::LatencyLine> = per_service(g, |c| {
         let l = c.latency.as_ref()?;
-        Some((load_x(set, c)?, l.p50_us as f64, l.p99_us as f64))
+        let p99 = l.p99_us as f64;
+        // The spread the run saw: each repetition's own p99 (when the cell file is here).
+        let reps: Vec<f64> = set
+            .cells
+            .get(&c.key)
+            .map(|cell| {
+                cell.reps
+                    .iter()
+                    .filter(|r| r.rep > 0)
+                    .map(|r| r.report.latency_us.p99 as f64)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(open_loop::P99 {
+            rate: load_x(set, c)?,
+            p99,
+            lo: reps.iter().copied().fold(p99, f64::min),
+            hi: reps.iter().copied().fold(p99, f64::max),
+        })
     })
     .into_iter()
     .map(|(service, points)| open_loop::LatencyLine { service, points })
@@ -172,7 +190,7 @@ fn open_loop_chart(set: &ResultSet, g: &Group) -> anyhow::Result<Option<Chart>> 
         return Ok(None);
     }
     let title = format!(
-        "{} · profile {}: latency vs offered rate (open loop)",
+        "{} · profile {}: p99 latency vs offered rate (open loop)",
         g.scenario, g.profile
     );
     let svg = open_loop::render(&title, &series)?;
@@ -221,11 +239,13 @@ fn spectrum_chart(
         let Some(cell) = set.cells.get(&c.key) else {
             continue;
         };
-        if let Some(hist) = merged_latency(cell)? {
+        let per_rep = rep_latencies(cell)?;
+        if let Some(hist) = merge(&per_rep).map_err(|e| anyhow::anyhow!("cell {}: {e}", c.key))? {
             reps = reps.max(cell.reps.iter().filter(|r| r.rep > 0).count());
             series.push(spectrum::Spectrum {
                 service: c.service.clone(),
                 hist,
+                reps: per_rep,
             });
         }
     }
@@ -233,8 +253,12 @@ fn spectrum_chart(
         return Ok(None);
     }
     let title = format!(
-        "{} · profile {} · {}: latency percentiles ({} reps merged)",
-        g.scenario, g.profile, level, reps
+        "{} · profile {} · {}: latency percentiles ({} reps merged{})",
+        g.scenario,
+        g.profile,
+        level,
+        reps,
+        if reps < 2 { "; no band from one" } else { "" }
     );
     let svg = spectrum::render(&title, &series)?;
     let file = plot_file("latency", &[&g.scenario, &g.profile, &level]);

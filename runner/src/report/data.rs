@@ -34,10 +34,9 @@ pub fn load_x(set: &ResultSet, c: &CellSummary) -> Option<f64> {
     digits.parse().ok()
 }
 
-/// Latency histogram (µs) of all measured repetitions of a cell, merged. `None` when the
-/// cell file is missing or holds no histogram.
-pub fn merged_latency(cell: &CellResult) -> anyhow::Result<Option<Histogram<u64>>> {
-    let mut merged: Option<Histogram<u64>> = None;
+/// Latency histograms (µs) of each measured repetition of a cell that recorded one.
+pub fn rep_latencies(cell: &CellResult) -> anyhow::Result<Vec<Histogram<u64>>> {
+    let mut out = Vec::new();
     for rep in cell.reps.iter().filter(|r| r.rep > 0) {
         let b64 = &rep.report.latency_hdr_v2_b64;
         if b64.is_empty() {
@@ -45,17 +44,32 @@ pub fn merged_latency(cell: &CellResult) -> anyhow::Result<Option<Histogram<u64>
         }
         let h = loadgen::hdr_v2_decode(b64)
             .map_err(|e| anyhow::anyhow!("cell {} rep {}: {e}", cell.cell.key, rep.rep))?;
+        if !h.is_empty() {
+            out.push(h);
+        }
+    }
+    Ok(out)
+}
+
+/// Latency histogram (µs) of all measured repetitions of a cell, merged. `None` when the
+/// cell file is missing or holds no histogram.
+pub fn merged_latency(cell: &CellResult) -> anyhow::Result<Option<Histogram<u64>>> {
+    merge(&rep_latencies(cell)?).map_err(|e| anyhow::anyhow!("cell {}: {e}", cell.cell.key))
+}
+
+/// One histogram holding every value of `hs`; `None` for none.
+pub fn merge(hs: &[Histogram<u64>]) -> anyhow::Result<Option<Histogram<u64>>> {
+    let mut merged: Option<Histogram<u64>> = None;
+    for h in hs {
         // An auto-resizing target: repetitions may have recorded different maxima.
         let m = match &mut merged {
             Some(m) => m,
             None => merged.insert(
-                Histogram::new(h.sigfig())
-                    .map_err(|e| anyhow::anyhow!("cell {}: histogram: {e:?}", cell.cell.key))?,
+                Histogram::new(h.sigfig()).map_err(|e| anyhow::anyhow!("histogram: {e:?}"))?,
             ),
         };
-        m.add(&h).map_err(|e| {
-            anyhow::anyhow!("cell {}: cannot merge histograms: {e:?}", cell.cell.key)
-        })?;
+        m.add(h)
+            .map_err(|e| anyhow::anyhow!("cannot merge histograms: {e:?}"))?;
     }
     Ok(merged.filter(|h| !h.is_empty()))
 }

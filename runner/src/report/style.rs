@@ -56,19 +56,91 @@ where
     m
 }
 
-/// The legend of the series drawn with `.label(..).legend(swatch(..))`: upper left, on a
-/// translucent white box so lines behind it stay visible.
-pub fn legend<'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
-) -> anyhow::Result<()> {
-    chart
-        .configure_series_labels()
-        .label_font(label_font())
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()?;
+/// Width of the legend column right of the plot.
+pub const LEGEND_W: u32 = 200;
+
+/// A chart with a legend: the title across the top, then the plot area and, right of it, a
+/// column for the legend, so the legend never covers a data point.
+pub fn with_legend<'a>(root: &Area<'a>, title: &str) -> anyhow::Result<(Area<'a>, Area<'a>)> {
+    let body = root.titled(title, title_font())?;
+    let w = body.dim_in_pixel().0;
+    Ok(body.split_horizontally(w.saturating_sub(LEGEND_W)))
+}
+
+/// The frame of a plot whose title `with_legend` already drew.
+pub fn frame_untitled<'a, 'b>(area: &'a Area<'b>) -> ChartBuilder<'a, 'static, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(area);
+    b.margin(20).x_label_area_size(55).y_label_area_size(85);
+    b
+}
+
+/// The legend in its own column: a swatch and the name per series, one line each.
+pub fn legend_column(area: &Area<'_>, entries: &[(String, RGBColor)]) -> anyhow::Result<()> {
+    for (i, (name, c)) in entries.iter().enumerate() {
+        let y = 30 + i as i32 * (LABEL_PX as i32 + 8);
+        area.draw(&Rectangle::new([(4, y + 4), (24, y + 10)], c.filled()))?;
+        area.draw(&Text::new(name.clone(), (30, y), label_font()))?;
+    }
     Ok(())
+}
+
+/// Tick values for a log axis over [lo, hi] (lo > 0): 1, 2 and 5 times the powers of ten
+/// where that gives 4 to 12; else powers of ten alone over a wide range, or finer steps over
+/// a narrow one, so at least 4 labelled values can be read off the axis.
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let candidates = |mantissas: &[f64]| -> Vec<f64> {
+        let (e0, e1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        let mut out: Vec<f64> = (e0..=e1)
+            .flat_map(|e| mantissas.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|v| *v >= lo * 0.999_999 && *v <= hi * 1.000_001)
+            .collect();
+        out.sort_by(f64::total_cmp);
+        out
+    };
+    let t = candidates(&[1.0, 2.0, 5.0]);
+    if (4..=12).contains(&t.len()) {
+        return t;
+    }
+    if t.len() > 12 {
+        return candidates(&[1.0]);
+    }
+    let t = candidates(&[1.0, 1.5, 2.0, 3.0, 5.0, 7.0]);
+    if t.len() >= 4 {
+        return t;
+    }
+    candidates(&[1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+}
+
+/// A categorical x axis over positions 0..n (a category each, ±0.5 around it): ticks only at
+/// the categories, and values between them (a series' dodge) drawn where they fall.
+pub struct Categories(pub usize);
+
+impl Ranged for Categories {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let r = self.range();
+        let f = (v - r.start) / (r.end - r.start);
+        limit.0 + (f * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: plotters::coord::ranged1d::KeyPointHint>(&self, _: H) -> Vec<f64> {
+        (0..self.0).map(|i| i as f64).collect()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        -0.5..self.0.max(1) as f64 - 0.5
+    }
+}
+
+/// Where `log_ticks` gives more than `max`, every k-th of them (powers of ten kept first).
+pub fn thin(ticks: Vec<f64>, max: usize) -> Vec<f64> {
+    if ticks.len() <= max {
+        return ticks;
+    }
+    let k = ticks.len().div_ceil(max);
+    ticks.into_iter().step_by(k).collect()
 }
 
 pub fn title_font() -> TextStyle<'static> {
@@ -106,4 +178,33 @@ where
             }),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_axes_get_at_least_four_ticks() {
+        // The narrowest range a chart draws is its data widened ×1.5 either way (× 2.25).
+        for (lo, hi) in [
+            (200.0, 450.0),
+            (66.0, 1500.0),
+            (1.0, 1e6),
+            (310.0, 700.0),
+            (0.7, 3.0),
+        ] {
+            let t = log_ticks(lo, hi);
+            assert!(t.len() >= 4, "{lo}..{hi}: {t:?}");
+            assert!(
+                t.iter().all(|v| *v >= lo * 0.999 && *v <= hi * 1.001),
+                "{t:?}"
+            );
+        }
+        assert_eq!(
+            log_ticks(1.0, 1e6).len(),
+            7,
+            "wide ranges keep powers of ten only"
+        );
+    }
 }

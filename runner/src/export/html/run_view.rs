@@ -32,6 +32,9 @@ pub struct RunView<'a> {
     pub answers: Vec<crate::results::answers::Answer>,
     /// When a count is marked not exact, and what that means (`results::counted`).
     pub not_exact: NotExact,
+    /// Each profile of the recorded matrix file in words (`export::profiles`): CPUs, quota,
+    /// memory limit and what they do to the numbers; shown beside the profile's tab.
+    pub profiles: BTreeMap<String, String>,
     pub baseline: Option<&'a str>,
     pub ceiling: &'static str,
     pub drift: Option<&'a Drift>,
@@ -247,6 +250,15 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
             cv: crate::results::counted::EXACT_CV,
             why: crate::results::counted::NOT_EXACT,
         },
+        profiles: set
+            .run
+            .as_ref()
+            .map(|run| {
+                crate::export::profiles::describe(&run.config_toml)
+                    .into_iter()
+                    .collect()
+            })
+            .unwrap_or_default(),
         baseline: r.baseline.as_deref(),
         ceiling: CEILING,
         drift: r.drift.as_ref(),
