@@ -15,10 +15,16 @@ RECORD = '#!/bin/sh\nprintf "%s\\n" "$@" "BASE_SOURCE=${BASE_SOURCE:-}" "HEAD_SO
 
 
 def gate_step(workflow):
-    """The `run:` script of the step named `Gate (…)` (no YAML parser: CI's Python may lack one)."""
+    """The `run:` script of the step named `Gate (…)`."""
+    return step(workflow, "Gate (")
+
+
+def step(workflow, name):
+    """The `run:` script of the step whose name starts `name` (no YAML parser: CI's Python may
+    lack one)."""
     with open(os.path.join(ROOT, ".github", "workflows", workflow), encoding="utf-8") as f:
         lines = f.read().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip().startswith("- name: Gate ("))
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("- name: " + name))
     step_indent = len(lines[start]) - len(lines[start].lstrip())
     for i in range(start + 1, len(lines)):
         line = lines[i]
@@ -38,7 +44,7 @@ def gate_step(workflow):
                         break
                 body.append(b[body_indent or 0:])
             return "\n".join(body) + "\n"
-    raise AssertionError(f"{workflow}: the Gate step has no `run:` script")
+    raise AssertionError(f"{workflow}: the {name}… step has no `run:` script")
 
 
 def git(repo, *args):
