@@ -318,6 +318,34 @@ pub fn no_hardware_counters(words: &str) -> String {
     format!("no hardware counters (perf: {words})")
 }
 
+/// `program stat -x, -I <interval> -e <events> -p <pid>`, its interval lines on the stderr
+/// returned beside it: the one spawn of the per-interval counters (hardware and tracepoints).
+fn interval_stat(
+    program: impl Into<PathBuf>,
+    pid: impl std::fmt::Display,
+    events: &str,
+) -> Result<(std::process::Child, std::process::ChildStderr), Unmeasured> {
+    let program = program.into();
+    let mut child = Command::new(&program)
+        .args([
+            "stat",
+            "-x",
+            ",",
+            "-I",
+            &INTERVAL_MS.to_string(),
+            "-e",
+            events,
+        ])
+        .args(["-p", &pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Unmeasured(format!("cannot run {}: {e}", program.display())))?;
+    let stderr = child.stderr.take().expect("piped");
+    Ok((child, stderr))
+}
+
 impl Hardware {
     /// Attaches `program stat` to `pid` and waits for its first interval. Refused when perf
     /// cannot run, or when it counts none of the events (`<not supported>` on a VM without a
@@ -327,25 +355,8 @@ impl Hardware {
         program: impl Into<PathBuf>,
         pid: impl std::fmt::Display,
     ) -> Result<Hardware, Unmeasured> {
-        let program = program.into();
         let events = HW_EVENTS.join(",");
-        let mut child = Command::new(&program)
-            .args([
-                "stat",
-                "-x",
-                ",",
-                "-I",
-                &INTERVAL_MS.to_string(),
-                "-e",
-                &events,
-            ])
-            .args(["-p", &pid.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Unmeasured(format!("cannot run {}: {e}", program.display())))?;
-        let stderr = child.stderr.take().expect("piped");
+        let (child, stderr) = interval_stat(program, pid, &events)?;
         let (tx, rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
             let mut r = HwReading::default();
@@ -581,25 +592,8 @@ impl Events {
         if events.is_empty() {
             return Err(Unmeasured("no tracepoint to count".into()));
         }
-        let program = program.into();
         let list = events.join(",");
-        let mut child = Command::new(&program)
-            .args([
-                "stat",
-                "-x",
-                ",",
-                "-I",
-                &INTERVAL_MS.to_string(),
-                "-e",
-                &list,
-            ])
-            .args(["-p", &pid.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Unmeasured(format!("cannot run {}: {e}", program.display())))?;
-        let stderr = child.stderr.take().expect("piped");
+        let (child, stderr) = interval_stat(program, pid, &list)?;
         let (tx, rx) = std::sync::mpsc::channel();
         let names = events.to_vec();
         let reader = std::thread::spawn(move || {

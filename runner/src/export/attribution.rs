@@ -82,14 +82,7 @@ pub fn section(o: &mut String, res: &ResultsFile) {
         o,
         "Each service's user-space instructions per request by crate and its costliest functions: cachegrind's count per function in the same two Valgrind runs as the instructions above, differenced the same way (so start-up and shutdown cancel function by function), median over repetitions. A function is its demangled symbol, summed over the source files it was built from; code inlined from another crate is counted in the function it was inlined into, and a function's crate is the one its symbol names (a trait method's, its type's crate unless that is the standard library's; C functions — the allocator, `memcpy` — are `libc`). The crates add up to the total; functions under 0.5 instructions per request are left out of the list.\n"
     );
-    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
-    for c in &cells {
-        let k = (c.scenario.as_str(), c.level.as_str(), c.profile.as_str());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    for (scenario, level, profile) in keys {
+    for (scenario, level, profile) in super::counted::positions(&cells) {
         let _ = writeln!(o, "### {scenario} {level} · profile {profile}\n");
         let _ = writeln!(
             o,

@@ -179,6 +179,18 @@ fn row(
     )
 }
 
+/// The positions (scenario, level, profile) of `cells`, in first-seen order: one table each.
+pub fn positions<'a>(cells: &[&'a CellSummary]) -> Vec<(&'a str, &'a str, &'a str)> {
+    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+    for c in cells {
+        let k = (c.scenario.as_str(), c.level.as_str(), c.profile.as_str());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys
+}
+
 pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
     let cells: Vec<&CellSummary> = res.cells.iter().filter(|c| c.counted.is_some()).collect();
     let Some(first) = cells.first().and_then(|c| c.counted.as_ref()) else {
@@ -249,14 +261,7 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
     if not_exact {
         let _ = writeln!(o, "{}\n", crate::results::counted::NOT_EXACT);
     }
-    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
-    for c in &cells {
-        let k = (c.scenario.as_str(), c.level.as_str(), c.profile.as_str());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    for (scenario, level, profile) in keys {
+    for (scenario, level, profile) in super::counted::positions(&cells) {
         let _ = writeln!(o, "### {scenario} {level} · profile {profile}\n");
         let (head, rule) = if exact.is_some() {
             (" top syscalls per request |", "---|")
