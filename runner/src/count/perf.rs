@@ -103,24 +103,7 @@ impl Syscalls {
         program: impl Into<PathBuf>,
         pid: impl std::fmt::Display,
     ) -> Result<Syscalls, Unmeasured> {
-        let program = program.into();
-        let mut child = Command::new(&program)
-            .args([
-                "stat",
-                "-x",
-                ",",
-                "-I",
-                &INTERVAL_MS.to_string(),
-                "-e",
-                EVENT,
-            ])
-            .args(["-p", &pid.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Unmeasured(format!("cannot run {}: {e}", program.display())))?;
-        let stderr = child.stderr.take().expect("piped");
+        let (child, stderr) = interval_stat(program, pid, EVENT)?;
         let (tx, rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
             // The first point is sent as soon as it arrives; the rest is read to the end.
@@ -319,7 +302,8 @@ pub fn no_hardware_counters(words: &str) -> String {
 }
 
 /// `program stat -x, -I <interval> -e <events> -p <pid>`, its interval lines on the stderr
-/// returned beside it: the one spawn of the per-interval counters (hardware and tracepoints).
+/// returned beside it: the one spawn of the per-interval counters (syscalls, hardware and
+/// tracepoints).
 fn interval_stat(
     program: impl Into<PathBuf>,
     pid: impl std::fmt::Display,

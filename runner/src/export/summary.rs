@@ -9,20 +9,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::results::counted_rank::{self, Cost, Place};
+use crate::results::group::connections;
 use crate::results::group::{CEILING, ceiling_multiple};
 use crate::results::schema::{CellStatus, CellSummary, ResultsFile, RunRecord};
 use crate::results::trust;
 use crate::results::units::{micros_cell, rate_with_ci};
-
-/// Connections of a closed-loop level named `c<N>` (`c64`, `c64-d8`): N.
-fn connections(level: &str) -> Option<u32> {
-    let digits: String = level
-        .strip_prefix('c')?
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
-}
 
 /// The headline rows' position ("ping / pinned / c64"), its cells in order with their places,
 /// and whether the level counted.

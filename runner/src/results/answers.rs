@@ -52,17 +52,9 @@ fn closed(c: &CellSummary) -> bool {
     c.offered_rate_per_s.is_none() && c.churn.is_none()
 }
 
-/// Connections of a closed-loop level named `c<N>` (`c64`): N.
+/// Connections of a closed-loop level (`group::connections`), 0 for any other.
 fn connections(level: &str) -> u32 {
-    level
-        .strip_prefix('c')
-        .map(|l| {
-            l.chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-        })
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(0)
+    super::group::connections(level).unwrap_or(0)
 }
 
 /// Requests per second of an open-loop level (`r5000`): 5000.

@@ -118,3 +118,12 @@ pub fn runtimes_by_service<'a>(
     }
     m
 }
+/// Connections of a closed-loop level named `c<N>` (`c64`, `c64-d8`): N.
+pub fn connections(level: &str) -> Option<u32> {
+    let digits: String = level
+        .strip_prefix('c')?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
