@@ -5,10 +5,13 @@
 #   PATCH_CRATE=httparse BASE_SOURCE=<src> HEAD_SOURCE=<src> scripts/gate.sh [BASE HEAD]
 # builds SERVICE at the two git revisions as variants of one matrix (cached by content under
 # target/variants/), runs them interleaved in one run (A B A B, paired on rounds, with an A/A
-# calibration of BASE for each metric's noise), counts syscalls, context switches and (c1,
-# Valgrind) instructions per request, and judges (scripts/lib/gate_verdict.py): a counted
+# calibration of BASE for each metric's noise), counts syscalls, context switches, kernel events,
+# page faults and (c1, Valgrind) instructions per request at 1 and 64 connections and at a fixed
+# offered rate, and judges (scripts/lib/gate_verdict.py): a counted
 # regression past its A/A threshold is measured again in fresh processes, in the other order,
-# before it fails the gate; times fail only past both THRESHOLD_PCT and their MDE.
+# before it fails the gate; page faults past an absolute floor per request (their base is about
+# 0); times (req/s at c1 and c64, open-loop CPU/request and p50/p99 latency) only past both
+# THRESHOLD_PCT and their MDE.
 # Exit 0 pass, 1 fail (regression, unstable, or cannot be judged), 2 bad input; on SIGINT or
 # SIGTERM it stops matrix and all it started (variant builds, loadgen, services) and exits
 # 130 or 143 within 5 s.
@@ -18,7 +21,8 @@
 #
 # Settings (environment), validated before anything runs: SERVICE (default ping-tokio-hyper),
 # GATE_METRICS (syscalls_per_request,ctx_switches_per_request,instructions_per_request,
-# packets_per_request,socket_sends_per_request,time; also io_uring_submissions_per_request, for
+# packets_per_request,socket_sends_per_request,faults_per_request,time; also
+# io_uring_submissions_per_request, for
 # io_uring services: an epoll service's 0 has no ratio),
 # THRESHOLD_PCT (5, the timing arm's), REPS (5, at least 3), CONFIRM_REPS (3, the confirming
 # run's: counts repeat, so three rounds confirm what five found), DURATION_MS (1000),
@@ -52,7 +56,7 @@ if [ -n "$patch_crate" ] && [ $# -eq 0 ]; then set -- HEAD HEAD; fi
 [ $# -eq 2 ] || bad "usage: scripts/gate.sh [--refuse-dirty] BASE HEAD (or with PATCH_CRATE, BASE_SOURCE and HEAD_SOURCE: [BASE HEAD])"
 
 service=${SERVICE:-ping-tokio-hyper}
-metrics=${GATE_METRICS:-syscalls_per_request,ctx_switches_per_request,instructions_per_request,packets_per_request,socket_sends_per_request,time}
+metrics=${GATE_METRICS:-syscalls_per_request,ctx_switches_per_request,instructions_per_request,packets_per_request,socket_sends_per_request,faults_per_request,time}
 threshold=${THRESHOLD_PCT:-5}
 reps=${REPS:-5}
 confirm_reps=${CONFIRM_REPS:-3}
@@ -177,9 +181,11 @@ head_line=""
 
 # gate_config FILE FIRST SECOND SCENARIOS REPS: the gate's matrix with the variants in that order
 # (the confirming run swaps them, so order effects cannot repeat a regression), for the named
-# scenarios: `ping` (closed loop, c1: every count exact, instructions under Valgrind; req/s)
-# and `ping-open` (5,000 req/s: server CPU/request). Each is also run base against base (the
-# calibration), so every metric is judged against its own A/A noise in that cell.
+# scenarios: `ping` (closed loop at c1 — every count exact, instructions under Valgrind — and at
+# c64, where a runtime's batching and scheduling under concurrency show; req/s) and `ping-open`
+# (5,000 req/s: server CPU/request, p50 and p99 latency from intended send times). Each is also
+# run base against base (the calibration), so every metric is judged against its own A/A noise
+# in that cell.
 gate_config() {
     local file=$1 first=$2 second=$3 scenarios=$4 rounds=$5 variants="" cells="" body=""
     for v in "$first" "$second"; do
@@ -192,8 +198,8 @@ gate_config() {
     for sc in $scenarios; do
         case $sc in
         ping)
-            cells+='"ping/c1/pinned", '
-            body+=$'\n[[scenarios]]\nname = "ping"\npath = "/ping"\nexpect_body_bytes = 4\nload = { model = "closed", connections = [1] }\n'
+            cells+='"ping/c1/pinned", "ping/c64/pinned", '
+            body+=$'\n[[scenarios]]\nname = "ping"\npath = "/ping"\nexpect_body_bytes = 4\nload = { model = "closed", connections = [1, 64] }\n'
             ;;
         ping-open)
             cells+='"ping-open/r5000/pinned", '

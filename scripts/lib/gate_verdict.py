@@ -2,7 +2,7 @@
 """The regression gate's verdict (scripts/gate.sh), from one run's results.json and, when a
 counted regression was measured again in fresh processes, the confirming run's.
 
-Two arms, judged on the runner's paired differences (`verdicts` in results.json: CANDIDATE
+Three arms, judged on the runner's paired differences (`verdicts` in results.json: CANDIDATE
 against BASELINE, the 95 % interval paired on rounds, the MDE from the run's own A/A
 calibration of BASELINE):
 
@@ -10,9 +10,13 @@ calibration of BASELINE):
   change is costlier, its interval excludes 0, and it exceeds the metric's threshold: the
   larger of the A/A MDE of that metric in this run and COUNTED_FLOOR_PCT. Counted changes
   are exact enough that the runner's 2 % "no change" band would hide a real 1 % one.
-- time: req/s in closed loop, server CPU per request in open loop. Regressed when the
-  runner's verdict is "worse" and the change exceeds both THRESHOLD_PCT and the MDE (a
-  change the run cannot tell from noise never fails it).
+- absolute: page faults per request, whose base is about 0 (a relative change of 0 is
+  none): regressed when the head's median is more than ABSOLUTE_FLOOR above the base's and
+  every head repetition above every base one.
+- time: req/s in closed loop (c1 and c64), server CPU per request and p50 and p99 latency in
+  open loop (latency from intended send times at a fixed offered rate). Regressed when the
+  runner's verdict is "worse" and the change exceeds both THRESHOLD_PCT and the metric's A/A
+  MDE in this run (a change the run cannot tell from noise never fails it).
 
 A regression of either arm fails the gate only when the confirming run (fresh processes, the
 other order, fewer rounds) sees it again — worse past the first run's threshold, its interval
@@ -31,7 +35,7 @@ usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL] [--cra
                        RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
 METRICS: comma-separated, from: syscalls_per_request, ctx_switches_per_request,
 instructions_per_request, packets_per_request, socket_sends_per_request,
-io_uring_submissions_per_request, time.
+io_uring_submissions_per_request, faults_per_request, time.
 Only a complete run is judged: its status `completed` and every planned cell of BASELINE and
 CANDIDATE (run.json's plan, beside each results.json) ended ok with repetitions measured, and
 each planned A/A arm has its calibration; otherwise it "cannot be judged", saying why.
@@ -71,10 +75,15 @@ COUNTED_VALUE = {
 }
 # Rows of the per-function table.
 TOP_FUNCTIONS = 10
-TIME = {"closed": "requests_per_s", "open": "cpu_us_per_request"}
-LABELS = {**COUNTED, "requests_per_s": "req/s", "cpu_us_per_request": "CPU/request"}
+TIME = {"closed": ["requests_per_s"], "open": ["cpu_us_per_request", "latency_p50_us", "latency_p99_us"]}
+# Counts whose base is about 0, judged on the absolute change per request: (where a cell keeps
+# its per-request statistic, the smallest change that fails). A service that does not fault
+# per request shows 0.000x (a fault in thousands of requests); two per request is 2.000.
+ABSOLUTE = {"faults_per_request": (("counted", "server", "faults"), 0.05)}
+LABELS = {**COUNTED, "faults_per_request": "page faults/request", "requests_per_s": "req/s",
+          "cpu_us_per_request": "CPU/request", "latency_p50_us": "p50 latency", "latency_p99_us": "p99 latency"}
 REAL = "real, under the floor"
-METRIC_NAMES = [*COUNTED, "time"]
+METRIC_NAMES = [*COUNTED, *ABSOLUTE, "time"]
 # Below this a counted change is not gated, however exact: a service's count moves by that much
 # with how its requests happen to batch (a few syscalls in thousands of requests).
 COUNTED_FLOOR_PCT = 0.5
@@ -237,8 +246,12 @@ def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
                           == (v.get("scenario"), v.get("level"), v.get("profile"))), {})
         wanted = [m for m in metrics if m != "time"]
         if "time" in metrics:
-            wanted.append(TIME[model])
+            wanted += TIME[model]
         for name in wanted:
+            if name in ABSOLUTE:
+                path, floor = ABSOLUTE[name]
+                rows.append(judge_absolute(label, name, dig(base_cell, path), dig(cell, path), floor))
+                continue
             m = by_name.get(name)
             if m is None:
                 # Instructions are counted in closed-loop c1 cells only; elsewhere they do not apply.
@@ -275,7 +288,7 @@ def row(cell, metric, d, threshold, verdict, why, mde=None):
     return {
         "cell": cell,
         "metric": metric,
-        "arm": "counted" if metric in COUNTED or metric == CRATE_METRIC else "time",
+        "arm": "counted" if metric in COUNTED or metric == CRATE_METRIC else "absolute" if metric in ABSOLUTE else "time",
         "base_value": None,
         "head_value": None,
         "change_pct": num((d or {}).get("change_pct")),
@@ -312,6 +325,35 @@ def judge_crate(cell, crate, b, h):
         elif lo > 0 or hi < 0:
             r["verdict"] = REAL
     r.update(crate=crate, base_value=bm, head_value=hm)
+    return r
+
+
+def judge_absolute(cell, name, b, h, floor):
+    """A count whose base is about 0, base against head: the change of the medians per request,
+    its interval from the two sides' ranges over their repetitions (every head repetition
+    against every base one), failing past `floor` per request. A relative change is shown
+    where the base is not 0."""
+    bm, hm = num((b or {}).get("median")), num((h or {}).get("median"))
+    if bm is None or hm is None:
+        why = ("not counted on " + ("either side" if bm is None and hm is None else "the base" if bm is None
+               else "the head") + " (a run without the exact count: results.md says why)")
+        return row(cell, name, None, None, "cannot be judged", why)
+    lo = num((h or {}).get("min")) - num((b or {}).get("max")) if num((h or {}).get("min")) is not None and num((b or {}).get("max")) is not None else None
+    hi = num((h or {}).get("max")) - num((b or {}).get("min")) if num((h or {}).get("max")) is not None and num((b or {}).get("min")) is not None else None
+    delta = hm - bm
+    rel = {"change_pct": delta / bm * 100 if bm > 0 else None,
+           "ci95_low_pct": lo / bm * 100 if bm > 0 and lo is not None else None,
+           "ci95_high_pct": hi / bm * 100 if bm > 0 and hi is not None else None}
+    r = row(cell, name, rel, None, "unchanged",
+            f"absolute floor {floor:g} per request (the base is about 0: a relative change says nothing); "
+            "the interval spans every repetition of both sides")
+    r.update(base_value=bm, head_value=hm, change_abs=delta, low_abs=lo, high_abs=hi, floor_abs=floor)
+    if lo is None or hi is None:
+        r["verdict"], r["why"] = "cannot be judged", "no range (fewer than two repetitions on a side)"
+    elif delta > floor and lo > 0:
+        r["verdict"] = "regressed"
+    elif delta < -floor and hi < 0:
+        r["verdict"] = "improved"
     return r
 
 
@@ -358,6 +400,9 @@ def repeats(r, r2):
     """Whether the confirming run's row `r2` sees `r`'s regression again: worse past the first
     run's threshold, its interval excluding 0. The first run's threshold, because the
     confirming run has fewer rounds and so a wider MDE of its own."""
+    if r["arm"] == "absolute":
+        return bool(r2) and r2.get("change_abs") is not None and r2.get("low_abs") is not None \
+            and r2["change_abs"] > r["floor_abs"] and r2["low_abs"] > 0
     if not r2 or r2["change_pct"] is None or r2["ci95_low_pct"] is None:
         return False
     if r["metric"] == "requests_per_s":  # the one metric where less is worse
@@ -373,6 +418,8 @@ def confirm(rows, rows2):
             continue
         r2 = again.get((r["cell"], r["metric"]))
         r["confirm_change_pct"] = r2["change_pct"] if r2 else None
+        if r["arm"] == "absolute":
+            r["confirm_change_abs"] = r2.get("change_abs") if r2 else None
         if repeats(r, r2):
             r["verdict"] = "regressed (confirmed)"
         elif r["arm"] == "time":
@@ -382,7 +429,9 @@ def confirm(rows, rows2):
         else:
             r["verdict"] = "unstable"
             r["why"] += "; the confirming run " + (
-                f"measured {r2['change_pct']:+.2f} % ({r2['verdict']})" if r2 and r2["change_pct"] is not None
+                f"measured {r2['change_abs']:+.3f} per request ({r2['verdict']})" if r["arm"] == "absolute" and r2
+                and r2.get("change_abs") is not None
+                else f"measured {r2['change_pct']:+.2f} % ({r2['verdict']})" if r2 and r2["change_pct"] is not None
                 else "could not judge it")
 
 
@@ -411,8 +460,17 @@ def counts(r):
     if b is None or h is None:
         return ""
     d = h - b
-    delta = f"{d:+,.0f}" if abs(d) >= 1 else f"{d:+.3f}"
+    # Whole counts where the counts are large; small ones (page faults) to the decimals they show.
+    delta = f"{d:+,.0f}" if max(abs(b), abs(h)) >= 100 and abs(d) >= 1 else f"{d:+.3f}"
     return f" ({amount(b)} → {amount(h)}, {delta})"
+
+
+def change(r):
+    """A row's change as the table gives it: per request for an absolute count, else percent."""
+    if r["arm"] == "absolute" and r.get("change_abs") is not None:
+        rng = f" [{r['low_abs']:+.3f}, {r['high_abs']:+.3f}]" if r.get("low_abs") is not None else ""
+        return f"{r['change_abs']:+.3f}/request{rng}"
+    return pct(r["change_pct"], 2) + interval(r)
 
 
 def interval(r):
@@ -422,19 +480,20 @@ def interval(r):
 
 
 def headline(rows, candidate, service):
-    counted = [r for r in rows if r["arm"] == "counted"]
+    counted = [r for r in rows if r["arm"] in ("counted", "absolute")]
     parts = []
     for r in rows:
         if r["verdict"] in FOUND:
-            word = "costs" if r["arm"] == "counted" else "moves"
+            word = "moves" if r["arm"] == "time" else "costs"
             extra = " (unstable: not repeated)" if r["verdict"] == "unstable" else ""
-            digits = 2 if r["arm"] == "counted" else 1
-            parts.append(f"head {word} {pct(r['change_pct'], digits)} {label(r)}{counts(r)} on {service} at {r['cell']}{extra}")
+            digits = 1 if r["arm"] == "time" else 2
+            size = f"{r['change_abs']:+.3f}" if r["arm"] == "absolute" else pct(r['change_pct'], digits)
+            parts.append(f"head {word} {size} {label(r)}{counts(r)} on {service} at {r['cell']}{extra}")
     for r in counted:
         if r["verdict"] == REAL:
             parts.append(f"{label(r)} {pct(r['change_pct'], 2)}{interval(r)}{counts(r)} at {r['cell']}: real, "
                          f"under the {r['threshold_pct']:g} % gate floor: not failed")
-    for name, lab in [*COUNTED.items(), (CRATE_METRIC, None)]:
+    for name, lab in [*COUNTED.items(), *((n, LABELS[n]) for n in ABSOLUTE), (CRATE_METRIC, None)]:
         mine = [r for r in counted if r["metric"] == name]
         mine = [r for r in mine if r["verdict"] != "not gated"]
         word = (lab or (label(mine[0]) if mine else "")).split('/')[0]
@@ -529,17 +588,21 @@ def markdown(rows, reasons, baseline, candidate, service, threshold, metrics, co
     out.append("Both builds ran in one job, interleaved (A B A B), paired on rounds. Counted metrics regress past "
                f"the larger of their A/A MDE in this run and {COUNTED_FLOOR_PCT:g} %"
                + (", confirmed by a second run in fresh processes in the other order" if confirmed else "")
-               + f"; times past both THRESHOLD_PCT ({threshold:g} %) and their MDE.\n")
+               + "; page faults past an absolute floor per request"
+               + f"; times (req/s at c1 and c64, open-loop CPU/request and p50/p99 latency) past both "
+               f"THRESHOLD_PCT ({threshold:g} %) and their MDE.\n")
     if rows:
         out.append("| cell | metric | base → head | change [95 % CI] | MDE | threshold | verdict | why this threshold |")
         out.append("|---|---|---|---|---|---|---|---|")
         for r in rows:
-            conf = f"; again {pct(r.get('confirm_change_pct'), 2)}" if "confirm_change_pct" in r else ""
+            conf = (f"; again {r['confirm_change_abs']:+.3f}/request" if r.get("confirm_change_abs") is not None
+                    else f"; again {pct(r.get('confirm_change_pct'), 2)}" if "confirm_change_pct" in r else "")
             mde = "–" if r["mde_pct"] is None else f"{r['mde_pct']:.3f} %"
-            thr = "–" if r["threshold_pct"] is None else f"{r['threshold_pct']:.2f} %"
+            thr = (f"{r['floor_abs']:g}/request" if r.get("floor_abs") is not None
+                   else "–" if r["threshold_pct"] is None else f"{r['threshold_pct']:.2f} %")
             verdict = f"**{r['verdict']}** ✗" if r["verdict"] in FAILING else r["verdict"]
             ab = counts(r)[2:-1] if counts(r) else "–"
-            out.append(f"| {r['cell']} | {plain(label(r))} | {ab} | {pct(r['change_pct'], 2)}{interval(r)}{conf} | {mde} | {thr} | {verdict} | {r['why']} |")
+            out.append(f"| {r['cell']} | {plain(label(r))} | {ab} | {change(r)}{conf} | {mde} | {thr} | {verdict} | {r['why']} |")
         out.append("")
         for r in rows:
             function_table(r, out)

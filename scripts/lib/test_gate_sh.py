@@ -131,6 +131,23 @@ class GateScript(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("Regression gate: PASS", out)
 
+    def test_the_gate_measures_concurrency_and_open_loop_latency_and_counts_faults(self):
+        """F6/F7/F5: the gate's matrix has a c64 cell beside c1 (both calibrated A/A) and the
+        open-loop cell, and faults and time are gated by default."""
+        import tomllib
+        rc, out, err = self.gate("quiet")
+        self.assertEqual(rc, 0, out + err)
+        with open(os.path.join(self.repo, "target", "gate", "first.toml"), "rb") as f:
+            config = tomllib.load(f)
+        ping = next(s for s in config["scenarios"] if s["name"] == "ping")
+        self.assertEqual(ping["load"]["connections"], [1, 64])
+        self.assertEqual(set(config["calibration"]["cells"]),
+                         {"ping/c1/pinned", "ping/c64/pinned", "ping-open/r5000/pinned"})
+        with open(os.path.join(ROOT, "scripts", "gate.sh")) as f:
+            default = next(line for line in f if line.startswith("metrics=${GATE_METRICS:-"))
+        for m in ("faults_per_request", "time"):
+            self.assertIn(m, default)
+
     def test_an_interrupted_run_cannot_be_judged(self):
         rc, out, err = self.gate("interrupted")
         self.assertEqual(rc, 1, out + err)

@@ -191,6 +191,89 @@ class Gate(unittest.TestCase):
         rc, _, _, _ = self.run_gate(results({"c1": with_metric("requests_per_s", slow)}), metrics="syscalls_per_request")
         self.assertEqual(rc, 0)
 
+    def faults(self, res, level, base, head):
+        """Gives both sides' cells at `level` their page faults per request (median, min, max)."""
+        for svc, st in ((BASE, base), (HEAD, head)):
+            key = f"{svc}__ping__{level}__pinned"
+            cell = next((c for c in res["cells"] if c["key"] == key), None)
+            if cell is None:
+                cell = {"key": key, "service": svc, "scenario": "ping", "level": level, "profile": "pinned",
+                        "status": "ok", "n": 5, "offered_rate_per_s": None}
+                res["cells"].append(cell)
+            if st is not None:
+                cell.setdefault("counted", {}).setdefault("server", {})["faults"] = \
+                    {"n": 5, "median": st[0], "mean": st[0], "min": st[1], "max": st[2]}
+        return res
+
+    def test_page_faults_from_a_base_of_zero_fail_on_their_absolute_change(self):
+        """F5: two page faults per request (0.0000 → 2.000) passed: instructions +0.27 %,
+        syscalls unchanged, CPU/request under its MDE. A base of 0 has no relative change."""
+        metrics = "syscalls_per_request,faults_per_request,time"
+        res = self.faults(results({"c1": QUIET, "c64": QUIET}), "c64", (0.0, 0.0, 0.0001), (2.0, 1.999, 2.0))
+        self.faults(res, "c1", (0.0001, 0.0, 0.0002), (2.0, 2.0, 2.0))
+        rc, md, _, _ = self.run_gate(res, metrics=metrics)
+        self.assertEqual(rc, g.EXIT_CONFIRM, md)
+        rc, md, _, data = self.run_gate(res, "--confirm", self.write("again.json", res), metrics=metrics)
+        self.assertEqual(rc, 1, md)
+        self.assertIn("head costs +2.000 page faults/request (0.000 → 2.000, +2.000) on svc at ping/c64/pinned", md)
+        row = next(r for r in data["rows"] if r["metric"] == "faults_per_request" and r["cell"] == "ping/c64/pinned")
+        self.assertEqual((row["verdict"], row["arm"], row["change_pct"]), ("regressed (confirmed)", "absolute", None))
+        # A/A: a fault in thousands of requests on both sides, ranges overlapping: unchanged.
+        aa = self.faults(results({"c64": QUIET}), "c64", (0.0002, 0.0, 0.0004), (0.0003, 0.0001, 0.0005))
+        rc, md, _, _ = self.run_gate(aa, metrics=metrics)
+        self.assertEqual(rc, 0, md)
+        self.assertIn("page faults unchanged", md)
+        # Under the floor, however clear: not failed.
+        small = self.faults(results({"c64": QUIET}), "c64", (0.0, 0.0, 0.0), (0.02, 0.02, 0.02))
+        self.assertEqual(self.run_gate(small, metrics=metrics)[0], 0)
+        # Not counted (a run without the exact count): cannot be judged, never a pass.
+        none = self.faults(results({"c64": QUIET}), "c64", None, None)
+        rc, md, _, _ = self.run_gate(none, metrics=metrics)
+        self.assertEqual(rc, 1, md)
+        self.assertIn("not counted on either side", md)
+        # A regression the confirming run does not see again is unstable: a failure.
+        rc, md, _, _ = self.run_gate(res, "--confirm", self.write("again.json", aa), metrics=metrics)
+        self.assertEqual(rc, 1, md)
+        self.assertIn("unstable", md)
+
+    def test_throughput_at_c64_is_judged(self):
+        """F6: a head doing extra work only when 8 or more connections are ready (c64 req/s
+        89k → 54k) passed: the gate ran no concurrency. A c64 cell's req/s is judged like c1's."""
+        slow = metric("requests_per_s", -39.0, 6, 22, "worse")
+        res = results({"c1": QUIET, "c64": with_metric("requests_per_s", slow)})
+        rc, md, _, data = self.run_gate(res, "--confirm", self.write("again.json", res))
+        self.assertEqual(rc, 1, md)
+        self.assertIn("head moves -39.0 % req/s", md)
+        self.assertIn("at ping/c64/pinned", md)
+
+    def test_open_loop_latency_is_judged_against_its_mde(self):
+        """F7: a head 25x slower at p50 on the open-loop cell passed: latency was never judged."""
+        def open_cell(ms):
+            res = results({"r5000": ms})
+            for c in res["cells"]:
+                c.update(scenario="ping-open", offered_rate_per_s=5000.0)
+            for v in res["verdicts"]:
+                v["scenario"] = "ping-open"
+            res["calibration"]["cells"][0]["scenario"] = "ping-open"
+            return res
+        quiet = [metric("cpu_us_per_request", 1.0, 4, 12), metric("latency_p50_us", 3.0, 8, 15),
+                 metric("latency_p99_us", 20.0, 60, 90), metric("syscalls_per_request", 0.0, 0.01, 0.01)]
+        gate = dict(metrics="syscalls_per_request,time")
+        rc, md, _, data = self.run_gate(open_cell(quiet), **gate)
+        self.assertEqual(rc, 0, md)
+        self.assertEqual({r["metric"] for r in data["rows"] if r["arm"] == "time"},
+                         {"cpu_us_per_request", "latency_p50_us", "latency_p99_us"})
+        slow = [m if m["metric"] != "latency_p50_us" else metric("latency_p50_us", 2478.0, 900, 15, "worse")
+                for m in quiet]
+        res = open_cell(slow)
+        rc, md, _, _ = self.run_gate(res, "--confirm", self.write("again.json", res), **gate)
+        self.assertEqual(rc, 1, md)
+        self.assertIn("head moves +2478.0 % p50 latency", md)
+        # p99 past its threshold but not past its own (wide) MDE: not failed.
+        wide = [m if m["metric"] != "latency_p99_us" else metric("latency_p99_us", 60.0, 40, 90, "worse")
+                for m in quiet]
+        self.assertEqual(self.run_gate(open_cell(wide), **gate)[0], 0)
+
     def test_what_cannot_be_judged_fails_with_its_reason_and_no_traceback(self):
         one_rep = [metric(m["metric"], None) for m in QUIET]
         rc, md, err, _ = self.run_gate(results({"c1": one_rep}))
