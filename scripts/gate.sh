@@ -151,17 +151,18 @@ fi
 
 # The gate's tools, fixed before any of head's code builds or runs: the verdict is computed by
 # a private copy of gate_verdict.py (it imports only the standard library; python3 -I: no user
-# site-packages, no PYTHON* variables), and the copy, matrix and loadgen are hash-checked
+# site-packages, no PYTHON* variables) and of the metric definitions beside it, and the copies,
+# matrix and loadgen are hash-checked
 # against the sums taken now (held in this shell, not in a file) before each run and before
 # the verdict. A tool changed meanwhile makes the run "cannot be judged".
 tools=$(mktemp -d)
 on_exit rm -rf "$tools"
 chmod 700 "$tools"
-cp scripts/lib/gate_verdict.py "$tools/gate_verdict.py"
-tool_sums() { sha256sum "$tools/gate_verdict.py" "$matrix" target/release/loadgen 2>&1 | awk '{print $1}' | tr '\n' ' '; }
+cp scripts/lib/gate_verdict.py scripts/lib/metrics.json "$tools/"
+tool_sums() { sha256sum "$tools/gate_verdict.py" "$tools/metrics.json" "$matrix" target/release/loadgen 2>&1 | awk '{print $1}' | tr '\n' ' '; }
 tools_sum=$(tool_sums)
 tools_intact() { [ "$(tool_sums)" = "$tools_sum" ]; }
-tools_changed="the gate's tools (its copy of gate_verdict.py, $matrix or target/release/loadgen) changed while head's code ran"
+tools_changed="the gate's tools (its copies of gate_verdict.py and metrics.json, $matrix or target/release/loadgen) changed while head's code ran"
 
 mkdir -p "$out"
 summary="$out/gate.md"

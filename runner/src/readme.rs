@@ -17,6 +17,12 @@ pub const REFERENCE: Markers = Markers {
     by: "matrix report <run> --readme",
 };
 
+pub const RUNS: Markers = Markers {
+    begin: "<!-- pingmatrix:runs:begin -->",
+    end: "<!-- pingmatrix:runs:end -->",
+    by: "matrix report <run> --readme",
+};
+
 pub const COMPARE: Markers = Markers {
     begin: "<!-- pingmatrix:compare:begin -->",
     end: "<!-- pingmatrix:compare:end -->",

@@ -2,23 +2,20 @@
 """The regression gate's verdict (scripts/gate.sh), from one run's results.json and, when a
 counted regression was measured again in fresh processes, the confirming run's.
 
-Three arms, judged on the runner's paired differences (`verdicts` in results.json: CANDIDATE
-against BASELINE, the 95 % interval paired on rounds, the MDE from the run's own A/A
-calibration of BASELINE):
+Three arms, as each metric's definition names it (`gate`, in the table results.json records):
+- counted (exact counts): regressed when the change is costlier, its interval (the runner's
+  paired one: `verdicts` in results.json, CANDIDATE against BASELINE) excludes 0, and it
+  exceeds the larger of the metric's A/A MDE in this run and COUNTED_FLOOR_PCT. Counted
+  changes are exact enough that the runner's 2 % "no change" band would hide a real 1 % one.
+- absolute (a count whose base is about 0: a relative change of 0 is none): regressed when
+  the head's median is more than the definition's `gate_floor` per request above the base's
+  and every head repetition above every base one.
+- time: regressed when the runner's verdict is "worse" and the change exceeds both
+  THRESHOLD_PCT and the metric's A/A MDE in this run (a change the run cannot tell from noise
+  never fails it).
+A definition's `gate_loads` (and `gate_level`) say in which cells its arm judges it.
 
-- counted: syscalls, context switches and instructions per request. Regressed when the
-  change is costlier, its interval excludes 0, and it exceeds the metric's threshold: the
-  larger of the A/A MDE of that metric in this run and COUNTED_FLOOR_PCT. Counted changes
-  are exact enough that the runner's 2 % "no change" band would hide a real 1 % one.
-- absolute: page faults per request, whose base is about 0 (a relative change of 0 is
-  none): regressed when the head's median is more than ABSOLUTE_FLOOR above the base's and
-  every head repetition above every base one.
-- time: req/s in closed loop (c1 and c64), server CPU per request and p50 and p99 latency in
-  open loop (latency from intended send times at a fixed offered rate). Regressed when the
-  runner's verdict is "worse" and the change exceeds both THRESHOLD_PCT and the metric's A/A
-  MDE in this run (a change the run cannot tell from noise never fails it).
-
-A regression of either arm fails the gate only when the confirming run (fresh processes, the
+A regression of any arm fails the gate only when the confirming run (fresh processes, the
 other order, fewer rounds) sees it again — worse past the first run's threshold, its interval
 excluding 0. A count that does not repeat is "unstable", which fails as well, never passes; a
 time that does not repeat is "not repeated" (the noise its MDE describes), shown, not failed. Prints Markdown (the job summary); --json writes the same verdicts as data.
@@ -33,9 +30,8 @@ the service is a finding even when the service moves a quarter as much).
 
 usage: gate_verdict.py [--json OUT] [--confirm RESULTS_JSON] [--page URL] [--crate NAME]
                        RESULTS_JSON BASELINE CANDIDATE THRESHOLD_PCT METRICS
-METRICS: comma-separated, from: syscalls_per_request, ctx_switches_per_request,
-instructions_per_request, packets_per_request, socket_sends_per_request,
-io_uring_submissions_per_request, faults_per_request, time.
+METRICS: comma-separated, from the keys of metrics.json (beside this file: the runner's metric
+definitions) that a counted or absolute arm judges, and `time` (every metric of the time arm).
 Only a complete run is judged: its status `completed` and every planned cell of BASELINE and
 CANDIDATE (run.json's plan, beside each results.json) ended ok with repetitions measured, and
 each planned A/A arm has its calibration; otherwise it "cannot be judged", saying why.
@@ -49,41 +45,66 @@ import math
 import os
 import sys
 
-COUNTED = {
-    "syscalls_per_request": "syscalls/request",
-    "ctx_switches_per_request": "context switches/request",
-    "instructions_per_request": "instructions/request",
-    # Kernel events (perf tracepoints, the runner's `metric::KERNEL`): work the syscall count
-    # cannot see — a split write, an io_uring operation. 0 on both sides (io_uring submissions
-    # of an epoll service) has no ratio: "cannot be judged", so gate that one on io_uring
-    # services only.
-    "packets_per_request": "packets/request",
-    "socket_sends_per_request": "socket sends/request",
-    "io_uring_submissions_per_request": "io_uring submissions/request",
-}
+# The metrics, as the runner defines them (`results::metric::DEFINITIONS`): the run's own
+# results.json records the table it was measured with (`metrics`) and the verdict reads that;
+# metrics.json beside this file is the same table, generated and held equal by a runner test,
+# for checking GATE_METRICS before any run exists. A metric gated there is gated here, with its
+# label, its arm, where a cell keeps its value and in which cells it applies.
+DEFINITIONS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metrics.json")
 # The patched crate's own instructions per request (--crate): judged like a count, not a name
-# GATE_METRICS takes (it exists only for a patch).
+# GATE_METRICS takes (it exists only for a patch; it extends the metric the table marks
+# `attributed`, counted per function and crate).
 CRATE_METRIC = "crate_instructions_per_request"
-# Where each counted metric's per-request median is in a results.json cell (absolute counts).
-COUNTED_VALUE = {
-    "syscalls_per_request": ("counted", "server", "syscalls"),
-    "ctx_switches_per_request": ("counted", "server", "ctx_switches"),
-    "instructions_per_request": ("counted", "instructions"),
-    "packets_per_request": ("counted", "server", "kernel", "net:net_dev_xmit"),
-    "socket_sends_per_request": ("counted", "server", "kernel", "sock:sock_send_length"),
-    "io_uring_submissions_per_request": ("counted", "server", "kernel", "io_uring:io_uring_submit_req"),
-}
 # Rows of the per-function table.
 TOP_FUNCTIONS = 10
-TIME = {"closed": ["requests_per_s"], "open": ["cpu_us_per_request", "latency_p50_us", "latency_p99_us"]}
-# Counts whose base is about 0, judged on the absolute change per request: (where a cell keeps
-# its per-request statistic, the smallest change that fails). A service that does not fault
-# per request shows 0.000x (a fault in thousands of requests); two per request is 2.000.
-ABSOLUTE = {"faults_per_request": (("counted", "server", "faults"), 0.05)}
-LABELS = {**COUNTED, "faults_per_request": "page faults/request", "requests_per_s": "req/s",
-          "cpu_us_per_request": "CPU/request", "latency_p50_us": "p50 latency", "latency_p99_us": "p99 latency"}
+ARMS = ("counted", "absolute", "time")
+
+
+class Table:
+    """The metric definitions, by key, in the table's order."""
+
+    def __init__(self, defs, where):
+        if not isinstance(defs, list) or not defs:
+            raise BadInput(f"{where}: no metric definitions (a runner older than the gate's verdict?)")
+        self.defs = {}
+        for d in defs:
+            if not isinstance(d, dict) or not isinstance(d.get("key"), str) or not isinstance(d.get("label"), str):
+                raise BadInput(f"{where}: a metric definition without a key or label")
+            if d.get("gate") is not None and d.get("gate") not in ARMS:
+                raise BadInput(f"{where}: metric {d['key']!r} has an unknown gate arm {d.get('gate')!r}")
+            self.defs[d["key"]] = d
+
+    def label(self, name):
+        return (self.defs.get(name) or {}).get("label", name)
+
+    def names(self):
+        """What GATE_METRICS takes: each count by name, every time by `time`."""
+        return [k for k, d in self.defs.items() if d.get("gate") in ("counted", "absolute")] + ["time"]
+
+    def applies(self, name, model, level):
+        d = self.defs.get(name) or {}
+        return model in (d.get("gate_loads") or []) and d.get("gate_level") in (None, level)
+
+    def times(self, model, level):
+        return [k for k, d in self.defs.items() if d.get("gate") == "time" and self.applies(k, model, level)]
+
+    def summary(self, name):
+        return tuple((self.defs.get(name) or {}).get("summary") or ())
+
+    def attributed(self):
+        return next((k for k, d in self.defs.items() if d.get("attributed")), None)
+
+
+def beside():
+    """The table beside this file (metrics.json)."""
+    try:
+        with open(DEFINITIONS_FILE, encoding="utf-8") as f:
+            return Table(json.load(f), DEFINITIONS_FILE)
+    except (OSError, ValueError) as e:
+        raise BadInput(f"cannot read {DEFINITIONS_FILE}: {e}") from None
+
+
 REAL = "real, under the floor"
-METRIC_NAMES = [*COUNTED, *ABSOLUTE, "time"]
 # Below this a counted change is not gated, however exact: a service's count moves by that much
 # with how its requests happen to batch (a few syscalls in thousands of requests).
 COUNTED_FLOOR_PCT = 0.5
@@ -97,13 +118,14 @@ class BadInput(Exception):
     pass
 
 
-def parse_metrics(text):
+def parse_metrics(text, table=None):
+    valid = (table or beside()).names()
     names = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in names if m not in METRIC_NAMES]
+    unknown = [m for m in names if m not in valid]
     if unknown or not names:
         raise BadInput(
             f"unknown gated metric(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
-            f"valid: {', '.join(METRIC_NAMES)}"
+            f"valid: {', '.join(valid)}"
         )
     return names
 
@@ -226,11 +248,17 @@ def function_diff(base, head, total_delta):
 
 
 def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
-    """Rows (one per cell and gated metric) and the reasons nothing could be judged."""
+    """Rows (one per cell and gated metric) and the reasons nothing could be judged, by the
+    metric definitions the run recorded."""
+    try:
+        table = Table(res.get("metrics"), "results.json")
+    except BadInput as e:
+        return [], [str(e)]
     cells = {c.get("key"): c for c in res.get("cells") or [] if isinstance(c, dict)}
     cal = res.get("calibration") if isinstance(res.get("calibration"), dict) else {}
     calibrated = {f'{c.get("scenario")}/{c.get("level")}/{c.get("profile")}'
                   for c in cal.get("cells") or [] if isinstance(c, dict)}
+    attributed = table.attributed()
     rows = []
     seen = False
     for v in res.get("verdicts") or []:
@@ -239,39 +267,39 @@ def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
         seen = True
         cell = cells.get(v.get("key"), {})
         model = "open" if cell.get("offered_rate_per_s") is not None else "closed"
+        level = v.get("level")
         label = f'{v.get("scenario", "")}/{v.get("level", "")}/{v.get("profile", "")}'
         by_name = {m.get("metric"): m for m in v.get("metrics") or [] if isinstance(m, dict)}
         base_cell = next((c for c in cells.values() if c.get("service") == baseline
                           and (c.get("scenario"), c.get("level"), c.get("profile"))
                           == (v.get("scenario"), v.get("level"), v.get("profile"))), {})
-        wanted = [m for m in metrics if m != "time"]
+        wanted = [m for m in metrics if m != "time" and table.applies(m, model, level)]
         if "time" in metrics:
-            wanted += TIME[model]
+            wanted += table.times(model, level)
         for name in wanted:
-            if name in ABSOLUTE:
-                path, floor = ABSOLUTE[name]
-                rows.append(judge_absolute(label, name, dig(base_cell, path), dig(cell, path), floor))
-                continue
-            m = by_name.get(name)
-            if m is None:
-                # Instructions are counted in closed-loop c1 cells only; elsewhere they do not apply.
-                if name == "instructions_per_request" and (model == "open" or v.get("level") != "c1"):
-                    continue
-                rows.append(row(label, name, None, None, "cannot be judged", "not measured in this cell (results.md says why)"))
-                continue
-            r = judge_metric(label, name, m, threshold)
-            if name in COUNTED_VALUE:
-                r["base_value"] = median_of(base_cell, COUNTED_VALUE[name])
-                r["head_value"] = median_of(cell, COUNTED_VALUE[name])
-            if name == "instructions_per_request" and r["base_value"] is not None and r["head_value"] is not None:
-                r["functions"] = function_diff(base_cell, cell, r["head_value"] - r["base_value"])
-            if r["arm"] == "counted" and label not in calibrated and r["verdict"] != "cannot be judged":
-                # Its threshold would be the floor alone, below what batching moves it by.
-                r["verdict"], r["threshold_pct"] = "not gated", None
-                r["why"] = "no A/A of this cell in this run"
+            d = table.defs[name]
+            arm = d["gate"]
+            if arm == "absolute":
+                path = table.summary(name)
+                r = judge_absolute(label, name, dig(base_cell, path), dig(cell, path), d.get("gate_floor") or 0.0)
+            elif by_name.get(name) is None:
+                r = row(label, name, arm, None, None, "cannot be judged", "not measured in this cell (results.md says why)")
+            else:
+                r = judge_metric(label, name, arm, by_name[name], threshold)
+                if arm == "counted":
+                    r["base_value"] = median_of(base_cell, table.summary(name))
+                    r["head_value"] = median_of(cell, table.summary(name))
+                if name == attributed and r["base_value"] is not None and r["head_value"] is not None:
+                    r["functions"] = function_diff(base_cell, cell, r["head_value"] - r["base_value"])
+                if arm == "counted" and label not in calibrated and r["verdict"] != "cannot be judged":
+                    # Its threshold would be the floor alone, below what batching moves it by.
+                    r["verdict"], r["threshold_pct"] = "not gated", None
+                    r["why"] = "no A/A of this cell in this run"
+            r.update(label=d["label"], higher_is_better=bool(d.get("higher_is_better")))
             rows.append(r)
-        if crate and "instructions_per_request" in metrics and (v.get("level") == "c1" and model == "closed"):
-            rows.append(judge_crate(label, crate, crate_stat(base_cell, crate), crate_stat(cell, crate)))
+        if crate and attributed in metrics and table.applies(attributed, model, level):
+            r = judge_crate(label, crate, crate_stat(base_cell, crate), crate_stat(cell, crate))
+            rows.append(r | {"label": f"{table.label(attributed)} inside {crate}"})
     reasons = []
     if not seen:
         failed = [c for c in cells.values() if c.get("service") == candidate and c.get("status") != "ok"]
@@ -284,11 +312,11 @@ def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
     return rows, reasons
 
 
-def row(cell, metric, d, threshold, verdict, why, mde=None):
+def row(cell, metric, arm, d, threshold, verdict, why, mde=None):
     return {
         "cell": cell,
         "metric": metric,
-        "arm": "counted" if metric in COUNTED or metric == CRATE_METRIC else "absolute" if metric in ABSOLUTE else "time",
+        "arm": arm,
         "base_value": None,
         "head_value": None,
         "change_pct": num((d or {}).get("change_pct")),
@@ -310,11 +338,11 @@ def judge_crate(cell, crate, b, h):
     if bm is None or hm is None or bm <= 0:
         why = (f"no instructions of crate {crate} counted on " + ("either side" if bm is None and hm is None
                else "the base" if bm is None else "the head" if hm is None else "the base (0)"))
-        return row(cell, name, None, None, "cannot be judged", why) | {"crate": crate}
+        return row(cell, name, "counted", None, None, "cannot be judged", why) | {"crate": crate}
     lo = (num(h.get("min")) - num(b.get("max"))) / bm * 100 if num(h.get("min")) is not None and num(b.get("max")) is not None else None
     hi = (num(h.get("max")) - num(b.get("min"))) / bm * 100 if num(h.get("max")) is not None and num(b.get("min")) is not None else None
     d = {"change_pct": (hm - bm) / bm * 100, "ci95_low_pct": lo, "ci95_high_pct": hi}
-    r = row(cell, name, d, COUNTED_FLOOR_PCT, "unchanged",
+    r = row(cell, name, "counted", d, COUNTED_FLOOR_PCT, "unchanged",
             f"floor {COUNTED_FLOOR_PCT:g} % of the crate's own instructions; the interval spans every repetition of both sides")
     change = d["change_pct"]
     if lo is not None and hi is not None:
@@ -337,14 +365,14 @@ def judge_absolute(cell, name, b, h, floor):
     if bm is None or hm is None:
         why = ("not counted on " + ("either side" if bm is None and hm is None else "the base" if bm is None
                else "the head") + " (a run without the exact count: results.md says why)")
-        return row(cell, name, None, None, "cannot be judged", why)
+        return row(cell, name, "absolute", None, None, "cannot be judged", why)
     lo = num((h or {}).get("min")) - num((b or {}).get("max")) if num((h or {}).get("min")) is not None and num((b or {}).get("max")) is not None else None
     hi = num((h or {}).get("max")) - num((b or {}).get("min")) if num((h or {}).get("max")) is not None and num((b or {}).get("min")) is not None else None
     delta = hm - bm
     rel = {"change_pct": delta / bm * 100 if bm > 0 else None,
            "ci95_low_pct": lo / bm * 100 if bm > 0 and lo is not None else None,
            "ci95_high_pct": hi / bm * 100 if bm > 0 and hi is not None else None}
-    r = row(cell, name, rel, None, "unchanged",
+    r = row(cell, name, "absolute", rel, None, "unchanged",
             f"absolute floor {floor:g} per request (the base is about 0: a relative change says nothing); "
             "the interval spans every repetition of both sides")
     r.update(base_value=bm, head_value=hm, change_abs=delta, low_abs=lo, high_abs=hi, floor_abs=floor)
@@ -357,15 +385,15 @@ def judge_absolute(cell, name, b, h, floor):
     return r
 
 
-def judge_metric(cell, name, m, threshold):
+def judge_metric(cell, name, arm, m, threshold):
     d = m.get("difference")
     mde = num(m.get("mde_pct"))
     if not isinstance(d, dict) or num(d.get("change_pct")) is None:
-        return row(cell, name, None, None, "cannot be judged", "no interval (fewer than two repetitions on a side)", mde)
+        return row(cell, name, arm, None, None, "cannot be judged", "no interval (fewer than two repetitions on a side)", mde)
     change, low, high = num(d.get("change_pct")), num(d.get("ci95_low_pct")), num(d.get("ci95_high_pct"))
     if low is None or high is None:
-        return row(cell, name, d, None, "cannot be judged", "no interval", mde)
-    if name in COUNTED:
+        return row(cell, name, arm, d, None, "cannot be judged", "no interval", mde)
+    if arm == "counted":
         bar = max(COUNTED_FLOOR_PCT, mde or 0.0)
         why = (f"A/A MDE of this metric in this run ({mde:.2f} %)" if mde is not None and mde >= COUNTED_FLOOR_PCT
                else f"floor {COUNTED_FLOOR_PCT:g} % (A/A MDE {'%.3f %%' % mde if mde is not None else 'unknown'})")
@@ -380,7 +408,7 @@ def judge_metric(cell, name, m, threshold):
                    f"under the {bar:g} % gate floor: not failed")
         else:
             verdict = "unchanged"
-        return row(cell, name, d, bar, verdict, why, mde)
+        return row(cell, name, arm, d, bar, verdict, why, mde)
     bar = max(threshold, mde or 0.0)
     why = f"larger of THRESHOLD_PCT ({threshold:g} %) and the MDE ({'%.1f %%' % mde if mde is not None else 'unknown'})"
     worse = m.get("verdict") == "worse"
@@ -393,7 +421,7 @@ def judge_metric(cell, name, m, threshold):
         verdict = "unchanged"
     if verdict == "unchanged" and worse:
         why += "; worse, within the bar"
-    return row(cell, name, d, bar, verdict, why, mde)
+    return row(cell, name, arm, d, bar, verdict, why, mde)
 
 
 def repeats(r, r2):
@@ -405,7 +433,7 @@ def repeats(r, r2):
             and r2["change_abs"] > r["floor_abs"] and r2["low_abs"] > 0
     if not r2 or r2["change_pct"] is None or r2["ci95_low_pct"] is None:
         return False
-    if r["metric"] == "requests_per_s":  # the one metric where less is worse
+    if r.get("higher_is_better"):  # req/s: less is worse
         return r2["change_pct"] < -r["threshold_pct"] and r2["ci95_high_pct"] < 0
     return r2["change_pct"] > r["threshold_pct"] and r2["ci95_low_pct"] > 0
 
@@ -440,9 +468,7 @@ def pct(x, digits=1):
 
 
 def label(r):
-    if r["metric"] == CRATE_METRIC:
-        return f"instructions/request inside {r.get('crate')}"
-    return LABELS.get(r["metric"], r["metric"])
+    return r.get("label") or r["metric"]
 
 
 def amount(x):
@@ -493,10 +519,10 @@ def headline(rows, candidate, service):
         if r["verdict"] == REAL:
             parts.append(f"{label(r)} {pct(r['change_pct'], 2)}{interval(r)}{counts(r)} at {r['cell']}: real, "
                          f"under the {r['threshold_pct']:g} % gate floor: not failed")
-    for name, lab in [*COUNTED.items(), *((n, LABELS[n]) for n in ABSOLUTE), (CRATE_METRIC, None)]:
+    for name in dict.fromkeys(r["metric"] for r in counted):
         mine = [r for r in counted if r["metric"] == name]
         mine = [r for r in mine if r["verdict"] != "not gated"]
-        word = (lab or (label(mine[0]) if mine else "")).split('/')[0]
+        word = (label(mine[0]) if mine else "").split('/')[0]
         if mine and all(r["verdict"] == "unchanged" for r in mine):
             parts.append(f"{word} unchanged")
         elif mine and any(r["verdict"] == "improved" for r in mine) and not any(
@@ -505,7 +531,7 @@ def headline(rows, candidate, service):
     time = [r for r in rows if r["arm"] == "time"]
     for r in time:
         if r["verdict"] == "not repeated":
-            parts.append(f"{LABELS[r['metric']]} at {r['cell']} moved {pct(r['change_pct'])} once, not again (noise)")
+            parts.append(f"{label(r)} at {r['cell']} moved {pct(r['change_pct'])} once, not again (noise)")
     if time and all(r["verdict"] in ("unchanged", "not repeated") for r in time):
         mdes = [r["mde_pct"] for r in time if r["mde_pct"] is not None]
         parts.append("times within this runner's " + (f"{max(mdes):.0f} % MDE" if mdes else "threshold (MDE unknown)"))

@@ -75,11 +75,14 @@ cal = {"service": base, "cells": [{"scenario": sc, "level": lv, "profile": "pinn
 with open(os.path.join(run, "run.json"), "w") as f:
     json.dump({"status": status, "plan": plan}, f)
 with open(os.path.join(run, "results.json"), "w") as f:
-    json.dump({"status": status, "cells": cells, "verdicts": verdicts, "calibration": cal}, f)
+    json.dump({"status": status, "cells": cells, "verdicts": verdicts, "calibration": cal,
+               "metrics": json.load(open("scripts/lib/metrics.json"))}, f)
 if mode == "tamper":
     # What a head's build script or service could do: it runs as the same user, in the checkout.
     with open("scripts/lib/gate_verdict.py", "w") as f:
         f.write("import sys\nprint('## Regression gate: PASS (forged)')\nsys.exit(0)\n")
+    with open("scripts/lib/metrics.json", "w") as f:
+        f.write("[]\n")
     with open("scripts/gate.sh", "w") as f:
         f.write("echo '## Regression gate: PASS (forged)'\nexit 0\n" * 200)
 if mode == "swap-loadgen":

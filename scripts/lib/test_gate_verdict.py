@@ -13,6 +13,9 @@ import unittest
 import gate_verdict as g
 
 BASE, HEAD = "svc@base", "svc@head"
+# The runner's metric definitions, as a run's results.json records them.
+with open(g.DEFINITIONS_FILE, encoding="utf-8") as _f:
+    DEFINITIONS = json.load(_f)
 
 
 def metric(name, change, half=0.05, mde=0.1, verdict="no_change"):
@@ -33,7 +36,7 @@ def results(level_metrics, cells_status="ok"):
             verdicts.append({"key": key, "service": HEAD, "baseline": BASE, "scenario": "ping",
                              "level": level, "profile": "pinned", "metrics": ms})
     cal = {"service": BASE, "cells": [{"scenario": "ping", "level": lv, "profile": "pinned"} for lv in level_metrics]}
-    return {"status": "completed", "cells": cells, "verdicts": verdicts, "calibration": cal}
+    return {"status": "completed", "cells": cells, "verdicts": verdicts, "calibration": cal, "metrics": DEFINITIONS}
 
 
 def plan_of(res):
@@ -274,6 +277,16 @@ class Gate(unittest.TestCase):
                 for m in quiet]
         self.assertEqual(self.run_gate(open_cell(wide), **gate)[0], 0)
 
+    def test_a_run_without_metric_definitions_cannot_be_judged(self):
+        """The verdict judges by the table the run recorded; a results.json without one (a
+        runner older than this verdict) is not judged by a guess."""
+        res = results({"c1": QUIET})
+        del res["metrics"]
+        rc, md, err, _ = self.run_gate(res)
+        self.assertEqual(rc, 1, md)
+        self.assertIn("no metric definitions", md)
+        self.assertEqual(err, "")
+
     def test_what_cannot_be_judged_fails_with_its_reason_and_no_traceback(self):
         one_rep = [metric(m["metric"], None) for m in QUIET]
         rc, md, err, _ = self.run_gate(results({"c1": one_rep}))
@@ -283,7 +296,7 @@ class Gate(unittest.TestCase):
         rc, md, _, _ = self.run_gate(results({"c1": None}, cells_status="failed"))
         self.assertEqual(rc, 1, md)
         self.assertIn("**Cannot be judged**: svc@head: failed: startup: no 200", md)
-        rc, md, _, _ = self.run_gate({"status": "completed", "cells": [], "verdicts": []})
+        rc, md, _, _ = self.run_gate({"status": "completed", "cells": [], "verdicts": [], "metrics": DEFINITIONS})
         self.assertEqual(rc, 1)
         self.assertIn("svc@head has no cells in this run", md)
         no_instr = [m for m in QUIET if m["metric"] != "instructions_per_request"]

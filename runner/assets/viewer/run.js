@@ -5,32 +5,19 @@
 
 const R = DATA;
 const svcInfo = (s) => R.services[s] || { model: "unknown", io_driver: "unknown", runtime: "unknown" };
-const METRICS = [
-  { key: "requests_per_s", label: "req/s", better: "higher", stat: (c) => c.requests_per_s },
-  { key: "cpu_us_per_request", label: "CPU µs/req", better: "lower", stat: (c) => c.server_cpu_us_per_request },
-  { key: "latency_p50_us", label: "p50 µs", better: "lower", point: (c) => c.latency && c.latency.p50_us },
-  { key: "latency_p99_us", label: "p99 µs", better: "lower", point: (c) => c.latency && c.latency.p99_us },
-  // Start-up as results.md's start-up table and README's headline give it: a median of starts.
-  { key: "startup_us", label: "start-up µs (median)", better: "lower", median: true, stat: (c) => c.startup_us },
-  { key: "idle_rss_bytes", label: "idle RSS MiB", better: "lower", stat: (c) => c.idle_rss_bytes, bytes: true },
-];
-// Counted cost (results.json `counted`, where the run counted): the service's per-request
-// counts, each with why it is unmeasured where the run could not count it (e.g. io_uring
-// services under Valgrind). Keys are the metric names the Rust side bands them by.
-// Counts are shown as README's headline and results.md show them: the median over the counted
-// repetitions with the range they spanned (the range the rank's ties are drawn from).
-const COUNTED = [
-  { key: "syscalls_per_request", label: "syscalls/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.server.syscalls, why: (c) => c.counted && c.counted.server.syscalls_unmeasured },
-  { key: "ctx_switches_per_request", label: "ctx sw/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.server.ctx_switches, why: () => null },
-  { key: "instructions_per_request", label: "instr/req", better: "lower", median: true, stat: (c) => c.counted && c.counted.instructions, why: (c) => c.counted && c.counted.instructions_unmeasured },
-  // Kernel events by tracepoint (the runner's metric::KERNEL): a row each.
-  ...[["packets_per_request", "packets/req", "net:net_dev_xmit"],
-    ["socket_sends_per_request", "sends/req", "sock:sock_send_length"],
-    ["io_uring_submissions_per_request", "uring sub/req", "io_uring:io_uring_submit_req"]].map(([key, label, tp]) => (
-    { key, label, better: "lower", median: true, title: tp,
-      stat: (c) => c.counted && c.counted.server.kernel && c.counted.server.kernel[tp],
-      why: (c) => c.counted && c.counted.server.kernel_unmeasured && c.counted.server.kernel_unmeasured[tp] })),
-];
+// The metrics, as results::metric::DEFINITIONS defines them (the page's data carries the
+// table): the board's columns, their labels, directions, and where each cell keeps each value.
+// Counted ones (syscalls, instructions, kernel events …) are shown as README's headline and
+// results.md show them: the median over the counted repetitions with the range they spanned,
+// each with why it is unmeasured where the run could not count it.
+const path = (c, keys) => (keys || []).reduce((o, k) => (o === null || o === undefined ? null : o[k]), c);
+const column = (d) => Object.assign({
+  key: d.key, label: d.short, better: d.higher_is_better ? "higher" : "lower", median: d.shown === "median",
+  bytes: d.unit === "bytes", title: d.tracepoint, why: (c) => d.unmeasured ? path(c, d.unmeasured) : null,
+}, d.shown === "point" ? { point: (c) => path(c, d.summary) } : { stat: (c) => path(c, d.summary) });
+const short = (key) => (R.metrics.find((d) => d.key === key) || { short: key }).short;
+const METRICS = R.metrics.filter((d) => d.leaderboard && !d.counted).map(column);
+const COUNTED = R.metrics.filter((d) => d.counted && d.relative).map(column);
 const value = (m, c) => m.stat ? (m.stat(c) ? m.stat(c)[m.median ? "median" : "mean"] : null) : (m.point(c) === undefined ? null : m.point(c));
 const tabOf = (c) => c.scenario + " · " + c.profile;
 const tabs = uniq(R.cells.map(tabOf));
@@ -248,7 +235,7 @@ function attribution(rows) {
     return el("tr", null, el("td", null, c.service), el("td", { class: "num" }, fmtNum(c.counted.instructions && c.counted.instructions.median)), el("td", null, byCrate), el("td", { class: "fns" }, fns));
   });
   return el("section", { id: "attribution" }, el("h2", null, "Where the instructions go"),
-    el("table", { class: "board" }, el("thead", null, el("tr", null, ["service", "instr/req", "by crate (share)", "costliest functions"].map((h) => el("th", null, h)))), el("tbody", null, body)),
+    el("table", { class: "board" }, el("thead", null, el("tr", null, ["service", short("instructions_per_request"), "by crate (share)", "costliest functions"].map((h) => el("th", null, h)))), el("tbody", null, body)),
     el("p", { class: "hint" }, "User-space instructions per request by crate and function: cachegrind's per-function counts in the same two Valgrind runs as the instructions, differenced the same way, median over repetitions. Inlined code is counted in the function it was inlined into; a function's crate is the one its symbol names (C functions such as the allocator are libc). The crates add up to the total."));
 }
 
@@ -260,7 +247,7 @@ function charts(tab, cells, levels, level) {
   const thr = open ? null : lineChart("Throughput vs load level (" + tab + "), mean with 95 % CI; measured levels only", svcs.map((svc) => ({
     name: svc.replace(/^ping-/, ""),
     points: levels.map((l, i) => { const c = at(svc, l); const st = c && c.requests_per_s; return { i, y: st ? st.mean : null, lo: st && st.ci95_low, hi: st && st.ci95_high, n: st && st.n }; }),
-  })), { xLabels: levels, xLabel: "level (measured levels only, services side by side)", yLabel: "req/s", points: true });
+  })), { xLabels: levels, xLabel: "level (measured levels only, services side by side)", yLabel: short("requests_per_s"), points: true });
   const pcts = [["p50", "p50_us", "p50"], ["p90", "p90_us", "p90"], ["p99", "p99_us", "p99"], ["p99.9", "p999_us", "p999"], ["max", "max_us", "max"]];
   let single = false;
   const specSeries = svcs.map((svc) => ({
@@ -302,7 +289,7 @@ function detail(key) {
   if (d.failure) box.append(el("pre", null, JSON.stringify(d.failure, null, 2)));
   if (d.reps.length) {
     box.append(el("h3", null, "Repetitions"));
-    box.append(el("table", { class: "board", id: "reps" }, el("thead", null, el("tr", null, ["rep", "req/s", "p50 µs", "p99 µs", "p99.9 µs", "server CPU µs/req", "RSS peak MiB", "threads", "loadgen exit", "generator limits"].map((h) => el("th", null, h)))),
+    box.append(el("table", { class: "board", id: "reps" }, el("thead", null, el("tr", null, ["rep", short("requests_per_s"), short("latency_p50_us"), short("latency_p99_us"), "p99.9 µs", "server CPU µs/req", "RSS peak MiB", "threads", "loadgen exit", "generator limits"].map((h) => el("th", null, h)))),
       el("tbody", null, d.reps.map((r) => el("tr", null,
         el("td", null, r.rep), el("td", { class: "num" }, fmtNum(r.report.requests_per_s)),
         el("td", { class: "num" }, fmtNum(r.report.latency_us && r.report.latency_us.p50, 0)), el("td", { class: "num" }, fmtNum(r.report.latency_us && r.report.latency_us.p99, 0)),

@@ -122,6 +122,15 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         let section = report::headline::render(&set, &charts, readme_dir)?;
         readme::update_file(readme, readme::REFERENCE, &section)?;
         println!("updated the reference section of {}", readme.display());
+        // Every committed run beside this one, each with its page, where the README has a
+        // place for the list (this repository's does).
+        let text = std::fs::read_to_string(readme)?;
+        if text.contains(readme::RUNS.begin) {
+            let results_dir = set.dir.parent().unwrap_or(Path::new("."));
+            let runs = report::runs::render(results_dir, readme_dir)?;
+            readme::update_file(readme, readme::RUNS, &runs)?;
+            println!("updated the list of runs of {}", readme.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

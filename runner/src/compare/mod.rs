@@ -109,19 +109,15 @@ fn metrics_of(
     (new, n): (&ResultSet, &CellSummary),
 ) -> Vec<Metric> {
     let churn = o.churn.is_some() || n.churn.is_some();
-    let counted = |set: &ResultSet, key: &str, mt: Metric| {
-        set.cells
-            .get(key)
-            .is_some_and(|c| !metric::by_rep(c, mt).is_empty())
+    // From the cell file where there is one, else from results.json's summary.
+    let counted = |set: &ResultSet, s: &CellSummary, mt: Metric| match set.cells.get(&s.key) {
+        Some(c) => !metric::by_rep(c, mt).is_empty(),
+        None => metric::from_summary(s, mt).is_some(),
     };
     metric::ALL
         .into_iter()
         .chain(metric::CHURN.into_iter().filter(|_| churn))
-        .chain(
-            metric::COUNTED
-                .into_iter()
-                .filter(|&mt| counted(old, &o.key, mt) || counted(new, &n.key, mt)),
-        )
+        .chain(metric::counted().filter(|&mt| counted(old, o, mt) || counted(new, n, mt)))
         .collect()
 }
 

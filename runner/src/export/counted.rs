@@ -2,8 +2,8 @@
 //! syscalls, context switches (wake-ups), page faults, user and system CPU µs per response,
 //! its user-space instructions per request where Valgrind counted them, and the generator's
 //! syscalls per response beside it; from the exact count on, the server's top three syscalls
-//! by name too, and where kernel events were counted a column per `metric::KERNEL` row
-//! (packets, socket sends, io_uring submissions per request). Written only when the run counted (runs recorded before counted cost, or
+//! by name too, and where kernel events were counted a column per `metric::kernel_events()`
+//! row (packets, socket sends, io_uring submissions per request). Written only when the run counted (runs recorded before counted cost, or
 //! before the exact count, render as they did).
 
 use std::fmt::Write as _;
@@ -125,7 +125,7 @@ fn hardware_unmeasured<'a>(cells: &[&'a CellSummary]) -> Option<&'a str> {
 }
 
 /// Whether any cell counted (or tried to count) kernel events (then results.md has a column
-/// for each of `metric::KERNEL`).
+/// for each of `metric::kernel_events()`).
 fn kernel_measured(cells: &[&CellSummary]) -> bool {
     cells.iter().any(|c| {
         c.counted
@@ -134,13 +134,12 @@ fn kernel_measured(cells: &[&CellSummary]) -> bool {
     })
 }
 
-/// A row's kernel-event cells, one per `metric::KERNEL` row: a median ± CV, or why it is
+/// A row's kernel-event cells, one per `metric::kernel_events()` row: a median ± CV, or why it is
 /// missing.
 fn kernel(p: &PerRequestSummary) -> String {
-    crate::results::metric::KERNEL
-        .iter()
+    crate::results::metric::kernel_events()
         .map(
-            |(_, tp)| match (p.kernel.get(*tp), p.kernel_unmeasured.get(*tp)) {
+            |(_, tp)| match (p.kernel.get(tp), p.kernel_unmeasured.get(tp)) {
                 (Some(s), _) => format!(" {} |", median_cv(&Some(s.clone()))),
                 (None, Some(why)) => format!(" unmeasured: {why} |"),
                 (None, None) => " – |".into(),
@@ -240,8 +239,7 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
         let _ = writeln!(
             o,
             "Kernel events: `perf stat -e <tracepoint>` on the service over the same two loads as its syscalls (the difference over the difference of responses), by its own perf — work the syscall count cannot see, such as an io_uring service's submissions, which enter the kernel without a syscall of their own: {}. With `-p`, work done in a softirq is charged to the task it interrupted; on loopback the receiving socket's processing runs in the sender's softirq, so a packet counts on the side that sent it. Every tracepoint counted (wake-ups, softirqs, receives, completions too) is in results.json. What each means and how exact it is: docs/counted-cost.md.\n",
-            crate::results::metric::KERNEL
-                .iter()
+            crate::results::metric::kernel_events()
                 .map(|(m, tp)| format!("{} (`{tp}`)", m.label()))
                 .collect::<Vec<_>>()
                 .join(", "),
@@ -277,8 +275,7 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
             ("", "")
         };
         let (k_head, k_rule): (String, String) = if kern {
-            crate::results::metric::KERNEL
-                .iter()
+            crate::results::metric::kernel_events()
                 .map(|(m, _)| (format!(" {} |", m.label()), "---|".to_owned()))
                 .unzip()
         } else {

@@ -30,6 +30,7 @@ pub fn results_file(
         baseline: None,
         verdicts: Vec::new(),
         calibration: None,
+        metrics: crate::results::metric::DEFINITIONS.to_vec(),
     }
 }
 

@@ -228,6 +228,7 @@ mod tests {
             baseline: None,
             verdicts: vec![],
             calibration: None,
+            metrics: vec![],
         };
         let t = text(&res, None, Path::new("results/r/results.md"));
         assert!(t.contains("4 cells (3 ok, 1 failed), 1 suspect"), "{t}");

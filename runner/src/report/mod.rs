@@ -8,6 +8,7 @@ pub mod headline;
 pub mod open_loop;
 pub mod palette;
 pub mod plots_md;
+pub mod runs;
 pub mod spectrum;
 pub mod style;
 pub mod throughput;

@@ -42,7 +42,7 @@ pub fn of<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Bands {
     for group in by_position.values() {
         // Counted metrics too: `bands_for` skips cells without their values, so runs that
         // did not count get no counted bands.
-        for m in metric::measured_under(&group[0].cell.load).chain(metric::COUNTED) {
+        for m in metric::measured_under(&group[0].cell.load).chain(metric::counted()) {
             for (key, band) in bands_for(group, m) {
                 out.entry(key).or_default().insert(name(m), band);
             }
@@ -64,13 +64,11 @@ fn bands_for(group: &[&CellResult], m: Metric) -> Vec<(String, u32)> {
             // Ordered by the figure the board shows and sorts by (the summary's: a mean, or
             // for latency percentiles the median over repetitions; for counts their median),
             // so the bands never run backwards down a sorted column.
-            let shown = match metric::from_summary(&c.summary, m) {
-                Some(s) => s.mean,
+            let shown = if m.def().counted {
                 // Counts are shown as the median over their repetitions.
-                None if metric::COUNTED.contains(&m) => {
-                    crate::results::stats::median(&v.iter().map(|x| x.1).collect::<Vec<_>>())?
-                }
-                None => mean,
+                crate::results::stats::median(&v.iter().map(|x| x.1).collect::<Vec<_>>())?
+            } else {
+                metric::from_summary(&c.summary, m).map_or(mean, |s| s.mean)
             };
             Some((*c, v, shown))
         })

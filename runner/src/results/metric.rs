@@ -3,40 +3,296 @@
 
 use serde::Serialize;
 
-pub use crate::results::schema::Metric;
-use crate::results::schema::{CellResult, CellSummary, Stat};
+pub use crate::results::schema::{Arm, Definition, Metric, Shown};
+use crate::results::schema::{CellResult, CellSummary, CountedSummary, Stat};
 use crate::results::stats;
 pub use crate::results::units::Unit;
 
-/// The counted metrics: judged only in cells that counted them, so runs recorded before
-/// counted cost read (and render) as they did.
-pub const COUNTED: [Metric; 6] = [
-    Metric::SyscallsPerRequest,
-    Metric::CtxSwitchesPerRequest,
-    Metric::InstructionsPerRequest,
-    Metric::PacketsPerRequest,
-    Metric::SocketSendsPerRequest,
-    Metric::IoUringSubmissionsPerRequest,
+const COST: (&str, &str) = ("cheaper", "costlier");
+const BOTH: &[&str] = &["closed", "open"];
+
+const fn time(
+    key: Metric,
+    label: &'static str,
+    short: &'static str,
+    unit: Unit,
+    words: (&'static str, &'static str),
+    summary: &'static [&'static str],
+    shown: Shown,
+) -> Definition {
+    Definition {
+        key,
+        label,
+        short,
+        unit,
+        higher_is_better: false,
+        words,
+        counted: false,
+        relative: true,
+        tracepoint: None,
+        summary,
+        shown,
+        unmeasured: &[],
+        gate: None,
+        gate_loads: &[],
+        gate_floor: None,
+        gate_level: None,
+        leaderboard: false,
+        attributed: false,
+    }
+}
+
+const fn count(
+    key: Metric,
+    label: &'static str,
+    short: &'static str,
+    summary: &'static [&'static str],
+    unmeasured: &'static [&'static str],
+) -> Definition {
+    Definition {
+        key,
+        label,
+        short,
+        unit: Unit::Count,
+        higher_is_better: false,
+        words: COST,
+        counted: true,
+        relative: true,
+        tracepoint: None,
+        summary,
+        shown: Shown::Median,
+        unmeasured,
+        gate: Some(Arm::Counted),
+        gate_loads: BOTH,
+        gate_floor: None,
+        gate_level: None,
+        leaderboard: false,
+        attributed: false,
+    }
+}
+
+const fn kernel(
+    key: Metric,
+    label: &'static str,
+    short: &'static str,
+    tracepoint: &'static str,
+    summary: &'static [&'static str],
+    unmeasured: &'static [&'static str],
+) -> Definition {
+    let mut d = count(key, label, short, summary, unmeasured);
+    d.tracepoint = Some(tracepoint);
+    d
+}
+
+/// Every metric. A new one is a row here, a variant of [`Metric`] and its reader in
+/// [`by_rep`]; the views, the page and the gate take it from this table. Kernel events are
+/// one tracepoint each (`count::perf` counts every `tracepoint` here); they repeated exactly
+/// (CV 0 over three repetitions, c1 and c64) on ping-epoll, -tokio-hyper, -monoio and -compio;
+/// docs/counted-cost.md has the figures and the events left out (wake-ups, softirqs: not exact).
+pub const DEFINITIONS: [Definition; 15] = [
+    Definition {
+        higher_is_better: true,
+        gate: Some(Arm::Time),
+        leaderboard: true,
+        gate_loads: &["closed"],
+        ..time(
+            Metric::RequestsPerS,
+            "req/s",
+            "req/s",
+            Unit::PerSecond,
+            ("faster", "slower"),
+            &["requests_per_s"],
+            Shown::Mean,
+        )
+    },
+    Definition {
+        gate: Some(Arm::Time),
+        leaderboard: true,
+        gate_loads: &["open"],
+        ..time(
+            Metric::CpuUsPerRequest,
+            "CPU/request",
+            "CPU µs/req",
+            Unit::Micros,
+            COST,
+            &["server_cpu_us_per_request"],
+            Shown::Mean,
+        )
+    },
+    Definition {
+        gate: Some(Arm::Time),
+        leaderboard: true,
+        gate_loads: &["open"],
+        ..time(
+            Metric::LatencyP50Us,
+            "p50 latency",
+            "p50 µs",
+            Unit::Micros,
+            ("faster", "slower"),
+            &["latency", "p50_us"],
+            Shown::Point,
+        )
+    },
+    Definition {
+        gate: Some(Arm::Time),
+        leaderboard: true,
+        gate_loads: &["open"],
+        ..time(
+            Metric::LatencyP99Us,
+            "p99 latency",
+            "p99 µs",
+            Unit::Micros,
+            ("faster", "slower"),
+            &["latency", "p99_us"],
+            Shown::Point,
+        )
+    },
+    // Start-up as results.md's start-up table and README's headline give it: a median of starts.
+    Definition {
+        leaderboard: true,
+        ..time(
+            Metric::StartupUs,
+            "startup",
+            "start-up µs (median)",
+            Unit::Micros,
+            ("faster", "slower"),
+            &["startup_us"],
+            Shown::Median,
+        )
+    },
+    Definition {
+        leaderboard: true,
+        ..time(
+            Metric::IdleRssBytes,
+            "idle RSS",
+            "idle RSS MiB",
+            Unit::Bytes,
+            ("smaller", "larger"),
+            &["idle_rss_bytes"],
+            Shown::Mean,
+        )
+    },
+    time(
+        Metric::PeakRssBytes,
+        "peak RSS",
+        "peak RSS MiB",
+        Unit::Bytes,
+        ("smaller", "larger"),
+        &["rss_peak_bytes"],
+        Shown::Point,
+    ),
+    time(
+        Metric::ChurnRssLastBytes,
+        "RSS after churn",
+        "RSS after churn MiB",
+        Unit::Bytes,
+        ("smaller", "larger"),
+        &["churn", "rss_last_bytes"],
+        Shown::Point,
+    ),
+    count(
+        Metric::SyscallsPerRequest,
+        "syscalls/request",
+        "syscalls/req",
+        &["counted", "server", "syscalls"],
+        &["counted", "server", "syscalls_unmeasured"],
+    ),
+    count(
+        Metric::CtxSwitchesPerRequest,
+        "context switches/request",
+        "ctx sw/req",
+        &["counted", "server", "ctx_switches"],
+        &[],
+    ),
+    Definition {
+        // Valgrind counts closed-loop c1 cells only.
+        gate_loads: &["closed"],
+        gate_level: Some("c1"),
+        attributed: true,
+        ..count(
+            Metric::InstructionsPerRequest,
+            "instructions/request",
+            "instr/req",
+            &["counted", "instructions"],
+            &["counted", "instructions_unmeasured"],
+        )
+    },
+    kernel(
+        Metric::PacketsPerRequest,
+        "packets/request",
+        "packets/req",
+        "net:net_dev_xmit",
+        &["counted", "server", "kernel", "net:net_dev_xmit"],
+        &["counted", "server", "kernel_unmeasured", "net:net_dev_xmit"],
+    ),
+    kernel(
+        Metric::SocketSendsPerRequest,
+        "socket sends/request",
+        "sends/req",
+        "sock:sock_send_length",
+        &["counted", "server", "kernel", "sock:sock_send_length"],
+        &[
+            "counted",
+            "server",
+            "kernel_unmeasured",
+            "sock:sock_send_length",
+        ],
+    ),
+    kernel(
+        Metric::IoUringSubmissionsPerRequest,
+        "io_uring submissions/request",
+        "uring sub/req",
+        "io_uring:io_uring_submit_req",
+        &[
+            "counted",
+            "server",
+            "kernel",
+            "io_uring:io_uring_submit_req",
+        ],
+        &[
+            "counted",
+            "server",
+            "kernel_unmeasured",
+            "io_uring:io_uring_submit_req",
+        ],
+    ),
+    // A service that does not fault per request shows 0.000x (a fault in thousands of
+    // requests); two per request is 2.000: judged absolutely, never as a ratio or a rank.
+    Definition {
+        relative: false,
+        gate: Some(Arm::Absolute),
+        gate_floor: Some(0.05),
+        ..count(
+            Metric::FaultsPerRequest,
+            "page faults/request",
+            "faults/req",
+            &["counted", "server", "faults"],
+            &[],
+        )
+    },
 ];
 
-/// The counted metrics that are one kernel tracepoint each (`count::perf::KERNEL_EVENTS`,
-/// the server's count per response): a new one is a row here and a variant. These repeated
-/// exactly (CV 0 over three repetitions, c1 and c64) on ping-epoll, -tokio-hyper, -monoio and
-/// -compio; docs/counted-cost.md has the figures and the events left out (wake-ups, softirqs:
-/// not exact).
-pub const KERNEL: [(Metric, &str); 3] = [
-    (Metric::PacketsPerRequest, "net:net_dev_xmit"),
-    (Metric::SocketSendsPerRequest, "sock:sock_send_length"),
-    (
-        Metric::IoUringSubmissionsPerRequest,
-        "io_uring:io_uring_submit_req",
-    ),
-];
+/// The counted metrics judged as ratios and ranked: only in cells that counted them, so runs
+/// recorded before counted cost read (and render) as they did.
+pub fn counted() -> impl Iterator<Item = Metric> {
+    DEFINITIONS
+        .iter()
+        .filter(|d| d.counted && d.relative)
+        .map(|d| d.key)
+}
+
+/// The counted metrics that are one kernel tracepoint each, with it (`count::perf` counts
+/// these, the server's count per response).
+pub fn kernel_events() -> impl Iterator<Item = (Metric, &'static str)> {
+    DEFINITIONS
+        .iter()
+        .filter_map(|d| Some((d.key, d.tracepoint?)))
+}
 
 /// The metrics a cell measured: [`measured_under`] its load, plus the counted ones it has
 /// values of.
 pub fn measured_in(c: &CellResult) -> impl Iterator<Item = Metric> + use<'_> {
-    measured_under(&c.cell.load).chain(COUNTED.into_iter().filter(|&m| !by_rep(c, m).is_empty()))
+    measured_under(&c.cell.load).chain(counted().filter(|&m| !by_rep(c, m).is_empty()))
 }
 
 pub const ALL: [Metric; 7] = [
@@ -61,67 +317,35 @@ pub fn measured_under(load: &loadgen::LoadModel) -> impl Iterator<Item = Metric>
 }
 
 impl Metric {
+    /// Its row of [`DEFINITIONS`] (every variant has one: a test holds it).
+    pub fn def(self) -> &'static Definition {
+        DEFINITIONS
+            .iter()
+            .find(|d| d.key == self)
+            .unwrap_or(&DEFINITIONS[0])
+    }
+
     pub fn label(self) -> &'static str {
-        match self {
-            Metric::RequestsPerS => "req/s",
-            Metric::LatencyP50Us => "p50 latency",
-            Metric::LatencyP99Us => "p99 latency",
-            Metric::StartupUs => "startup",
-            Metric::IdleRssBytes => "idle RSS",
-            Metric::PeakRssBytes => "peak RSS",
-            Metric::CpuUsPerRequest => "CPU/request",
-            Metric::ChurnRssLastBytes => "RSS after churn",
-            Metric::SyscallsPerRequest => "syscalls/request",
-            Metric::CtxSwitchesPerRequest => "context switches/request",
-            Metric::InstructionsPerRequest => "instructions/request",
-            Metric::PacketsPerRequest => "packets/request",
-            Metric::SocketSendsPerRequest => "socket sends/request",
-            Metric::IoUringSubmissionsPerRequest => "io_uring submissions/request",
-        }
+        self.def().label
     }
 
     pub fn unit(self) -> Unit {
-        match self {
-            Metric::RequestsPerS => Unit::PerSecond,
-            Metric::IdleRssBytes | Metric::PeakRssBytes | Metric::ChurnRssLastBytes => Unit::Bytes,
-            Metric::SyscallsPerRequest
-            | Metric::CtxSwitchesPerRequest
-            | Metric::InstructionsPerRequest
-            | Metric::PacketsPerRequest
-            | Metric::SocketSendsPerRequest
-            | Metric::IoUringSubmissionsPerRequest => Unit::Count,
-            _ => Unit::Micros,
-        }
+        self.def().unit
     }
 
     /// Throughput is the only metric where more is better.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::RequestsPerS)
+        self.def().higher_is_better
     }
 
     /// Verdict words that fit the metric: (better, worse).
     pub fn words(self) -> (&'static str, &'static str) {
-        match self {
-            Metric::RequestsPerS
-            | Metric::LatencyP50Us
-            | Metric::LatencyP99Us
-            | Metric::StartupUs => ("faster", "slower"),
-            Metric::IdleRssBytes | Metric::PeakRssBytes | Metric::ChurnRssLastBytes => {
-                ("smaller", "larger")
-            }
-            Metric::CpuUsPerRequest
-            | Metric::SyscallsPerRequest
-            | Metric::CtxSwitchesPerRequest
-            | Metric::InstructionsPerRequest
-            | Metric::PacketsPerRequest
-            | Metric::SocketSendsPerRequest
-            | Metric::IoUringSubmissionsPerRequest => ("cheaper", "costlier"),
-        }
+        self.def().words
     }
 
-    /// The kernel tracepoint a [`KERNEL`] metric counts.
+    /// The kernel tracepoint a kernel-event metric counts.
     pub fn tracepoint(self) -> Option<&'static str> {
-        KERNEL.iter().find(|k| k.0 == self).map(|k| k.1)
+        self.def().tracepoint
     }
 }
 
@@ -224,6 +448,9 @@ pub fn by_rep(c: &CellResult, m: Metric) -> Vec<(u32, f64)> {
         Metric::InstructionsPerRequest => reps
             .filter_map(|r| Some((r.rep, r.instructions.as_ref()?.per_request?)))
             .collect(),
+        Metric::FaultsPerRequest => reps
+            .filter_map(|r| Some((r.rep, r.counts.as_ref()?.server.faults_per_request()?)))
+            .collect(),
         Metric::PacketsPerRequest
         | Metric::SocketSendsPerRequest
         | Metric::IoUringSubmissionsPerRequest => {
@@ -258,14 +485,29 @@ pub fn from_summary(s: &CellSummary, m: Metric) -> Option<MetricValues> {
             .as_ref()
             .and_then(|c| c.rss_last_bytes)
             .map(|b| MetricValues::point(b as f64)),
-        // Counted cost is read from the cell files only.
-        Metric::SyscallsPerRequest
-        | Metric::CtxSwitchesPerRequest
-        | Metric::InstructionsPerRequest
-        | Metric::PacketsPerRequest
+        // Counted cost: the summary's statistic over the counted repetitions (a compare
+        // without the cell files still has it).
+        Metric::SyscallsPerRequest => summary_count(s, |c| c.server.syscalls.as_ref()),
+        Metric::CtxSwitchesPerRequest => summary_count(s, |c| c.server.ctx_switches.as_ref()),
+        Metric::InstructionsPerRequest => summary_count(s, |c| c.instructions.as_ref()),
+        Metric::FaultsPerRequest => summary_count(s, |c| c.server.faults.as_ref()),
+        Metric::PacketsPerRequest
         | Metric::SocketSendsPerRequest
-        | Metric::IoUringSubmissionsPerRequest => None,
+        | Metric::IoUringSubmissionsPerRequest => {
+            let tp = m.tracepoint().unwrap_or_default();
+            summary_count(s, |c| c.server.kernel.get(tp))
+        }
     }
+}
+
+fn summary_count<'a>(
+    s: &'a CellSummary,
+    f: impl Fn(&'a CountedSummary) -> Option<&'a Stat>,
+) -> Option<MetricValues> {
+    s.counted
+        .as_ref()
+        .and_then(f)
+        .and_then(MetricValues::from_stat)
 }
 
 /// Prefer the cell file (real per-repetition values) over the summary.
@@ -273,5 +515,111 @@ pub fn values(summary: &CellSummary, cell: Option<&CellResult>, m: Metric) -> Op
     match cell {
         Some(c) => from_cell(c, m),
         None => from_summary(summary, m),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every metric, by an exhaustive match: a new variant does not compile until it is here.
+    fn every() -> Vec<Metric> {
+        let all = [
+            Metric::RequestsPerS,
+            Metric::LatencyP50Us,
+            Metric::LatencyP99Us,
+            Metric::StartupUs,
+            Metric::IdleRssBytes,
+            Metric::PeakRssBytes,
+            Metric::CpuUsPerRequest,
+            Metric::ChurnRssLastBytes,
+            Metric::SyscallsPerRequest,
+            Metric::CtxSwitchesPerRequest,
+            Metric::InstructionsPerRequest,
+            Metric::PacketsPerRequest,
+            Metric::SocketSendsPerRequest,
+            Metric::IoUringSubmissionsPerRequest,
+            Metric::FaultsPerRequest,
+        ];
+        for m in all {
+            match m {
+                Metric::RequestsPerS
+                | Metric::LatencyP50Us
+                | Metric::LatencyP99Us
+                | Metric::StartupUs
+                | Metric::IdleRssBytes
+                | Metric::PeakRssBytes
+                | Metric::CpuUsPerRequest
+                | Metric::ChurnRssLastBytes
+                | Metric::SyscallsPerRequest
+                | Metric::CtxSwitchesPerRequest
+                | Metric::InstructionsPerRequest
+                | Metric::PacketsPerRequest
+                | Metric::SocketSendsPerRequest
+                | Metric::IoUringSubmissionsPerRequest
+                | Metric::FaultsPerRequest => {}
+            }
+        }
+        all.to_vec()
+    }
+
+    #[test]
+    fn every_metric_is_defined_once() {
+        let every = every();
+        assert_eq!(DEFINITIONS.len(), every.len());
+        for m in every {
+            let rows: Vec<_> = DEFINITIONS.iter().filter(|d| d.key == m).collect();
+            assert_eq!(rows.len(), 1, "{m:?}");
+            assert_eq!(m.def().key, m);
+            assert!(!rows[0].summary.is_empty(), "{m:?}: where a cell keeps it");
+        }
+        // Labels are one per metric: a view that finds a metric by its label finds one.
+        let mut labels: Vec<_> = DEFINITIONS.iter().map(|d| d.label).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        assert_eq!(labels.len(), DEFINITIONS.len());
+    }
+
+    const METRICS_JSON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/lib/metrics.json");
+
+    /// The gate checks GATE_METRICS against this table before any run exists (a run's own
+    /// results.json carries it after): the committed copy is the generated one.
+    #[test]
+    fn the_gates_copy_of_the_table_is_the_generated_one() {
+        let generated = serde_json::to_string_pretty(&DEFINITIONS).unwrap() + "\n";
+        if std::env::var_os("PINGMATRIX_WRITE_METRICS").is_some() {
+            std::fs::write(METRICS_JSON, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(METRICS_JSON).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "scripts/lib/metrics.json differs from results::metric::DEFINITIONS; regenerate it with \
+             PINGMATRIX_WRITE_METRICS=1 cargo test -p runner --lib -- metric::tests"
+        );
+    }
+
+    /// The page's script and the gate's verdict keep no table of their own: no metric's label
+    /// or tracepoint is written in them (they read the definitions from the data).
+    #[test]
+    fn the_page_and_the_gate_keep_no_metric_table() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        for file in ["runner/assets/viewer/run.js", "scripts/lib/gate_verdict.py"] {
+            let text = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
+            for d in &DEFINITIONS {
+                for (what, s) in [("label", d.label), ("short label", d.short)]
+                    .into_iter()
+                    .chain(d.tracepoint.map(|t| ("tracepoint", t)))
+                {
+                    // Quoted, as a table would hold it.
+                    for q in [format!("\"{s}\""), format!("'{s}'")] {
+                        assert!(
+                            !text.contains(&q),
+                            "{file} spells the {what} of {:?} ({q}): read it from the definitions",
+                            d.key
+                        );
+                    }
+                }
+            }
+        }
     }
 }

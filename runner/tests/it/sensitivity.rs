@@ -63,11 +63,7 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
         assert_eq!(c.pairs, 2, "{c:?}");
         assert!(c.failures.is_empty(), "{:?}", c.failures);
         // The timed metrics; the counted ones join them where perf could count.
-        let timed = c
-            .metrics
-            .iter()
-            .filter(|m| !runner::results::metric::COUNTED.contains(&m.metric))
-            .count();
+        let timed = c.metrics.iter().filter(|m| !m.metric.def().counted).count();
         assert_eq!(
             timed,
             if c.open_loop { 6 } else { 7 },

@@ -42,6 +42,9 @@ pub struct RunView<'a> {
     pub services: BTreeMap<String, ServiceInfo>,
     pub cells: Vec<CellView<'a>>,
     pub details: BTreeMap<&'a str, detail::Detail<'a>>,
+    /// The metric definitions (`results::metric::DEFINITIONS`): the page's columns, labels,
+    /// directions and where each cell keeps each value come from here, not from the script.
+    pub metrics: &'static [crate::results::metric::Definition],
 }
 
 #[derive(Debug, Serialize)]
@@ -270,6 +273,7 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
             .iter()
             .filter_map(|c| Some((c.key.as_str(), detail::of(set.cells.get(&c.key)?))))
             .collect(),
+        metrics: &crate::results::metric::DEFINITIONS,
     }
 }
 

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::results::units::Unit;
+
 // ---------------------------------------------------------------------------------------
 // The statistics of one sample (`results::summary::summarize` fills them).
 // ---------------------------------------------------------------------------------------
@@ -49,7 +51,7 @@ pub enum Metric {
     CtxSwitchesPerRequest,
     /// The service's user-space instructions per request under Valgrind (c1 cells).
     InstructionsPerRequest,
-    /// Kernel events per response (`results::metric::KERNEL` names each one's tracepoint):
+    /// Kernel events per response (`results::metric::DEFINITIONS` names each one's tracepoint):
     /// packets the service handed to the device (one per TCP segment on loopback)...
     PacketsPerRequest,
     /// ...sends at its sockets (`sock_sendmsg`: write, send, io_uring's send alike)...
@@ -57,6 +59,86 @@ pub enum Metric {
     /// ...and io_uring submissions (each an operation the kernel performs without a syscall
     /// of its own).
     IoUringSubmissionsPerRequest,
+    /// Page faults (minor and major) per response: judged absolutely (its base is about 0).
+    FaultsPerRequest,
+}
+
+/// Which arm of the regression gate (`scripts/gate.sh`, `scripts/lib/gate_verdict.py`) judges
+/// a metric: the verdict reads this from the run's results.json, so a metric gated here is
+/// gated there with no code of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arm {
+    /// An exact count: past the larger of its A/A MDE and the counted floor.
+    Counted,
+    /// A count whose base is about 0 (a relative change means nothing): past an absolute
+    /// floor per request, every head repetition above every base one.
+    Absolute,
+    /// A time: past both the gate's threshold and its A/A MDE.
+    Time,
+}
+
+/// The statistic of a cell summary a view shows for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shown {
+    /// A [`Stat`]'s median (counts, start-up: what the tables rank by).
+    Median,
+    /// A [`Stat`]'s mean.
+    Mean,
+    /// A single number (percentiles of the merged histogram).
+    Point,
+}
+
+/// One metric, defined once: what every view (Rust, the page's script) and the gate's
+/// verdict know of it (the rows: `results::metric::DEFINITIONS`). results.json records the
+/// table (`ResultsFile::metrics`), which the gate's verdict reads.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Definition {
+    pub key: Metric,
+    pub label: &'static str,
+    /// The page's column heading (narrow).
+    pub short: &'static str,
+    pub unit: Unit,
+    pub higher_is_better: bool,
+    /// Verdict words: (better, worse).
+    pub words: (&'static str, &'static str),
+    /// An exact count (counted cost): judged only in cells that counted it.
+    pub counted: bool,
+    /// Judged as a ratio against the baseline and ranked (false for a count whose base is
+    /// about 0: page faults).
+    pub relative: bool,
+    /// The perf tracepoint a kernel-event count counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracepoint: Option<&'static str>,
+    /// Where a results.json cell keeps it (a path of keys), and which of it views show.
+    pub summary: &'static [&'static str],
+    pub shown: Shown,
+    /// Where a cell says why it was not measured, if it can.
+    #[serde(skip_serializing_if = "no_keys")]
+    pub unmeasured: &'static [&'static str],
+    /// The gate arm that judges it (none: not gated), in which load models (`closed`,
+    /// `open`), and an absolute arm's floor per request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Arm>,
+    #[serde(skip_serializing_if = "no_keys")]
+    pub gate_loads: &'static [&'static str],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate_floor: Option<f64>,
+    /// The only level the gate judges it at (instructions: c1, where Valgrind counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate_level: Option<&'static str>,
+    /// A column of the run page's leaderboard.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub leaderboard: bool,
+    /// Counted per function and crate too (`counted.instruction_functions`, `…_crates`): the
+    /// gate's per-function table and a patched crate's own arm extend it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub attributed: bool,
+}
+
+fn no_keys(k: &&[&str]) -> bool {
+    k.is_empty()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::analysis::{BaselineVerdict, Calibration};
+use super::analysis::{BaselineVerdict, Calibration, Definition};
 use super::cell::CellSummary;
 use super::run::RunStatus;
 
@@ -34,6 +34,11 @@ pub struct ResultsFile {
     /// What this machine could tell apart in this run (`[calibration]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
+    /// The metric definitions this run was measured and judged with, for readers outside
+    /// the runner (the gate's verdict); written with results.json, not read back (the
+    /// runner's own views use its table).
+    #[serde(default, skip_deserializing, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<Definition>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
