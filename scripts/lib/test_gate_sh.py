@@ -63,6 +63,9 @@ for scenario, level, rate in [("ping", "c1", None), ("ping-open", "r5000", 5000.
         if s == head and not failed:
             d = {"ratio": 1.0, "change_pct": 0.0, "ci95_low_pct": -0.01, "ci95_high_pct": 0.01, "df": 2.0,
                  "paired": True}
+            if mode == "regressed":
+                d = {"ratio": 1.05, "change_pct": 5.0, "ci95_low_pct": 4.9, "ci95_high_pct": 5.1, "df": 2.0,
+                     "paired": True}
             verdicts.append({"key": key, "service": head, "baseline": base, "scenario": scenario,
                              "level": level, "profile": "pinned",
                              "metrics": [{"metric": "syscalls_per_request", "difference": d,
@@ -150,6 +153,21 @@ class GateScript(unittest.TestCase):
             default = next(line for line in f if line.startswith("metrics=${GATE_METRICS:-"))
         for m in ("faults_per_request", "time"):
             self.assertIn(m, default)
+
+    def test_a_regression_is_measured_again_without_an_aa_of_its_own(self):
+        """The confirming run is judged against the first run's thresholds: it runs no A/A
+        calibration (a third of its time), the first run does."""
+        import tomllib
+        rc, out, err = self.gate("regressed")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("regressed (confirmed)", out)
+        configs = {}
+        for name in ("first", "confirm"):
+            with open(os.path.join(self.repo, "target", "gate", name + ".toml"), "rb") as f:
+                configs[name] = tomllib.load(f)
+        self.assertIn("calibration", configs["first"])
+        self.assertNotIn("calibration", configs["confirm"])
+        self.assertEqual([v["name"] for v in configs["confirm"]["services"][0]["variants"]], ["head", "base"])
 
     def test_an_interrupted_run_cannot_be_judged(self):
         rc, out, err = self.gate("interrupted")
