@@ -13,13 +13,32 @@ use super::metric::{Metric, MetricValues};
 pub use crate::results::schema::{Difference, Verdict};
 use crate::results::stats::{self, t_975};
 
+/// The widest interval stated, percent either way: beyond it (a ratio of 10^10, which two
+/// repetitions of a count that is nearly 0 on one side can give through t(1) = 12.7) an
+/// interval says nothing, and a number that size is refused by results.json's own check
+/// (`untrusted::MAX_NUMBER`), which would lose the whole run. Such a difference has no
+/// interval: its verdict is "no CI".
+pub const WIDEST_PCT: f64 = 1e12;
+
+/// `(low, high)` when both are finite and within [`WIDEST_PCT`].
+fn stated(low: f64, high: f64) -> Option<(f64, f64)> {
+    let ok = |x: f64| x.is_finite() && x.abs() <= WIDEST_PCT;
+    (ok(low) && ok(high)).then_some((low, high))
+}
+
 pub fn difference(old: &MetricValues, new: &MetricValues) -> Option<Difference> {
     if old.mean == 0.0 || !old.mean.is_finite() || !new.mean.is_finite() {
         return None;
     }
     let diff = new.mean - old.mean;
     let to_pct = |x: f64| x / old.mean * 100.0;
-    let ci = welch(old, new).map(|(half, df)| (to_pct(diff - half), to_pct(diff + half), df));
+    if stated(to_pct(diff), 0.0).is_none() {
+        return None;
+    }
+    let ci = welch(old, new).and_then(|(half, df)| {
+        let (lo, hi) = stated(to_pct(diff - half), to_pct(diff + half))?;
+        Some((lo, hi, df))
+    });
     Some(Difference {
         ratio: new.mean / old.mean,
         change_pct: to_pct(diff),
@@ -47,9 +66,10 @@ pub fn paired(old: &[(u32, f64)], new: &[(u32, f64)]) -> Option<Difference> {
     }
     let m = stats::mean(&logs)?;
     let pct = |x: f64| (x.exp() - 1.0) * 100.0;
-    let ci = stats::stdev(&logs).map(|s| {
+    stated(pct(m), 0.0)?;
+    let ci = stats::stdev(&logs).and_then(|s| {
         let half = t_975(logs.len() - 1) * s / (logs.len() as f64).sqrt();
-        (pct(m - half), pct(m + half))
+        stated(pct(m - half), pct(m + half))
     });
     Some(Difference {
         ratio: m.exp(),
@@ -159,6 +179,24 @@ mod tests {
 
     fn s(v: &[f64]) -> MetricValues {
         MetricValues::from_values(v.to_vec()).unwrap()
+    }
+
+    /// Two repetitions whose ratio moved 150x between them (a count nearly 0 on one side):
+    /// t(1) = 12.7 made the upper bound 2.5e21 %, which results.json's check refused, losing
+    /// a whole quick run. Such an interval is not stated; the change still is, where it can be.
+    #[test]
+    fn an_interval_too_wide_to_state_is_no_interval() {
+        let d = paired(&[(1, 1.0), (2, 1.0)], &[(1, 0.1), (2, 15.0)]).unwrap();
+        assert_eq!((d.ci95_low_pct, d.ci95_high_pct, d.df), (None, None, None));
+        assert!(d.change_pct.is_finite());
+        assert_eq!(
+            verdict(Metric::CtxSwitchesPerRequest, &d, 2.0),
+            Verdict::Undetermined
+        );
+        let d = paired(&[(1, 1.0), (2, 1.0)], &[(1, 0.9), (2, 1.1)]).unwrap();
+        assert!(d.ci95_high_pct.is_some());
+        let x = difference(&s(&[1e-300, 1e-300, 1e-300]), &s(&[1.0, 2.0, 3.0]));
+        assert!(x.is_none(), "{x:?}");
     }
 
     #[test]
