@@ -196,15 +196,9 @@ impl Drop for Syscalls {
 /// and kernel instructions, and cycles (both modes).
 pub const HW_EVENTS: [&str; 3] = ["instructions:u", "instructions:k", "cycles"];
 
-/// Environment variable naming the perf binary (default `perf` from PATH). Tests name a
-/// stand-in, or a missing file to exercise the "not available" path.
-pub const PERF_ENV: &str = "PINGMATRIX_PERF";
-
-/// The perf every count, recording and profile runs: `$PINGMATRIX_PERF`, else `perf` from
-/// PATH.
-pub fn program() -> std::ffi::OsString {
-    std::env::var_os(PERF_ENV).unwrap_or_else(|| "perf".into())
-}
+/// Which perf runs (`$PINGMATRIX_PERF`, else `perf` from PATH): one choice, in the profiler's
+/// module (a leaf the data layer may use), for the counts and the profile alike.
+pub use crate::profile::{PERF_ENV, perf_program as program};
 
 /// One `-x, -I` line of a [`HW_EVENTS`] event: perf's time (µs), the event's index, and its
 /// count in the interval — `Ok((count, percent of the interval the counter ran))`, or perf's

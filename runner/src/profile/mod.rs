@@ -59,7 +59,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use fold::{diff_flamegraph_svg, diff_folded, flamegraph_svg, fold_perf_script, sample_count};
-pub use perf::{Perf, Recording, profile, weight_unit};
+pub use perf::{PERF_ENV, Perf, Recording, profile, program as perf_program, weight_unit};
 
 /// How perf records call stacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -115,10 +115,20 @@ fn samples_written(stderr: &[u8]) -> Option<u64> {
     tail.split_whitespace().next()?.parse().ok()
 }
 
+/// Environment variable naming the perf binary (default `perf` from PATH). Tests name a
+/// stand-in, or a missing file to exercise the "not available" path.
+pub const PERF_ENV: &str = "PINGMATRIX_PERF";
+
+/// The perf every count, recording and profile runs: `$PINGMATRIX_PERF`, else `perf` from
+/// PATH.
+pub fn program() -> std::ffi::OsString {
+    std::env::var_os(PERF_ENV).unwrap_or_else(|| "perf".into())
+}
+
 impl Perf {
-    /// `perf` from PATH; see [`Perf::probe_with`].
+    /// The perf every count runs too ([`program`]); see [`Perf::probe_with`].
     pub fn probe() -> Result<Perf, NotAvailable> {
-        Perf::probe_with("perf")
+        Perf::probe_with(program())
     }
 
     /// Checks that `program` is a working perf that may sample here, picks the event

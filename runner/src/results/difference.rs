@@ -32,9 +32,7 @@ pub fn difference(old: &MetricValues, new: &MetricValues) -> Option<Difference> 
     }
     let diff = new.mean - old.mean;
     let to_pct = |x: f64| x / old.mean * 100.0;
-    if stated(to_pct(diff), 0.0).is_none() {
-        return None;
-    }
+    stated(to_pct(diff), 0.0)?;
     let ci = welch(old, new).and_then(|(half, df)| {
         let (lo, hi) = stated(to_pct(diff - half), to_pct(diff + half))?;
         Some((lo, hi, df))
