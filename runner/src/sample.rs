@@ -184,20 +184,29 @@ impl Sampler {
     }
 }
 
-/// CPU time at `t` by linear interpolation between the neighbouring samples.
-fn cpu_at(samples: &[Sample], t: u64) -> Option<f64> {
-    let after = samples.iter().position(|s| s.t_unix_us >= t)?;
+/// A counter's value at `t_unix_us` from (unix µs, cumulative value) reads, interpolated
+/// linearly between its neighbours; `None` outside the reads (a window edge before the first
+/// read or after the last is not guessed). The one interpolation of a polled counter: the
+/// server's CPU time here, the generator's counts in `count::timeline`.
+pub fn value_at(points: &[(u64, f64)], t_unix_us: u64) -> Option<f64> {
+    let after = points.iter().position(|p| p.0 >= t_unix_us)?;
     if after == 0 {
-        return (samples[0].t_unix_us == t).then_some(samples[0].cpu_us);
+        return (points[0].0 == t_unix_us).then_some(points[0].1);
     }
-    let (a, b) = (samples[after - 1], samples[after]);
-    let span = (b.t_unix_us - a.t_unix_us) as f64;
+    let (a, b) = (points[after - 1], points[after]);
+    let span = (b.0 - a.0) as f64;
     let frac = if span > 0.0 {
-        (t - a.t_unix_us) as f64 / span
+        (t_unix_us - a.0) as f64 / span
     } else {
         1.0
     };
-    Some(a.cpu_us + (b.cpu_us - a.cpu_us) * frac)
+    Some(a.1 + (b.1 - a.1) * frac)
+}
+
+/// CPU time at `t`, interpolated between the neighbouring samples.
+fn cpu_at(samples: &[Sample], t: u64) -> Option<f64> {
+    let points: Vec<(u64, f64)> = samples.iter().map(|s| (s.t_unix_us, s.cpu_us)).collect();
+    value_at(&points, t)
 }
 
 /// Server usage inside [start, start+window] given `responses` completed in it.
