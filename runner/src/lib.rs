@@ -3,7 +3,8 @@
 //! Reading order — data flows one way, config → plan → run → results → export/report:
 //! - `config` (matrix.toml, validated) → `plan` (expanded cells, groups, estimate);
 //! - `cmd` — the subcommands, wiring only: `cmd::run`, `cmd::report`, `cmd::compare`,
-//!   `cmd::plan`, `cmd::k8s`;
+//!   `cmd::plan`, `cmd::site`, `cmd::k8s`, `cmd::variants`, `cmd::which`,
+//!   `cmd::diff_flamegraph`;
 //! - `start` — the start of a run (a new run directory and run.json, or the run to resume,
 //!   checked for the same matrix and binaries); `schedule` — the policy of a run (groups,
 //!   interleaved repetitions, adaptive stops, drift re-runs, profiled repetitions, resume)
