@@ -27,8 +27,8 @@
 # THRESHOLD_PCT (5, the timing arm's), REPS (5, at least 3), CONFIRM_REPS (3, the confirming
 # run's: counts repeat, so three rounds confirm what five found), DURATION_MS (1000),
 # HEAD_ARGS (extra service arguments for HEAD only, e.g. "--burn-iters 30" or
-# "--burn-syscalls 20" or "--split-write-every 20" to inject a known cost and see the gate
-# fail), CONFIRM (1; 0 fails on the first measurement), OUT (target/gate), BUILD (1; 0 skips
+# "--burn-syscalls 20", "--split-write-every 20" or "--burn-faults 2" to inject a known cost
+# and see the gate fail), CONFIRM (1; 0 fails on the first measurement), OUT (target/gate), BUILD (1; 0 skips
 # the build below).
 # A dependency instead of this repository's commits: PATCH_CRATE (a crate the service depends
 # on) with BASE_SOURCE and HEAD_SOURCE, each a directory holding the crate (its own working

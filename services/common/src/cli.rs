@@ -1,5 +1,5 @@
 //! Command line shared by every service: `--listen`, `--workers`, `--burn-ns`, `--burn-iters`,
-//! `--burn-syscalls`, `--split-write-every`, `--help`.
+//! `--burn-syscalls`, `--burn-faults`, `--split-write-every`, `--help`.
 //!
 //! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`; a service that
 //! fails after that exits with code 1 and `<service>: <error>` on stderr ([`run_service`]).
@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::builder::RangedI64ValueParser;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
-use crate::burn::{MAX_BURN_ITERS, MAX_BURN_NS, MAX_BURN_SYSCALLS_EVERY};
+use crate::burn::{MAX_BURN_FAULTS, MAX_BURN_ITERS, MAX_BURN_NS, MAX_BURN_SYSCALLS_EVERY};
 use crate::split::MAX_SPLIT_WRITE_EVERY;
 
 /// Arguments every ping service accepts.
@@ -64,6 +64,17 @@ pub struct Args {
     )]
     pub burn_syscalls: u64,
 
+    /// Calibration aid: N fresh pages touched per request, 0 to 64 (N minor page faults per
+    /// request: kernel work that is neither a syscall nor a packet).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_BURN_FAULTS as i64)
+    )]
+    pub burn_faults: u64,
+
     /// Calibration aid: every N-th response write as two writes (two TCP segments), 0 (never)
     /// to 1000000 (a known amount of kernel work per request that a syscall count may miss).
     #[arg(
@@ -104,6 +115,10 @@ pub fn run_service<E: Display>(
     crate::burn::set_per_request_ns(args.burn_ns);
     crate::burn::set_per_request_iters(args.burn_iters);
     crate::burn::set_syscall_every(args.burn_syscalls);
+    if let Err(e) = crate::burn::set_faults(args.burn_faults) {
+        eprintln!("{service}: --burn-faults: cannot map the pages it touches: {e}");
+        return ExitCode::FAILURE;
+    }
     if args.split_write_every != 0 && crate::split::UNSUPPORTED.contains(&service) {
         // A bad argument for this service, refused as clap refuses one: before anything binds.
         eprintln!(
@@ -135,6 +150,9 @@ mod tests {
         assert_eq!(a.burn_iters, 0);
         assert_eq!(a.burn_syscalls, 0);
         assert_eq!(a.split_write_every, 0);
+        assert_eq!(a.burn_faults, 0);
+        let a = Args::try_parse_from(["x", "--burn-faults", "64"]).unwrap();
+        assert_eq!(a.burn_faults, MAX_BURN_FAULTS);
         let a = Args::try_parse_from(["x", "--split-write-every", "20"]).unwrap();
         assert_eq!(a.split_write_every, 20);
     }
@@ -183,6 +201,10 @@ mod tests {
             vec!["x", "--burn-syscalls", "99999999999999999999"],
             vec!["x", "--burn-syscalls", "often"],
             vec!["x", "--burn-iters"],
+            vec!["x", "--burn-faults", "-1"],
+            vec!["x", "--burn-faults", "65"],
+            vec!["x", "--burn-faults", "2.5"],
+            vec!["x", "--burn-faults"],
         ] {
             let err = Args::try_parse_from(&bad).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad:?}");

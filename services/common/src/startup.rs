@@ -107,6 +107,9 @@ pub struct StartupLine {
     /// services that do not use it are as they were.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub burn_syscalls: u64,
+    /// `--burn-faults`: page faults per request; printed only when not 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub burn_faults: u64,
     /// `--split-write-every`: every N-th response write as two; printed only when not 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub split_write_every: u64,
@@ -152,6 +155,7 @@ impl StartupLine {
             deviations: Vec::new(),
             burn_ns: crate::burn::per_request_ns(),
             burn_syscalls: crate::burn::syscall_every(),
+            burn_faults: crate::burn::faults_per_request(),
             split_write_every: crate::split::every(),
             io_uring_fds: None,
         }
@@ -201,6 +205,7 @@ mod tests {
             deviations: vec![Deviation::new("a", "b")],
             burn_ns: 0,
             burn_syscalls: 0,
+            burn_faults: 0,
             split_write_every: 0,
             io_uring_fds: None,
         };

@@ -47,6 +47,8 @@ macro_rules! conformance {
             burn_iters_out_of_range_exit_2 = burn,
             burn_syscalls_per_request = burn,
             burn_syscalls_out_of_range_exit_2 = burn,
+            burn_faults_per_request = burn,
+            burn_faults_out_of_range_exit_2 = burn,
             split_write_per_request = burn,
             split_write_out_of_range_exit_2 = burn,
         ]);)*

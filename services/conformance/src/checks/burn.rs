@@ -1,6 +1,7 @@
-//! `--burn-ns N`, `--burn-iters N` and `--burn-syscalls N`, the calibration knobs: reported in
-//! the start-up line, spent on every request (pipelined ones too; the syscalls counted by the
-//! kernel), and out-of-range values refused as usage errors.
+//! `--burn-ns N`, `--burn-iters N`, `--burn-syscalls N` and `--burn-faults N`, the calibration
+//! knobs: reported in the start-up line, spent on every request (pipelined ones too; the
+//! syscalls and page faults counted by the kernel), and out-of-range values refused as usage
+//! errors.
 //!
 //! Times are checked as lower bounds only: an upper bound would flake on a shared machine.
 
@@ -256,4 +257,69 @@ pub fn split_write_per_request(bin: &str) {
 /// Negative, over 10^6 or not a number: refused.
 pub fn split_write_out_of_range_exit_2(bin: &str) {
     refused(bin, "--split-write-every", &["-1", "1000001", "often"], "");
+}
+
+/// Requests and `--burn-faults` for [`burn_faults_per_request`].
+const FAULT_REQUESTS: u64 = 400;
+const FAULTS: u64 = 4;
+
+/// The process's minor page faults so far (`/proc/<pid>/stat`, every thread's, living or not).
+fn minor_faults(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the service's stat");
+    // After the command name's closing parenthesis: state is field 3, minflt field 10.
+    let rest = &stat[stat.rfind(')').expect("comm") + 1..];
+    rest.split_whitespace()
+        .nth(7)
+        .and_then(|f| f.parse().ok())
+        .expect("minflt")
+}
+
+/// `n` sequential pings on one connection, answered.
+fn pings(addr: std::net::SocketAddr, n: u64) {
+    let out = Command::new("python3")
+        .args(["-c", SEQUENTIAL_PINGS])
+        .args([
+            addr.ip().to_string(),
+            addr.port().to_string(),
+            n.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--burn-faults N`: reported in the start-up line, and N more minor page faults per request
+/// than the same service without it (the kernel's count in /proc, no perf needed), over
+/// sequential pings after a warm-up.
+pub fn burn_faults_per_request(bin: &str) {
+    let faults = |args: &[&str]| -> (u64, String) {
+        let svc = Service::start(bin, args);
+        pings(svc.addr(), 50);
+        let before = minor_faults(svc.pid());
+        pings(svc.addr(), FAULT_REQUESTS);
+        (minor_faults(svc.pid()) - before, svc.startup_raw.clone())
+    };
+    let (plain, _) = faults(&[]);
+    let (burnt, line) = faults(&["--burn-faults", &FAULTS.to_string()]);
+    assert!(
+        line.contains(&format!("\"burn_faults\":{FAULTS}")),
+        "start-up line does not report burn_faults: {line}"
+    );
+    let added = burnt.saturating_sub(plain);
+    let want = FAULTS * FAULT_REQUESTS;
+    // A fault or two of the service's own either way (an allocator growing in one run).
+    assert!(
+        added.abs_diff(want) <= want / 20,
+        "{bin}: {burnt} faults with --burn-faults {FAULTS}, {plain} without, over {FAULT_REQUESTS} requests: \
+         {added} added, want {want}"
+    );
+}
+
+pub fn burn_faults_out_of_range_exit_2(bin: &str) {
+    refused(bin, "--burn-faults", &["-1", "65", "often"], "");
 }
