@@ -359,7 +359,9 @@ rows = json.load(open(sys.argv[1]))["rows"]
 print(" ".join(sorted({r["cell"].split("/")[0] for r in rows if r["verdict"] == "regressed"})))' "$out/gate.json")
         found=$(python3 -I -c 'import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
-print("; ".join("%s %+.2f %% at %s" % (r["metric"], r["change_pct"], r["cell"]) for r in rows if r["verdict"] == "regressed"))' "$out/gate.json")
+size = lambda r: ("%+.3f/request" % r["change_abs"] if r.get("change_abs") is not None
+                 else "%+.2f %%" % r["change_pct"] if r.get("change_pct") is not None else "changed")
+print("; ".join("%s %s at %s" % (r["metric"], size(r), r["cell"]) for r in rows if r["verdict"] == "regressed"))' "$out/gate.json")
         say "a regression in $scenarios ($found): measuring again in fresh processes, head first …"
         staged confirm head base "$scenarios" "$confirm_reps" 0 >"$tools/confirm" || exit $?
         again=$(cat "$tools/confirm")

@@ -60,6 +60,10 @@ for scenario, level, rate in [("ping", "c1", None), ("ping-open", "r5000", 5000.
         cells.append({"key": key, "service": s, "scenario": scenario, "level": level, "profile": "pinned",
                       "status": "failed" if failed else "ok", "n": 0 if failed else 3,
                       "offered_rate_per_s": rate, "failure": "crashed" if failed else None})
+        if mode == "faults":
+            # Two page faults per request on head, about none on base: the absolute arm.
+            f = 2.0 if s == head else 0.0001
+            cells[-1]["counted"] = {"server": {"faults": {"n": 3, "median": f, "mean": f, "min": f, "max": f}}}
         if s == head and not failed:
             d = {"ratio": 1.0, "change_pct": 0.0, "ci95_low_pct": -0.01, "ci95_high_pct": 0.01, "df": 2.0,
                  "paired": True}
@@ -123,11 +127,11 @@ class GateScript(unittest.TestCase):
                 f.write(text)
             os.chmod(p, 0o755)
 
-    def gate(self, mode):
+    def gate(self, mode, metrics="syscalls_per_request"):
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
         # BUILD=0: the stand-in binaries are the gate's tools, nothing to build.
         env.update(FAKE_MATRIX_MODE=mode, FAKE_SERVICE=SERVICE, SERVICE=SERVICE,
-                   GATE_METRICS="syscalls_per_request", REPS="3", BUILD="0")
+                   GATE_METRICS=metrics, REPS="3", BUILD="0")
         p = subprocess.run(["bash", "scripts/gate.sh", "HEAD~1", "HEAD"], cwd=self.repo, env=env,
                            capture_output=True, text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
@@ -168,6 +172,16 @@ class GateScript(unittest.TestCase):
         self.assertIn("calibration", configs["first"])
         self.assertNotIn("calibration", configs["confirm"])
         self.assertEqual([v["name"] for v in configs["confirm"]["services"][0]["variants"]], ["head", "base"])
+
+    def test_a_page_fault_regression_from_a_base_of_zero_is_confirmed_and_fails(self):
+        """A real --burn-faults 2 gate crashed here: the confirming run's announcement formatted
+        a percent change the absolute arm does not have (its base is 0)."""
+        rc, out, err = self.gate("faults", metrics="syscalls_per_request,faults_per_request")
+        self.assertEqual(rc, 1, out + err)
+        self.assertNotIn("Traceback", err)
+        self.assertIn("faults_per_request +2.000/request at ping/c1/pinned", err)
+        self.assertIn("regressed (confirmed)", out)
+        self.assertIn("head costs +2.000 page faults/request", out)
 
     def test_an_interrupted_run_cannot_be_judged(self):
         rc, out, err = self.gate("interrupted")
