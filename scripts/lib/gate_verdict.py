@@ -285,7 +285,16 @@ def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
             elif by_name.get(name) is None:
                 r = row(label, name, arm, None, None, "cannot be judged", "not measured in this cell (results.md says why)")
             else:
-                r = judge_metric(label, name, arm, by_name[name], threshold)
+                # A count that varied past its exact CV between repetitions of one binary here
+                # (open-loop syscalls batch with timing) follows time: judged as a time is.
+                path, exact_cv = table.summary(name), num(d.get("exact_cv"))
+                inexact = arm == "counted" and exact_cv is not None and any(
+                    (num(dig(c, path + ("cv",))) or 0.0) > exact_cv for c in (base_cell, cell))
+                r = judge_metric(label, name, "time" if inexact else arm, by_name[name], threshold)
+                if inexact:
+                    r.update(arm="counted", exact=False)
+                    r["why"] = (f"not exact here (CV over {100 * exact_cv:g} % between repetitions): judged as a "
+                                "time, " + r["why"])
                 if arm == "counted":
                     r["base_value"] = median_of(base_cell, table.summary(name))
                     r["head_value"] = median_of(cell, table.summary(name))
@@ -450,9 +459,10 @@ def confirm(rows, rows2):
             r["confirm_change_abs"] = r2.get("change_abs") if r2 else None
         if repeats(r, r2):
             r["verdict"] = "regressed (confirmed)"
-        elif r["arm"] == "time":
-            # A time that moved once past a wide MDE and not again is the noise the MDE
-            # describes: shown, not failed. A count that does not repeat is a finding.
+        elif r["arm"] == "time" or r.get("exact") is False:
+            # A time (or a count that follows time) that moved once past a wide MDE and not
+            # again is the noise the MDE describes: shown, not failed. An exact count that
+            # does not repeat is a finding.
             r["verdict"] = "not repeated"
         else:
             r["verdict"] = "unstable"
@@ -529,7 +539,7 @@ def headline(rows, candidate, service):
                 r["verdict"] in FOUND for r in mine):
             parts.append(f"{word} improved")
     time = [r for r in rows if r["arm"] == "time"]
-    for r in time:
+    for r in rows:
         if r["verdict"] == "not repeated":
             parts.append(f"{label(r)} at {r['cell']} moved {pct(r['change_pct'])} once, not again (noise)")
     if time and all(r["verdict"] in ("unchanged", "not repeated") for r in time):

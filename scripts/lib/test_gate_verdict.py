@@ -287,6 +287,40 @@ class Gate(unittest.TestCase):
         self.assertIn("no metric definitions", md)
         self.assertEqual(err, "")
 
+    def test_a_count_that_follows_time_is_judged_as_a_time(self):
+        """An A/A gate failed on open-loop syscalls/request, +2.85 % [+0.66, +5.09] past a 2.33 %
+        MDE, then -2.19 % in the confirming run: 'unstable'. At a fixed offered rate syscalls batch
+        with timing (CV over 1 % between repetitions of one binary), so such a count is judged as
+        a time: past THRESHOLD_PCT and its MDE, and a change that does not repeat is noise."""
+        def run(change, cv, verdict="worse"):
+            res = results({"c1": with_metric("syscalls_per_request",
+                                             metric("syscalls_per_request", change, 2.2, 2.33, verdict))})
+            for c in res["cells"]:
+                c.setdefault("counted", {})["server"] = {"syscalls": {"n": 5, "median": 2.9, "mean": 2.9,
+                                                                       "min": 2.8, "max": 3.0, "cv": cv}}
+            base = dict(res["cells"][0], key=f"{BASE}__ping__c1__pinned", service=BASE)
+            res["cells"].append(base)
+            return res
+        metrics = dict(metrics="syscalls_per_request,time")
+        # Exact (CV 0.1 %): the count arm, and a change that does not repeat is a finding.
+        rc, md, _, _ = self.run_gate(run(2.85, 0.001), "--confirm", self.write("again.json", run(-2.19, 0.001)), **metrics)
+        self.assertEqual(rc, 1, md)
+        self.assertIn("unstable", md)
+        # Not exact (CV 3 %): under THRESHOLD_PCT (5 %), unchanged.
+        rc, md, _, data = self.run_gate(run(2.85, 0.03), **metrics)
+        self.assertEqual(rc, 0, md)
+        row = next(r for r in data["rows"] if r["metric"] == "syscalls_per_request")
+        self.assertEqual((row["arm"], row["exact"], row["threshold_pct"]), ("counted", False, 5.0))
+        self.assertIn("not exact here", row["why"])
+        # Past it once and not again: noise, shown, not failed.
+        rc, md, _, data = self.run_gate(run(8.0, 0.03), "--confirm", self.write("again.json", run(-2.19, 0.03)), **metrics)
+        self.assertEqual(rc, 0, md)
+        self.assertIn("moved +8.0 % once, not again (noise)", md)
+        # Past it twice: confirmed, a failure as any.
+        rc, md, _, _ = self.run_gate(run(8.0, 0.03), "--confirm", self.write("again.json", run(8.0, 0.03)), **metrics)
+        self.assertEqual(rc, 1, md)
+        self.assertIn("regressed (confirmed)", md)
+
     def test_what_cannot_be_judged_fails_with_its_reason_and_no_traceback(self):
         one_rep = [metric(m["metric"], None) for m in QUIET]
         rc, md, err, _ = self.run_gate(results({"c1": one_rep}))

@@ -37,6 +37,7 @@ const fn time(
         gate_loads: &[],
         gate_floor: None,
         gate_level: None,
+        exact_cv: None,
         leaderboard: false,
         attributed: false,
     }
@@ -66,6 +67,7 @@ const fn count(
         gate_loads: BOTH,
         gate_floor: None,
         gate_level: None,
+        exact_cv: Some(crate::results::counted::EXACT_CV),
         leaderboard: false,
         attributed: false,
     }

@@ -128,6 +128,10 @@ pub struct Definition {
     /// The only level the gate judges it at (instructions: c1, where Valgrind counts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate_level: Option<&'static str>,
+    /// A count's CV between repetitions above which it is not exact (`results::counted`): the
+    /// gate then judges it as it judges a time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact_cv: Option<f64>,
     /// A column of the run page's leaderboard.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub leaderboard: bool,
