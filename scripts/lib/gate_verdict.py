@@ -278,16 +278,15 @@ def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
             wanted += table.times(model, level)
         for name in wanted:
             d = table.defs[name]
-            arm = d["gate"]
+            arm, path = d["gate"], table.summary(name)
             if arm == "absolute":
-                path = table.summary(name)
                 r = judge_absolute(label, name, dig(base_cell, path), dig(cell, path), d.get("gate_floor") or 0.0)
             elif by_name.get(name) is None:
                 r = row(label, name, arm, None, None, "cannot be judged", "not measured in this cell (results.md says why)")
             else:
                 # A count that varied past its exact CV between repetitions of one binary here
                 # (open-loop syscalls batch with timing) follows time: judged as a time is.
-                path, exact_cv = table.summary(name), num(d.get("exact_cv"))
+                exact_cv = num(d.get("exact_cv"))
                 inexact = arm == "counted" and exact_cv is not None and any(
                     (num(dig(c, path + ("cv",))) or 0.0) > exact_cv for c in (base_cell, cell))
                 r = judge_metric(label, name, "time" if inexact else arm, by_name[name], threshold)
@@ -296,8 +295,8 @@ def judge_run(res, baseline, candidate, threshold, metrics, crate=None):
                     r["why"] = (f"not exact here (CV over {100 * exact_cv:g} % between repetitions): judged as a "
                                 "time, " + r["why"])
                 if arm == "counted":
-                    r["base_value"] = median_of(base_cell, table.summary(name))
-                    r["head_value"] = median_of(cell, table.summary(name))
+                    r["base_value"] = median_of(base_cell, path)
+                    r["head_value"] = median_of(cell, path)
                 if name == attributed and r["base_value"] is not None and r["head_value"] is not None:
                     r["functions"] = function_diff(base_cell, cell, r["head_value"] - r["base_value"])
                 if arm == "counted" and label not in calibrated and r["verdict"] != "cannot be judged":
@@ -338,6 +337,16 @@ def row(cell, metric, arm, d, threshold, verdict, why, mde=None):
     }
 
 
+def span(b, h):
+    """The change between two sides' ranges over their repetitions, every head repetition
+    against every base one: (head min − base max, head max − base min), None where a bound is
+    missing."""
+    def edge(x, y):
+        x, y = num((h or {}).get(x)), num((b or {}).get(y))
+        return None if x is None or y is None else x - y
+    return edge("min", "max"), edge("max", "min")
+
+
 def judge_crate(cell, crate, b, h):
     """The patched crate's own instructions per request, base against head: the change of the
     medians, its interval from the two sides' ranges over their repetitions (every head
@@ -348,8 +357,7 @@ def judge_crate(cell, crate, b, h):
         why = (f"no instructions of crate {crate} counted on " + ("either side" if bm is None and hm is None
                else "the base" if bm is None else "the head" if hm is None else "the base (0)"))
         return row(cell, name, "counted", None, None, "cannot be judged", why) | {"crate": crate}
-    lo = (num(h.get("min")) - num(b.get("max"))) / bm * 100 if num(h.get("min")) is not None and num(b.get("max")) is not None else None
-    hi = (num(h.get("max")) - num(b.get("min"))) / bm * 100 if num(h.get("max")) is not None and num(b.get("min")) is not None else None
+    lo, hi = (None if x is None else x / bm * 100 for x in span(b, h))
     d = {"change_pct": (hm - bm) / bm * 100, "ci95_low_pct": lo, "ci95_high_pct": hi}
     r = row(cell, name, "counted", d, COUNTED_FLOOR_PCT, "unchanged",
             f"floor {COUNTED_FLOOR_PCT:g} % of the crate's own instructions; the interval spans every repetition of both sides")
@@ -375,8 +383,7 @@ def judge_absolute(cell, name, b, h, floor):
         why = ("not counted on " + ("either side" if bm is None and hm is None else "the base" if bm is None
                else "the head") + " (a run without the exact count: results.md says why)")
         return row(cell, name, "absolute", None, None, "cannot be judged", why)
-    lo = num((h or {}).get("min")) - num((b or {}).get("max")) if num((h or {}).get("min")) is not None and num((b or {}).get("max")) is not None else None
-    hi = num((h or {}).get("max")) - num((b or {}).get("min")) if num((h or {}).get("max")) is not None and num((b or {}).get("min")) is not None else None
+    lo, hi = span(b, h)
     delta = hm - bm
     rel = {"change_pct": delta / bm * 100 if bm > 0 else None,
            "ci95_low_pct": lo / bm * 100 if bm > 0 and lo is not None else None,

@@ -95,11 +95,14 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // Check the README before spending time on plots: a missing marker is the likely error.
+    // Where it has a place for the list of runs (this repository's does), that is filled too.
+    let mut lists_runs = false;
     if let Some(readme) = &args.readme {
         let text = std::fs::read_to_string(readme)
             .with_context(|| format!("reading {}", readme.display()))?;
         readme::replace(&text, readme::REFERENCE, "")
             .map_err(|e| anyhow::anyhow!("{}: {e}", readme.display()))?;
+        lists_runs = text.contains(readme::RUNS.begin);
     }
     let set = set::load(&args.run)?;
     if args.readme.is_some()
@@ -122,10 +125,8 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         let section = report::headline::render(&set, &charts, readme_dir)?;
         readme::update_file(readme, readme::REFERENCE, &section)?;
         println!("updated the reference section of {}", readme.display());
-        // Every committed run beside this one, each with its page, where the README has a
-        // place for the list (this repository's does).
-        let text = std::fs::read_to_string(readme)?;
-        if text.contains(readme::RUNS.begin) {
+        // Every committed run beside this one, each with its page.
+        if lists_runs {
             let results_dir = set.dir.parent().unwrap_or(Path::new("."));
             let runs = report::runs::render(results_dir, readme_dir)?;
             readme::update_file(readme, readme::RUNS, &runs)?;

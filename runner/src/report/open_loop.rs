@@ -6,7 +6,7 @@ use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
 use super::palette::colour;
-use super::style::{self, error_bars};
+use super::style;
 use super::throughput::{dodge, levels};
 use crate::results::units::{micros_brief, rate_brief};
 
@@ -58,17 +58,12 @@ pub fn render(title: &str, series: &[LatencyLine]) -> anyhow::Result<String> {
         let k = series.len();
         for (i, s) in series.iter().enumerate() {
             let c = colour(&s.service);
-            let pts: Vec<(f64, &P99)> = s
+            let pts: Vec<_> = s
                 .points
                 .iter()
-                .map(|p| (pos(p.rate) + dodge(i, k), p))
+                .map(|p| (pos(p.rate) + dodge(i, k), p.p99, p.lo, p.hi))
                 .collect();
-            chart.draw_series(
-                pts.iter()
-                    .map(|(x, p)| Circle::new((*x, p.p99), 4, c.filled())),
-            )?;
-            let bars: Vec<(f64, f64, f64)> = pts.iter().map(|(x, p)| (*x, p.lo, p.hi)).collect();
-            error_bars(&mut chart, &bars, c)?;
+            style::dots_with_bars(&mut chart, &pts, c)?;
         }
         let entries: Vec<_> = series
             .iter()

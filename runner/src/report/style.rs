@@ -156,6 +156,26 @@ pub fn swatch(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
     move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(3))
 }
 
+/// One series of a chart whose levels are categories: a dot at each (x, y) and its (low,
+/// high) bar, x already dodged to the series' place at its level.
+pub fn dots_with_bars<'a, XR, YR>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<XR, YR>>,
+    points: &[(f64, f64, f64, f64)],
+    c: RGBColor,
+) -> anyhow::Result<()>
+where
+    XR: Ranged<ValueType = f64>,
+    YR: Ranged<ValueType = f64>,
+{
+    chart.draw_series(
+        points
+            .iter()
+            .map(|&(x, y, _, _)| Circle::new((x, y), 4, c.filled())),
+    )?;
+    let bars: Vec<(f64, f64, f64)> = points.iter().map(|&(x, _, lo, hi)| (x, lo, hi)).collect();
+    error_bars(chart, &bars, c)
+}
+
 /// Vertical error bars (x, low, high) with 10-pixel caps.
 pub fn error_bars<'a, XR, YR>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<XR, YR>>,

@@ -3,10 +3,8 @@
 //! The levels are categories, not a continuous axis, and no line joins them: a line from
 //! c1 to c64 would draw values nobody measured in between.
 
-use plotters::prelude::*;
-
 use super::palette::colour;
-use super::style::{self, error_bars};
+use super::style;
 use crate::results::units::rate_brief;
 
 /// One measured point: load-axis position, mean, CI (equal to the mean when n < 2).
@@ -65,17 +63,12 @@ pub fn render(title: &str, series: &[ThroughputLine]) -> anyhow::Result<String> 
         let k = series.len();
         for (i, s) in series.iter().enumerate() {
             let c = colour(&s.service);
-            let pts: Vec<Point> = s
+            let pts: Vec<_> = s
                 .points
                 .iter()
-                .map(|p| Point {
-                    x: pos(p.x) + dodge(i, k),
-                    ..p.clone()
-                })
+                .map(|p| (pos(p.x) + dodge(i, k), p.y, p.lo, p.hi))
                 .collect();
-            chart.draw_series(pts.iter().map(|p| Circle::new((p.x, p.y), 4, c.filled())))?;
-            let bars: Vec<(f64, f64, f64)> = pts.iter().map(|p| (p.x, p.lo, p.hi)).collect();
-            error_bars(&mut chart, &bars, c)?;
+            style::dots_with_bars(&mut chart, &pts, c)?;
         }
         let entries: Vec<_> = series
             .iter()

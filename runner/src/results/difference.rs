@@ -20,10 +20,14 @@ use crate::results::stats::{self, t_975};
 /// interval: its verdict is "no CI".
 pub const WIDEST_PCT: f64 = 1e12;
 
-/// `(low, high)` when both are finite and within [`WIDEST_PCT`].
+/// Whether a percentage can be stated: finite and within [`WIDEST_PCT`].
+fn within(x: f64) -> bool {
+    x.is_finite() && x.abs() <= WIDEST_PCT
+}
+
+/// `(low, high)` when both can be stated.
 fn stated(low: f64, high: f64) -> Option<(f64, f64)> {
-    let ok = |x: f64| x.is_finite() && x.abs() <= WIDEST_PCT;
-    (ok(low) && ok(high)).then_some((low, high))
+    (within(low) && within(high)).then_some((low, high))
 }
 
 pub fn difference(old: &MetricValues, new: &MetricValues) -> Option<Difference> {
@@ -32,7 +36,9 @@ pub fn difference(old: &MetricValues, new: &MetricValues) -> Option<Difference> 
     }
     let diff = new.mean - old.mean;
     let to_pct = |x: f64| x / old.mean * 100.0;
-    stated(to_pct(diff), 0.0)?;
+    if !within(to_pct(diff)) {
+        return None;
+    }
     let ci = welch(old, new).and_then(|(half, df)| {
         let (lo, hi) = stated(to_pct(diff - half), to_pct(diff + half))?;
         Some((lo, hi, df))
@@ -64,7 +70,9 @@ pub fn paired(old: &[(u32, f64)], new: &[(u32, f64)]) -> Option<Difference> {
     }
     let m = stats::mean(&logs)?;
     let pct = |x: f64| (x.exp() - 1.0) * 100.0;
-    stated(pct(m), 0.0)?;
+    if !within(pct(m)) {
+        return None;
+    }
     let ci = stats::stdev(&logs).and_then(|s| {
         let half = t_975(logs.len() - 1) * s / (logs.len() as f64).sqrt();
         stated(pct(m - half), pct(m + half))

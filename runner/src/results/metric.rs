@@ -43,6 +43,30 @@ const fn time(
     }
 }
 
+/// A latency percentile: a point of the merged histogram, on the board, gated in open loop
+/// (latency from intended send times at an equal offered rate).
+const fn latency(
+    key: Metric,
+    label: &'static str,
+    short: &'static str,
+    summary: &'static [&'static str],
+) -> Definition {
+    Definition {
+        gate: Some(Arm::Time),
+        leaderboard: true,
+        gate_loads: &["open"],
+        ..time(
+            key,
+            label,
+            short,
+            Unit::Micros,
+            ("faster", "slower"),
+            summary,
+            Shown::Point,
+        )
+    }
+}
+
 const fn count(
     key: Metric,
     label: &'static str,
@@ -121,34 +145,18 @@ pub const DEFINITIONS: [Definition; 15] = [
             Shown::Mean,
         )
     },
-    Definition {
-        gate: Some(Arm::Time),
-        leaderboard: true,
-        gate_loads: &["open"],
-        ..time(
-            Metric::LatencyP50Us,
-            "p50 latency",
-            "p50 µs",
-            Unit::Micros,
-            ("faster", "slower"),
-            &["latency", "p50_us"],
-            Shown::Point,
-        )
-    },
-    Definition {
-        gate: Some(Arm::Time),
-        leaderboard: true,
-        gate_loads: &["open"],
-        ..time(
-            Metric::LatencyP99Us,
-            "p99 latency",
-            "p99 µs",
-            Unit::Micros,
-            ("faster", "slower"),
-            &["latency", "p99_us"],
-            Shown::Point,
-        )
-    },
+    latency(
+        Metric::LatencyP50Us,
+        "p50 latency",
+        "p50 µs",
+        &["latency", "p50_us"],
+    ),
+    latency(
+        Metric::LatencyP99Us,
+        "p99 latency",
+        "p99 µs",
+        &["latency", "p99_us"],
+    ),
     // Start-up as results.md's start-up table and README's headline give it: a median of starts.
     Definition {
         leaderboard: true,

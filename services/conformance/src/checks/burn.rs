@@ -131,6 +131,45 @@ for i in range(int(sys.argv[3])):
         buf += chunk
 "#;
 
+/// How many times `event` fired in `svc` while it answered `requests` sequential pings on one
+/// connection (`perf stat -e event -p`, which runs the pings, so counting starts before the
+/// first); None, with a SKIPPED line naming `check`, where perf or the event is not available.
+fn perf_count(bin: &str, svc: &Service, check: &str, event: &str, requests: u32) -> Option<u64> {
+    let addr = svc.addr();
+    let out = Command::new(std::env::var("PINGMATRIX_PERF").unwrap_or_else(|_| "perf".into()))
+        .args(["stat", "-x,", "-e", event, "-p"])
+        .arg(svc.pid().to_string())
+        .args(["--", "python3", "-c", SEQUENTIAL_PINGS])
+        .args([addr.ip().to_string(), addr.port().to_string()])
+        .arg(requests.to_string())
+        .stdin(Stdio::null())
+        .output();
+    let text = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stderr).into_owned(),
+        Ok(o) => {
+            eprintln!(
+                "SKIPPED {bin} {check}: perf stat failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return None;
+        }
+        Err(e) => {
+            eprintln!("SKIPPED {bin} {check}: no perf: {e}");
+            return None;
+        }
+    };
+    // The count's line: the one naming the event (its part after `subsystem:`).
+    let name = event.rsplit(':').next().unwrap_or(event);
+    let n = text
+        .lines()
+        .find(|l| l.contains(name))
+        .and_then(|l| l.split(',').next()?.trim().parse().ok());
+    if n.is_none() {
+        eprintln!("SKIPPED {bin} {check}: no {event} count in {text:?}");
+    }
+    n
+}
+
 /// `--burn-syscalls N`: reported in the start-up line, and exactly one `getppid` every N
 /// requests, counted by the kernel's tracepoint under `perf stat` (skipped, saying so, where
 /// perf or its tracepoints are not available).
@@ -142,36 +181,13 @@ pub fn burn_syscalls_per_request(bin: &str) {
         "{}",
         svc.startup_raw
     );
-    let addr = svc.addr();
-    let out = Command::new(std::env::var("PINGMATRIX_PERF").unwrap_or_else(|_| "perf".into()))
-        .args(["stat", "-x,", "-e", "syscalls:sys_enter_getppid", "-p"])
-        .arg(svc.pid().to_string())
-        .args(["--", "python3", "-c", SEQUENTIAL_PINGS])
-        .args([addr.ip().to_string(), addr.port().to_string()])
-        .arg(SYSCALL_REQUESTS.to_string())
-        .stdin(Stdio::null())
-        .output();
-    let out = match out {
-        Ok(o) if o.status.success() => o,
-        Ok(o) => {
-            eprintln!(
-                "SKIPPED {bin} burn_syscalls_per_request: perf stat failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-            return;
-        }
-        Err(e) => {
-            eprintln!("SKIPPED {bin} burn_syscalls_per_request: no perf: {e}");
-            return;
-        }
-    };
-    let text = String::from_utf8_lossy(&out.stderr);
-    let counted: Option<u64> = text
-        .lines()
-        .find(|l| l.contains("sys_enter_getppid"))
-        .and_then(|l| l.split(',').next()?.trim().parse().ok());
-    let Some(counted) = counted else {
-        eprintln!("SKIPPED {bin} burn_syscalls_per_request: no getppid count in {text:?}");
+    let Some(counted) = perf_count(
+        bin,
+        &svc,
+        "burn_syscalls_per_request",
+        "syscalls:sys_enter_getppid",
+        SYSCALL_REQUESTS,
+    ) else {
         return;
     };
     assert_eq!(
@@ -202,37 +218,13 @@ pub fn split_write_per_request(bin: &str) {
     }
     let sends = |args: &[&str]| -> Option<u64> {
         let svc = Service::start(bin, args);
-        let addr = svc.addr();
-        let out = Command::new(std::env::var("PINGMATRIX_PERF").unwrap_or_else(|_| "perf".into()))
-            .args(["stat", "-x,", "-e", "sock:sock_send_length", "-p"])
-            .arg(svc.pid().to_string())
-            .args(["--", "python3", "-c", SEQUENTIAL_PINGS])
-            .args([addr.ip().to_string(), addr.port().to_string()])
-            .arg(SPLIT_REQUESTS.to_string())
-            .stdin(Stdio::null())
-            .output();
-        let text = match out {
-            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stderr).into_owned(),
-            Ok(o) => {
-                eprintln!(
-                    "SKIPPED {bin} split_write_per_request: perf stat failed: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                );
-                return None;
-            }
-            Err(e) => {
-                eprintln!("SKIPPED {bin} split_write_per_request: no perf: {e}");
-                return None;
-            }
-        };
-        let n = text
-            .lines()
-            .find(|l| l.contains("sock_send_length"))
-            .and_then(|l| l.split(',').next()?.trim().parse().ok());
-        if n.is_none() {
-            eprintln!("SKIPPED {bin} split_write_per_request: no send count in {text:?}");
-        }
-        n
+        perf_count(
+            bin,
+            &svc,
+            "split_write_per_request",
+            "sock:sock_send_length",
+            SPLIT_REQUESTS,
+        )
     };
     let every = SPLIT_EVERY.to_string();
     let svc = Service::start(bin, &["--split-write-every", &every]);
