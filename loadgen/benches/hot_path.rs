@@ -45,6 +45,7 @@ fn recording(c: &mut Criterion) {
         status: 200,
         body_bytes: 4,
         close: false,
+        stream: None,
     };
     let mut t = 1_000_000u64;
     c.bench_function("record completion (closed loop)", |b| {

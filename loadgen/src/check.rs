@@ -172,6 +172,7 @@ mod tests {
             expect_body_bytes: None,
             headers: vec![],
             io: crate::IoChoice::Auto,
+            protocol: Default::default(),
         }
     }
 

@@ -6,7 +6,7 @@ use std::io::Read;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
-use crate::spec::{IoChoice, LoadModel, LoadSpec};
+use crate::spec::{IoChoice, LoadModel, LoadSpec, Protocol};
 
 /// `loadgen --version`'s text after "loadgen ": the version, the method identity line
 /// and the build stamp, one per line.
@@ -86,13 +86,17 @@ pub struct Args {
     /// says which ran and why); uring where it is unavailable is an error
     #[arg(long, value_enum, default_value_t = IoChoice::Auto)]
     pub io: IoChoice,
+    /// HTTP version: http/1.1, or h2c (HTTP/2 with prior knowledge; --pipeline is then the
+    /// concurrent streams per connection, like h2load -m)
+    #[arg(long, value_enum, default_value_t = Protocol::Http11)]
+    pub protocol: Protocol,
     /// Write the JSON report to FILE; `-` prints only the JSON on stdout
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
     /// Read a serialized LoadSpec from FILE (`-` = stdin) instead of the load flags
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "connections", "threads", "duration", "requests", "rate", "pipeline",
-        "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers", "io"
+        "no_keepalive", "warmup", "timeout", "expect_status", "expect_body_bytes", "headers", "io", "protocol"
     ])]
     pub spec: Option<String>,
     /// Measure the machine's floor instead of loading a server: timer wake-up lateness on
@@ -203,6 +207,7 @@ impl Args {
             expect_body_bytes: self.expect_body_bytes,
             headers,
             io: self.io,
+            protocol: self.protocol,
         })
     }
 }

@@ -27,4 +27,4 @@ pub use hdr::{hdr_v2_b64, hdr_v2_decode};
 pub use merge::percentiles;
 pub use report::Report;
 pub use run::run;
-pub use spec::{DEFAULT_COALESCE_US, IoChoice, LoadModel, LoadSpec};
+pub use spec::{DEFAULT_COALESCE_US, IoChoice, LoadModel, LoadSpec, Protocol};

@@ -60,7 +60,14 @@ pub fn run(spec: &LoadSpec) -> Result<Report> {
     };
     let plan = Arc::new(Plan {
         addr: target.addr,
-        req: RequestBytes::new(&target, &spec.headers, spec.keepalive, spec.pipeline()),
+        req: RequestBytes::new(
+            &target,
+            &spec.headers,
+            spec.keepalive,
+            spec.pipeline(),
+            spec.protocol,
+        )
+        .map_err(anyhow::Error::msg)?,
         keepalive: spec.keepalive,
         pipeline: spec.pipeline(),
         threads: spec.threads,

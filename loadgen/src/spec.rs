@@ -59,6 +59,38 @@ impl IoChoice {
     }
 }
 
+/// The HTTP version spoken on every connection.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
+pub enum Protocol {
+    /// HTTP/1.1: a closed loop's `pipeline` requests per connection are pipelined.
+    #[default]
+    #[serde(rename = "http/1.1")]
+    #[value(name = "http/1.1")]
+    Http11,
+    /// HTTP/2 over cleartext with prior knowledge (h2c): a closed loop's `pipeline` requests
+    /// per connection are concurrent streams (`h2load -m`). On epoll.
+    #[serde(rename = "h2c")]
+    #[value(name = "h2c")]
+    H2c,
+}
+
+impl Protocol {
+    /// The name specs, configs and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http11 => "http/1.1",
+            Protocol::H2c => "h2c",
+        }
+    }
+
+    /// HTTP/1.1 (what a spec without the field ran).
+    pub fn is_http11(&self) -> bool {
+        *self == Protocol::Http11
+    }
+}
+
 /// Default wake-up coalescing: well under a timer wake-up's own lateness on a VM, so on-time
 /// sends stay on time.
 pub const DEFAULT_COALESCE_US: u64 = 20;
@@ -101,6 +133,9 @@ pub struct LoadSpec {
     /// `generator.io` is absent).
     #[serde(default)]
     pub io: IoChoice,
+    /// HTTP/1.1 (absent from specs and reports written before HTTP/2) or h2c.
+    #[serde(default, skip_serializing_if = "Protocol::is_http11")]
+    pub protocol: Protocol,
 }
 
 /// Longest measured window or warm-up accepted (24 h): longer is not a benchmark run, and
@@ -201,6 +236,14 @@ pub enum SpecError {
     UringOpenLoop,
     #[error("--io uring: io_uring is unavailable here ({0}); use --io epoll or auto")]
     UringUnavailable(String),
+    #[error(
+        "h2c runs on epoll; --io uring and uring-oneshot speak HTTP/1.1 only (use --io auto or epoll)"
+    )]
+    UringH2,
+    #[error("h2c keeps its connections open; --no-keepalive is HTTP/1.1's")]
+    H2WithoutKeepalive,
+    #[error("{0}")]
+    H2Request(String),
 }
 
 impl HostLimits {
@@ -257,7 +300,7 @@ impl LoadSpec {
                 if !(1..=1024).contains(&pipeline) {
                     return Err(SpecError::Pipeline(pipeline));
                 }
-                if pipeline > 1 && !self.keepalive {
+                if pipeline > 1 && !self.keepalive && self.protocol.is_http11() {
                     return Err(SpecError::PipelineWithoutKeepalive);
                 }
                 connections
@@ -289,6 +332,17 @@ impl LoadSpec {
         };
         if connections == 0 {
             return Err(SpecError::NoConnections);
+        }
+        if self.protocol == Protocol::H2c {
+            if self.io.is_uring() {
+                return Err(SpecError::UringH2);
+            }
+            if !self.keepalive {
+                return Err(SpecError::H2WithoutKeepalive);
+            }
+            let (_, _, authority, path) = crate::http::target::split(&self.url)?;
+            crate::http::h2::request_block(&path, &authority, &self.headers)
+                .map_err(SpecError::H2Request)?;
         }
         if self.threads == 0 {
             return Err(SpecError::NoThreads);
@@ -375,6 +429,7 @@ pub(crate) mod tests {
             expect_body_bytes: None,
             headers: Vec::new(),
             io: IoChoice::Auto,
+            protocol: Default::default(),
         }
     }
 

@@ -4,11 +4,17 @@
 use std::fmt::Write;
 
 use crate::report::{IoBackend, Percentiles, Receive, Report};
-use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
+use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec, Protocol};
 
 /// One line describing the load, e.g. for progress output.
 pub fn headline(spec: &LoadSpec) -> String {
     let model = match spec.model {
+        LoadModel::Closed {
+            connections,
+            pipeline,
+        } if spec.protocol == Protocol::H2c => {
+            format!("h2c, closed loop, {connections} connections × {pipeline} streams")
+        }
         LoadModel::Closed {
             connections,
             pipeline,
@@ -23,8 +29,13 @@ pub fn headline(spec: &LoadSpec) -> String {
             } else {
                 format!(", sends within {coalesce_us} µs sharing a wake-up")
             };
+            let h2 = if spec.protocol == Protocol::H2c {
+                "h2c, "
+            } else {
+                ""
+            };
             format!(
-                "open loop, {rate_per_s} req/s over up to {connections} connections{coalescing}"
+                "{h2}open loop, {rate_per_s} req/s over up to {connections} connections{coalescing}"
             )
         }
     };

@@ -17,6 +17,8 @@ pub enum ParseError {
     ContentLength,
     #[error("bad chunk framing")]
     Chunk,
+    #[error("HTTP/2: {0}")]
+    H2(&'static str),
 }
 
 /// One complete response.
@@ -26,6 +28,16 @@ pub struct Response {
     pub body_bytes: u64,
     /// The server will close (or already closed) the connection after this response.
     pub close: bool,
+    /// h2c: when its stream was sent, and whether inside the measured window (a connection's
+    /// streams are sent one by one); `None` for HTTP/1.1, whose batch shares the connection's.
+    pub stream: Option<Sent>,
+}
+
+/// When a request was sent, and whether it counts (it was sent inside the measured window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub at_ns: u64,
+    pub counted: bool,
 }
 
 /// Result of feeding buffered bytes.
@@ -103,6 +115,7 @@ impl ResponseParser {
             status: self.status,
             body_bytes: self.body_bytes,
             close: self.close,
+            stream: None,
         };
         self.reset();
         r
@@ -348,7 +361,8 @@ mod tests {
             Response {
                 status: 503,
                 body_bytes: 0,
-                close: true
+                close: true,
+                stream: None,
             }
         );
         let mut p = ResponseParser::new();
@@ -358,7 +372,8 @@ mod tests {
             Some(Response {
                 status: 200,
                 body_bytes: 3,
-                close: true
+                close: true,
+                stream: None,
             })
         );
         let mut p = ResponseParser::new();

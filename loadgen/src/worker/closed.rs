@@ -3,19 +3,24 @@
 
 use super::Worker;
 use super::conn::State;
+use crate::http::response::Sent;
 
 impl Worker {
-    /// Requests the next closed-loop batch may carry (0 = budget spent).
-    pub(super) fn batch_size(&self, now: u64) -> u32 {
+    /// Requests the next closed-loop batch may carry with `in_flight` already on its
+    /// connection (0 = budget spent, or the connection full).
+    pub(super) fn batch_size(&self, now: u64, in_flight: u32) -> u32 {
+        let room = self.plan.pipeline.saturating_sub(in_flight);
         match self.budget {
-            Some(b) if now >= self.ws_ns => (self.plan.pipeline as u64).min(b) as u32,
-            _ => self.plan.pipeline,
+            Some(b) if now >= self.ws_ns => (room as u64).min(b) as u32,
+            _ => room,
         }
     }
 
-    /// Issue the next batch on slot `ci` (open or connecting) and write it if possible.
+    /// Issue the next batch on slot `ci` (open or connecting) and write it if possible: the
+    /// whole pipeline on HTTP/1.1 (nothing is in flight), on h2c the streams that completed
+    /// since (each stream is its own closed loop, as `h2load -m` keeps them).
     pub(super) fn issue_closed(&mut self, ci: usize, now: u64) {
-        let n = self.batch_size(now);
+        let n = self.batch_size(now, self.conns[ci].in_flight);
         let c = &mut self.conns[ci];
         if n == 0 {
             return;
@@ -27,12 +32,15 @@ impl Worker {
             }
             self.rec.counts.sent += n as u64;
         }
-        c.counted = counted;
-        c.in_flight = n;
-        c.sent_ns = now;
         c.intended_ns = now;
-        c.wlen = self.plan.req.one_len * n as usize;
-        c.written = 0;
+        c.issue(
+            n,
+            &self.plan.req,
+            Sent {
+                at_ns: now,
+                counted,
+            },
+        );
         self.in_flight_total += n as u64;
         if c.state == State::Open {
             self.flush(ci);

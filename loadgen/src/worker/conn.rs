@@ -4,7 +4,9 @@
 
 use std::os::fd::RawFd;
 
-use crate::http::response::ResponseParser;
+use crate::http::h2::Session;
+use crate::http::request::RequestBytes;
+use crate::http::response::{ResponseParser, Sent};
 
 /// Fixed read buffer per connection. Bodies are skipped, so it only has to hold one response
 /// head; larger reads just mean fewer syscalls for large bodies.
@@ -31,11 +33,16 @@ pub struct Conn {
     pub rstart: usize,
     pub rend: usize,
     pub parser: ResponseParser,
+    /// h2c: the connection's HTTP/2 session — its framer, and the bytes it has to send, which
+    /// `wlen` and `written` then count (`None`: HTTP/1.1).
+    pub h2: Option<Box<Session>>,
     /// Bytes of the request batch to write, and how many are written.
     pub wlen: usize,
     pub written: usize,
-    /// Requests issued and not yet answered.
+    /// Requests issued and not yet answered, and how many of them count (were issued inside
+    /// the measured window): all or none of an HTTP/1.1 batch, h2c's stream by stream.
     pub in_flight: u32,
+    pub in_flight_counted: u32,
     pub sent_ns: u64,
     /// Open loop: intended send time of the request in flight.
     pub intended_ns: u64,
@@ -65,9 +72,11 @@ impl Conn {
             rstart: 0,
             rend: 0,
             parser: ResponseParser::new(),
+            h2: None,
             wlen: 0,
             written: 0,
             in_flight: 0,
+            in_flight_counted: 0,
             sent_ns: 0,
             intended_ns: 0,
             counted: false,
@@ -78,6 +87,59 @@ impl Conn {
             ops: 0,
             recv_armed: false,
             send_armed: false,
+        }
+    }
+
+    /// Issues `n` more requests, sent as `sent` says: counted in flight, and queued to write —
+    /// HTTP/1.1's batch is the first `n` of `req.batch`, h2c's are new streams after whatever
+    /// the session has still to send.
+    pub fn issue(&mut self, n: u32, req: &RequestBytes, sent: Sent) {
+        self.in_flight += n;
+        if sent.counted {
+            self.in_flight_counted += n;
+        }
+        self.counted = sent.counted;
+        self.sent_ns = sent.at_ns;
+        match (&mut self.h2, &req.h2_block) {
+            (Some(s), Some(block)) => {
+                // Past a connection's last stream id the requests are never sent: they time
+                // out, and the connection is opened afresh.
+                s.request(n, block, sent);
+                self.wlen = s.out.len();
+            }
+            _ => {
+                self.wlen = req.one_len * n as usize;
+                self.written = 0;
+            }
+        }
+    }
+
+    /// The bytes `wlen` and `written` count: the h2c session's, or HTTP/1.1's batch.
+    pub fn wbuf<'a>(&'a self, req: &'a RequestBytes) -> &'a [u8] {
+        match &self.h2 {
+            Some(s) => &s.out,
+            None => &req.batch,
+        }
+    }
+
+    /// Everything queued was written: an h2c session's buffer starts over.
+    pub fn written_all(&mut self) {
+        if let Some(s) = &mut self.h2 {
+            s.out.clear();
+            self.wlen = 0;
+            self.written = 0;
+        }
+    }
+
+    /// h2c: acknowledgements the framer queued beyond `wlen` are to be written too; true if
+    /// there are any.
+    pub fn take_control(&mut self) -> bool {
+        match &self.h2 {
+            Some(s) if s.out.len() > self.wlen => {
+                self.wlen = s.out.len();
+                true
+            }
+            _ => false,
         }
     }
 
@@ -111,6 +173,11 @@ impl Conn {
         self.parser.reset();
         self.wlen = 0;
         self.written = 0;
+        if let Some(s) = &mut self.h2 {
+            // A new connection opens with the preface.
+            **s = Session::new();
+            self.wlen = s.out.len();
+        }
         self.ops = 0;
         self.recv_armed = false;
         self.send_armed = false;

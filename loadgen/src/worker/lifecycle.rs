@@ -59,12 +59,17 @@ impl Worker {
         c.connect_failures = 0;
         c.state = State::Open;
         if c.wlen > c.written {
+            // A batch issued with the connect, or h2c's preface.
             self.flush(ci);
-        } else if self.plan.open.is_some() {
-            self.mark_free(ci);
-        } else if self.started && c.in_flight == 0 {
-            // Closed loop, connected after the start line (slow pre-connect): start working.
-            self.issue_closed(ci, now_ns());
+        }
+        let c = &self.conns[ci];
+        if c.state == State::Open && c.in_flight == 0 {
+            if self.plan.open.is_some() {
+                self.mark_free(ci);
+            } else if self.started {
+                // Closed loop, connected after the start line (slow pre-connect): start working.
+                self.issue_closed(ci, now_ns());
+            }
         }
     }
 
@@ -86,11 +91,12 @@ impl Worker {
     /// Count a connection's in-flight requests as failed with `kind`.
     pub(super) fn drop_requests(&mut self, ci: usize, kind: ErrorKind, now: u64) {
         let c = &mut self.conns[ci];
-        let n = c.in_flight as u64;
+        let (n, counted) = (c.in_flight as u64, c.in_flight_counted as u64);
         c.in_flight = 0;
+        c.in_flight_counted = 0;
         self.in_flight_total -= n;
-        if n > 0 && c.counted {
-            self.rec.error(kind, n, now);
+        if counted > 0 {
+            self.rec.error(kind, counted, now);
         }
     }
 
@@ -127,7 +133,7 @@ impl Worker {
                 State::Down { retry_at_ns } if retry_at_ns <= now => {
                     self.down.swap_remove(i);
                     let closed = self.plan.open.is_none();
-                    if closed && self.batch_size(now) == 0 {
+                    if closed && self.batch_size(now, 0) == 0 {
                         self.conns[ci].state = State::Parked;
                         continue;
                     }
@@ -150,14 +156,16 @@ impl Worker {
         let timeout = self.plan.timeout_ns;
         for ci in 0..self.conns.len() {
             let c = &self.conns[ci];
-            let (state, n, counted) = (c.state, c.in_flight as u64, c.counted);
+            let (state, n, counted) = (c.state, c.in_flight as u64, c.in_flight_counted as u64);
+            // h2c: since the connection's latest stream (its streams are not timed one by one).
             let (sent_ns, connect_ns) = (c.sent_ns, c.connect_started_ns);
             match state {
                 State::Open | State::Connecting if n > 0 && now - sent_ns >= timeout => {
-                    if counted {
-                        self.rec.timeout(n, now);
+                    if counted > 0 {
+                        self.rec.timeout(counted, now);
                     }
                     self.conns[ci].in_flight = 0;
+                    self.conns[ci].in_flight_counted = 0;
                     self.in_flight_total -= n;
                     if state == State::Connecting {
                         self.cc.failed += 1;
@@ -176,9 +184,7 @@ impl Worker {
     pub(super) fn close_all(&mut self, now: u64) {
         let mut in_flight = 0;
         for c in &mut self.conns {
-            if c.counted {
-                in_flight += c.in_flight as u64;
-            }
+            in_flight += c.in_flight_counted as u64;
             c.reset_socket();
         }
         self.rec.counts.in_flight_at_end = in_flight;

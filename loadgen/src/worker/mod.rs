@@ -127,7 +127,15 @@ impl Worker {
         });
         Ok(Self {
             io: Io::new(plan.io, n, plan.multishot)?,
-            conns: (0..n).map(|_| Conn::new()).collect(),
+            conns: (0..n)
+                .map(|_| {
+                    let mut c = Conn::new();
+                    if plan.req.h2_block.is_some() {
+                        c.h2 = Some(Box::default());
+                    }
+                    c
+                })
+                .collect(),
             events: Vec::with_capacity(n.min(1024)),
             done: Vec::with_capacity(n * 2),
             rec: Recorder::new(

@@ -3,6 +3,7 @@
 
 use super::Worker;
 use super::conn::State;
+use crate::http::response::Sent;
 use crate::sys::clock::now_ns;
 
 impl Worker {
@@ -46,12 +47,15 @@ impl Worker {
             let sent = now_ns();
             let counted = k >= o.k_window;
             let c = &mut self.conns[ci];
-            c.counted = counted;
-            c.in_flight = 1;
-            c.sent_ns = sent;
             c.intended_ns = intended;
-            c.wlen = self.plan.req.one_len;
-            c.written = 0;
+            c.issue(
+                1,
+                &self.plan.req,
+                Sent {
+                    at_ns: sent,
+                    counted,
+                },
+            );
             self.in_flight_total += 1;
             if counted {
                 self.rec.counts.sent += 1;

@@ -9,6 +9,7 @@ use crate::report::IoBackend;
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub addr: SocketAddr,
+    /// The request's bytes: HTTP/1.1's batch, or (h2c) the header block every stream sends.
     pub req: RequestBytes,
     pub keepalive: bool,
     pub pipeline: u32,

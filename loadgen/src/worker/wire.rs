@@ -6,7 +6,7 @@ use std::io;
 
 use super::Worker;
 use super::conn::State;
-use crate::http::response::{Response, Step};
+use crate::http::response::{Response, Sent, Step};
 use crate::recorder::ErrorKind;
 use crate::sys::clock::{now_ns, real_to_mono};
 use crate::sys::socket;
@@ -19,7 +19,7 @@ impl Worker {
         }
         let c = &mut self.conns[ci];
         while c.written < c.wlen {
-            match socket::send(c.fd, &self.plan.req.batch[c.written..c.wlen]) {
+            match socket::send(c.fd, &c.wbuf(&self.plan.req)[c.written..c.wlen]) {
                 Ok(n) => {
                     c.written += n;
                     if c.counted {
@@ -34,6 +34,7 @@ impl Worker {
                 }
             }
         }
+        c.written_all();
     }
 
     /// Read and frame everything available. `peer_closed`: the event reported the peer's
@@ -111,7 +112,12 @@ impl Worker {
         if c.counted {
             self.rec.bytes_read += n as u64;
         }
-        self.parse(ci, now)
+        let open = self.parse(ci, now);
+        // h2c: what the framer answers (SETTINGS and PING acknowledged, the window topped up).
+        if open && self.conns[ci].take_control() {
+            self.flush(ci);
+        }
+        open
     }
 
     /// Parse every complete response in the buffer. Returns false if the connection closed.
@@ -122,18 +128,26 @@ impl Worker {
             let c = &mut self.conns[ci];
             if c.rstart == c.rend {
                 c.compact();
-                if c.in_flight == 0 {
+                // h2c's closed loop sends a stream for each one answered (and HTTP/1.1 a
+                // batch once all are).
+                let refill = c.h2.is_some() && self.plan.open.is_none();
+                if c.in_flight == 0 || (refill && c.in_flight < self.plan.pipeline) {
                     return self.next_request(ci, now);
                 }
                 return true;
             }
-            if c.in_flight == 0 {
-                // Bytes nobody asked for: framing can no longer be trusted.
+            if c.in_flight == 0 && c.h2.is_none() {
+                // Bytes nobody asked for: framing can no longer be trusted (h2c's framer
+                // takes frames on no stream, and fails any on a stream not in flight).
                 self.unsolicited += 1;
                 self.close_open(ci, now);
                 return false;
             }
-            match c.parser.feed(&c.rbuf[c.rstart..c.rend]) {
+            let step = match &mut c.h2 {
+                Some(s) => s.feed(&c.rbuf[c.rstart..c.rend]),
+                None => c.parser.feed(&c.rbuf[c.rstart..c.rend]),
+            };
+            match step {
                 Step::Done { consumed, response } => {
                     c.rstart += consumed;
                     if !self.on_response(ci, response, now) {
@@ -176,8 +190,19 @@ impl Worker {
         let c = &mut self.conns[ci];
         c.in_flight -= 1;
         self.in_flight_total -= 1;
-        if c.counted {
-            self.rec.response(&r, now, c.sent_ns, c.intended_ns);
+        // h2c's streams carry their own send time; HTTP/1.1's batch shares the connection's.
+        let sent = r.stream.unwrap_or(Sent {
+            at_ns: c.sent_ns,
+            counted: c.in_flight_counted > 0,
+        });
+        // Closed loop: a request was intended when it was sent.
+        let intended = match (r.stream, self.plan.open) {
+            (Some(s), None) => s.at_ns,
+            _ => c.intended_ns,
+        };
+        if sent.counted {
+            c.in_flight_counted -= 1;
+            self.rec.response(&r, now, sent.at_ns, intended);
         }
         if c.in_flight > 0 {
             if r.close {

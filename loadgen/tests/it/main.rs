@@ -1,10 +1,12 @@
 //! loadgen's integration tests, one binary: the CLI contract, exact accounting, faults,
-//! hostile servers, the machine floor and the report schema, all on one support kit.
+//! hostile servers, the machine floor, h2c against an HTTP/2 server it did not write, and the
+//! report schema, all on one support kit.
 
 mod cli;
 mod counts;
 mod faults;
 mod floor;
+mod h2c;
 mod hostile;
 mod schema;
 mod support;

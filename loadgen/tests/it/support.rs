@@ -223,6 +223,7 @@ pub fn closed(url: String, connections: u32, pipeline: u32) -> LoadSpec {
         expect_body_bytes: None,
         headers: Vec::new(),
         io: IoChoice::Auto,
+        protocol: Default::default(),
     }
 }
 

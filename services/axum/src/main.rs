@@ -52,5 +52,8 @@ async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
     .context("cannot write the start-up line")?;
 
     let app = app::router();
-    match hyper_stack::serve(listener, || TowerToHyperService::new(app.clone())).await {}
+    match hyper_stack::serve(listener, &args.protocol, || {
+        TowerToHyperService::new(app.clone())
+    })
+    .await {}
 }

@@ -14,6 +14,9 @@ pub const MODELS: &[&str] = &["work-stealing", "thread-per-core", "coroutine"];
 /// I/O drivers a service may have: `io_uring-or-epoll` is io_uring where it can be set up,
 /// else epoll (the start-up line says which it got).
 pub const IO_DRIVERS: &[&str] = &["epoll", "io_uring", "io_uring-or-epoll"];
+/// Protocols a service may serve: HTTP/1.1 in cleartext (every service), and HTTP/2 over
+/// cleartext with prior knowledge (`--protocol h2c`).
+pub const PROTOCOLS: &[&str] = &["http/1.1", "h2c"];
 
 /// One service of the list.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -36,6 +39,16 @@ pub struct Service {
     pub io_uring_only: bool,
     /// Index into the charts' fixed palette.
     pub palette: usize,
+    /// What it serves, of [`PROTOCOLS`] (HTTP/1.1 always): a cell of another protocol is not
+    /// run for it, and reads "n/a" in every view.
+    pub protocols: Vec<String>,
+}
+
+impl Service {
+    /// Whether it serves `protocol` (a name of [`PROTOCOLS`]).
+    pub fn serves(&self, protocol: &str) -> bool {
+        self.protocols.iter().any(|p| p == protocol)
+    }
 }
 
 #[derive(Deserialize)]
@@ -72,6 +85,22 @@ pub fn parse(text: &str) -> Result<Vec<Service>, String> {
             return Err(format!(
                 "services list: {}: io_driver {:?} is not one of {IO_DRIVERS:?}",
                 s.name, s.io_driver
+            ));
+        }
+        if let Some(p) = s
+            .protocols
+            .iter()
+            .find(|p| !PROTOCOLS.contains(&p.as_str()))
+        {
+            return Err(format!(
+                "services list: {}: protocol {p:?} is not one of {PROTOCOLS:?}",
+                s.name
+            ));
+        }
+        if !s.serves("http/1.1") {
+            return Err(format!(
+                "services list: {}: protocols must include \"http/1.1\" (the contract)",
+                s.name
             ));
         }
         if s.io_uring_only && s.io_driver != "io_uring" {

@@ -1,5 +1,5 @@
 //! Command line shared by every service: `--listen`, `--workers`, `--burn-ns`, `--burn-iters`,
-//! `--burn-syscalls`, `--burn-faults`, `--split-write-every`, `--help`.
+//! `--burn-syscalls`, `--burn-faults`, `--split-write-every`, `--protocol`, `--help`.
 //!
 //! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`; a service that
 //! fails after that exits with code 1 and `<service>: <error>` on stderr ([`run_service`]).
@@ -85,6 +85,12 @@ pub struct Args {
         value_parser = RangedI64ValueParser::<u64>::new().range(0..=MAX_SPLIT_WRITE_EVERY as i64)
     )]
     pub split_write_every: u64,
+
+    /// What to serve: http/1.1, or h2c (HTTP/2 over cleartext with prior knowledge) where
+    /// services/services.toml says this service serves it; another is refused (exit 2).
+    #[arg(long, value_name = "PROTOCOL", default_value = "http/1.1",
+          value_parser = clap::builder::PossibleValuesParser::new(ping_catalogue::PROTOCOLS))]
+    pub protocol: String,
 }
 
 impl Args {
@@ -127,6 +133,15 @@ pub fn run_service<E: Display>(
         return ExitCode::from(2);
     }
     crate::split::set_every(args.split_write_every);
+    if args.protocol != "http/1.1"
+        && !ping_catalogue::find(service).is_some_and(|s| s.serves(&args.protocol))
+    {
+        eprintln!(
+            "error: {service} does not serve {} (services/services.toml lists what each service serves)",
+            args.protocol
+        );
+        return ExitCode::from(2);
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -9,8 +9,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hyper::body::{Body, Incoming};
+use hyper::server::conn::http2;
 use hyper::service::Service;
 use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use ping_common::listen::{Share, bind_listener};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
@@ -36,8 +38,14 @@ pub fn work_stealing(workers: usize) -> io::Result<Runtime> {
         .build()
 }
 
-/// Serves every connection `listener` accepts with a fresh `service()`, forever.
-pub async fn serve<S, B>(listener: TcpListener, service: impl Fn() -> S) -> std::convert::Infallible
+/// Serves every connection `listener` accepts with a fresh `service()`, forever, in
+/// `protocol` (`--protocol`: "http/1.1", or "h2c" — hyper's `http2::Builder` with its
+/// defaults, tasks spawned on the current runtime).
+pub async fn serve<S, B>(
+    listener: TcpListener,
+    protocol: &str,
+    service: impl Fn() -> S,
+) -> std::convert::Infallible
 where
     S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
     S::Future: Send + 'static,
@@ -47,6 +55,7 @@ where
     B::Error: Into<BoxError>,
 {
     let http = crate::builder();
+    let h2 = (protocol == "h2c").then(|| http2::Builder::new(TokioExecutor::new()));
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -57,8 +66,15 @@ where
             }
         };
         let _ = stream.set_nodelay(true);
-        let http = http.clone();
         let service = service();
+        if let Some(h2) = &h2 {
+            let h2 = h2.clone();
+            tokio::spawn(async move {
+                let _ = h2.serve_connection(TokioIo::new(stream), service).await;
+            });
+            continue;
+        }
+        let http = http.clone();
         tokio::spawn(async move {
             let _ = http
                 .serve_connection(CloseAwareIo::new(stream), service)

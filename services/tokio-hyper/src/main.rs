@@ -47,5 +47,5 @@ async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
     .context("cannot write the start-up line")?;
 
     let service = || service_fn(|req| hyper_stack::handler::handle(SERVICE, req));
-    match hyper_stack::serve(listener, service).await {}
+    match hyper_stack::serve(listener, &args.protocol, service).await {}
 }

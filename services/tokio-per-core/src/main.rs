@@ -27,8 +27,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     // SO_REUSEPORT would let us share a port a stale server still holds: probe it first.
     let listen = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let protocol: &'static str = if args.protocol == "h2c" {
+        "h2c"
+    } else {
+        "http/1.1"
+    };
     let started = per_core::start_threads("tokio-core", workers, &placement, move |cpu, ready| {
-        worker(listen, cpu, ready)
+        worker(listen, protocol, cpu, ready)
     })
     .map_err(anyhow::Error::msg)?;
 
@@ -54,7 +59,7 @@ fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// One worker thread: pin, build a current_thread runtime, bind, serve forever.
-fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<()>) {
+fn worker(listen: SocketAddr, protocol: &str, cpu: Option<usize>, ready: per_core::Ready<()>) {
     if let Some(cpu) = cpu
         && let Err(e) = per_core::pin_current_thread(cpu)
     {
@@ -83,6 +88,6 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<()>) {
         ready.serving(());
         // Tasks on this thread's current_thread runtime: they never leave this core.
         let service = || service_fn(|req| hyper_stack::handler::handle(SERVICE, req));
-        match hyper_stack::serve(listener, service).await {}
+        match hyper_stack::serve(listener, protocol, service).await {}
     });
 }
