@@ -360,6 +360,7 @@ fn instructions(
         service_args: &cell.service_args,
         path: &cell.path,
         headers: &headers,
+        protocol: cell.protocol,
         io_driver: out
             .told
             .iter()

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use crate::config::{CalibrationDef, Level, Matrix, ProfileDef, ScenarioDef, ServiceDef, Timing};
 use crate::results::adaptive::Adaptive;
-use crate::results::schema::CellSpec;
+use crate::results::schema::{CellSpec, NotApplicable};
 use crate::results::units::min_sec;
 
 /// Estimated fixed cost of one service start: spawn, first 200, verification, stop, port check.
@@ -58,6 +58,9 @@ pub struct Plan {
     /// `--count-instructions`: the cells it counts ([`CellSpec::counts_instructions`]) are
     /// followed by Valgrind's two runs, which the estimate includes.
     pub count_instructions: bool,
+    /// The (service, scenario) pairs not run because the service does not serve the
+    /// scenario's protocol.
+    pub not_applicable: Vec<NotApplicable>,
 }
 
 /// Estimated wall time of one repetition of `c`, in ms, with the exact syscall count after
@@ -240,6 +243,17 @@ impl Filter {
             }
         })
     }
+
+    /// Whether the selection keeps `c` and names both its service and its scenario: it asks
+    /// for that pair.
+    fn names_both(&self, c: &CellSpec) -> bool {
+        let named = |dim: &str, x: &str| {
+            self.dims
+                .iter()
+                .any(|(d, vals)| d.as_deref() == Some(dim) && vals.iter().any(|v| v == x))
+        };
+        self.keep(c) && named("service", &c.service) && named("scenario", &c.scenario)
+    }
 }
 
 /// What every cell of this plan shares: windows, repetitions and adaptive settings.
@@ -272,6 +286,7 @@ impl Shared<'_> {
             load: level.model.clone(),
             keepalive: scenario.keepalive,
             headers: scenario.headers.clone(),
+            protocol: scenario.protocol,
             loadgen_threads: self.m.loadgen_threads,
             repetitions: self.timing.repetitions,
             warmup_ms: self.timing.warmup_ms,
@@ -280,7 +295,7 @@ impl Shared<'_> {
             request_timeout_ms: self.m.request_timeout_ms,
             expect_body_bytes: scenario.expect_body_bytes,
             limits: profile.limits.clone(),
-            service_args: s.args.clone(),
+            service_args: service_args(s, scenario.protocol),
             churn: level.churn,
             hosts: profile.placement.clone(),
             // Churn cells have no primary metric to aim a CI at.
@@ -307,6 +322,35 @@ impl Shared<'_> {
         }
         out
     }
+}
+
+/// The service's arguments for `protocol`: a suite service is told to serve h2c.
+fn service_args(s: &ServiceDef, protocol: loadgen::Protocol) -> Vec<String> {
+    let mut args = s.args.clone();
+    if !protocol.is_http11() && !s.external {
+        args.extend(["--protocol".to_string(), protocol.name().to_string()]);
+    }
+    args
+}
+
+/// Whether `s` serves `protocol`: HTTP/1.1 every service does; another, a suite service
+/// whose services.toml entry lists it (a server the suite did not write declares nothing but
+/// HTTP/1.1).
+pub fn serves(s: &ServiceDef, protocol: loadgen::Protocol) -> bool {
+    if protocol.is_http11() {
+        return true;
+    }
+    let binary = s.variant.as_ref().map_or_else(
+        || {
+            s.binary
+                .file_name()
+                .and_then(|f| f.to_str())
+                .unwrap_or(&s.name)
+                .to_string()
+        },
+        |v| v.binary_name.clone(),
+    );
+    !s.external && ping_catalogue::find(&binary).is_some_and(|c| c.serves(protocol.name()))
 }
 
 fn short(scenario: &ScenarioDef, level: &Level, profile: &ProfileDef) -> String {
@@ -349,17 +393,39 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
 
     let mut groups = Vec::new();
     let mut offered = Vec::new();
+    let mut not_applicable = Vec::new();
     for (scenario, level, profile) in shared.cells() {
         if let Some(q) = quick
             && !q.cells.contains(&short(scenario, level, profile))
         {
             continue;
         }
-        let all: Vec<CellSpec> = m
-            .services
-            .iter()
-            .map(|s| shared.spec(s, scenario, level, profile, None))
-            .collect();
+        let mut all: Vec<CellSpec> = Vec::new();
+        for s in &m.services {
+            let c = shared.spec(s, scenario, level, profile, None);
+            if serves(s, scenario.protocol) {
+                all.push(c);
+                continue;
+            }
+            if filter.names_both(&c) {
+                anyhow::bail!(
+                    "--only asks for {} in scenario {}: {} does not serve {} \
+                     (services/services.toml lists what each service serves)",
+                    c.service,
+                    c.scenario,
+                    c.service,
+                    scenario.protocol.name()
+                );
+            }
+            let na = NotApplicable {
+                service: c.service.clone(),
+                scenario: c.scenario.clone(),
+                protocol: scenario.protocol,
+            };
+            if filter.keep(&c) && !not_applicable.contains(&na) {
+                not_applicable.push(na);
+            }
+        }
         let kept: Vec<CellSpec> = all.iter().filter(|c| filter.keep(c)).cloned().collect();
         offered.extend(all);
         if !kept.is_empty() {
@@ -428,6 +494,7 @@ pub fn expand(m: &Matrix, opts: &Options) -> anyhow::Result<Plan> {
             None
         },
         count_instructions: opts.count_instructions,
+        not_applicable,
     })
 }
 
@@ -559,6 +626,15 @@ pub fn render(plan: &Plan) -> String {
             r.key
         );
     }
+    for na in &plan.not_applicable {
+        let _ = writeln!(
+            out,
+            "n/a (not run): {} in {}: {}",
+            na.service,
+            na.scenario,
+            na.words().trim_start_matches("n/a: ")
+        );
+    }
     if plan.count_instructions {
         let counted: u32 = plan
             .all_cells()
@@ -684,6 +760,95 @@ memory_max_mib = 400
         assert_eq!(p.drift_after(), vec![2, 4, 6, 7]);
         assert!(p.calibration.is_empty());
         assert_eq!(p.estimate_s(), p.worst_case_s());
+    }
+
+    /// A scenario in h2c: a service whose services.toml entry does not list it (and one the
+    /// suite did not write) is not run there, and is listed as n/a; `--only` naming such a
+    /// pair is refused; the service that serves it is told `--protocol h2c` and loadgen to
+    /// speak it, its streams in the level's name.
+    #[test]
+    fn a_protocol_a_service_does_not_serve_is_not_applicable() {
+        let dir = std::env::temp_dir().join(format!("plan-h2c-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["ping-tokio-hyper", "ping-epoll"] {
+            std::fs::copy("/bin/true", dir.join(name)).unwrap();
+        }
+        let text = format!(
+            r#"
+[defaults]
+loadgen = "/bin/true"
+duration_ms = 200
+
+[[services]]
+name = "ping-tokio-hyper"
+binary = "{d}/ping-tokio-hyper"
+
+[[services]]
+name = "ping-epoll"
+binary = "{d}/ping-epoll"
+
+[[services]]
+name = "other"
+command = ["/bin/true", "{{port}}"]
+
+[[scenarios]]
+name = "ping"
+path = "/ping"
+load = {{ model = "closed", connections = [1] }}
+
+[[scenarios]]
+name = "ping-h2c"
+path = "/ping"
+protocol = "h2"
+load = {{ model = "closed", connections = [64], streams = 10 }}
+
+[[profiles]]
+name = "pinned"
+server_cpus = "0"
+loadgen_cpus = "0"
+"#,
+            d = dir.display()
+        );
+        let m = parse(Path::new("m.toml"), &text, None).unwrap();
+        let p = expand(&m, &Options::default()).unwrap();
+        let h2: Vec<&CellSpec> = p.cells().filter(|c| c.scenario == "ping-h2c").collect();
+        assert_eq!(h2.len(), 1, "only the service that serves h2c");
+        let c = h2[0];
+        assert_eq!(
+            (c.service.as_str(), c.level.as_str()),
+            ("ping-tokio-hyper", "c64s10")
+        );
+        assert_eq!(c.service_args, ["--protocol", "h2c"]);
+        assert_eq!(c.load_spec(1).protocol, loadgen::Protocol::H2c);
+        assert_eq!(c.load_spec(1).pipeline(), 10);
+        assert_eq!(p.cells().filter(|c| c.scenario == "ping").count(), 3);
+        let na: Vec<String> = p.not_applicable.iter().map(NotApplicable::words).collect();
+        assert_eq!(
+            na,
+            [
+                "n/a: ping-epoll does not serve h2c",
+                "n/a: other does not serve h2c"
+            ]
+        );
+        assert!(
+            render(&p).contains("n/a (not run): ping-epoll in ping-h2c"),
+            "{}",
+            render(&p)
+        );
+        // Asked for by name: refused before anything runs.
+        let only = |f: &[&str]| Options {
+            only: f.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let e = expand(&m, &only(&["service=ping-epoll", "scenario=ping-h2c"])).unwrap_err();
+        assert!(
+            e.to_string().contains("ping-epoll does not serve h2c"),
+            "{e}"
+        );
+        // Not asked for: the selection of one service lists nothing n/a for the others.
+        let p = expand(&m, &only(&["service=ping-tokio-hyper"])).unwrap();
+        assert!(p.not_applicable.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

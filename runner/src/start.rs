@@ -108,6 +108,7 @@ fn start_run(
         replay_of,
         target_ci_pct: args.select.target_ci,
         calibration_only: plan.groups.is_empty(),
+        not_applicable: plan.not_applicable.clone(),
         only: args.select.only.clone(),
         estimated_duration_s: plan.estimate_s(),
         // A replay measures nothing, its floors neither.

@@ -388,7 +388,9 @@ impl Session {
                     return Step::Error(ParseError::H2("the server reset a stream (RST_STREAM)"));
                 }
                 GOAWAY => {
-                    return Step::Error(ParseError::H2("the server closed the connection (GOAWAY)"));
+                    return Step::Error(ParseError::H2(
+                        "the server closed the connection (GOAWAY)",
+                    ));
                 }
                 PUSH_PROMISE => {
                     return Step::Error(ParseError::H2("PUSH_PROMISE, though push was disabled"));

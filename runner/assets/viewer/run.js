@@ -193,12 +193,20 @@ function render() {
       open: (c) => { state.set({ cell: c.key }); render(); document.getElementById("detail").focus(); },
       rowClass: (c, i, all) => [c.status && c.status !== "ok" ? "failed" : null, c.suspect ? "suspect" : null, i > 0 && tied(all[i - 1], c) ? "tied" : null].filter(Boolean).join(" "),
     }) : el("p", { class: "empty" }, "No cell here passes the filters."),
+    notServed(inTab.length ? inTab[0].scenario : null),
     el("p", { class: "hint" }, "Click a header to sort (Tab, Enter). Click a row or press Enter on it for the cell's detail; ↑ ↓ move. † generator saturated (a lower bound), ⚠ suspect, ✗ did not complete, * a deviation from the HTTP contract — hover or click for why. Rank: services sharing a band are ones the run cannot tell apart by the sorted metric. Where the board counted, it opens in rank by counted cost, README's headline's rule: instructions per request, then syscalls (plus io_uring submissions where counted); counts that overlap over the repetitions tie (2=); services without an instruction count after, by syscalls."));
   app.append(sec);
   const where = attribution(rows);
   if (where) app.append(where);
   app.append(charts(tab, inTab.filter(keep), levels, level));
   app.append(detail(s.cell));
+}
+
+// The services the run did not run in this scenario, because they do not serve its protocol
+// (run.json's `not_applicable`): "n/a", never a 0 or a failure.
+function notServed(scenario) {
+  const na = (R.not_applicable || []).filter((n) => n.scenario === scenario);
+  return na.length ? el("ul", { class: "na" }, na.map((n) => el("li", null, el("strong", null, n.service), " — " + n.words))) : null;
 }
 
 // The tab's profile in words (results.json's recorded matrix file, described on the Rust

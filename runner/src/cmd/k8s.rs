@@ -90,6 +90,7 @@ pub fn ingest(args: &IngestArgs) -> anyhow::Result<ExitCode> {
         baseline: String::new(),
         syscalls_off: Some("not counted"),
         count_instructions: false,
+        not_applicable: vec![],
     };
     crate::finish::write_all(&store, &mut run, &plan, RunStatus::Completed, None)?;
     println!(

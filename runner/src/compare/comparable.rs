@@ -147,6 +147,8 @@ pub fn cell_differences(old: Option<&CellSpec>, new: Option<&CellSpec>) -> Vec<S
         return Vec::new();
     };
     let mut r = Vec::new();
+    // Another protocol is another request: never paired, whatever the cells are called.
+    differ(&mut r, "protocol", &o.protocol.name(), &n.protocol.name());
     if o.load != n.load {
         r.push(format!("load model differs: {:?} vs {:?}", o.load, n.load));
     }
@@ -266,6 +268,23 @@ mod io_tests {
                 ("Accept".to_string(), "*/*".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn cells_of_other_protocols_are_never_paired() {
+        let h1 = crate::results::suspect::tests::spec(loadgen::LoadModel::Closed {
+            connections: 64,
+            pipeline: 10,
+        });
+        let h2 = CellSpec {
+            protocol: loadgen::Protocol::H2c,
+            ..h1.clone()
+        };
+        assert_eq!(
+            cell_differences(Some(&h1), Some(&h2)),
+            vec!["protocol differs: http/1.1 vs h2c".to_string()]
+        );
+        assert_eq!(h2.load_spec(1).protocol, loadgen::Protocol::H2c);
     }
 
     #[test]

@@ -141,13 +141,15 @@ pub struct ScenarioDef {
     pub expect_body_bytes: Option<u64>,
     /// Extra request headers, "Name: value", in the order sent.
     pub headers: Vec<String>,
+    /// The protocol every request is sent in (HTTP/1.1 unless the scenario says "h2").
+    pub protocol: loadgen::Protocol,
     pub levels: Vec<Level>,
     pub profiles: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Level {
-    /// "c64", "c16p16", "r20000".
+    /// "c64", "c16p16", "c64s10" (HTTP/2 streams), "r20000".
     pub label: String,
     /// For churn levels, a closed-model stand-in with the same connections (never given
     /// to loadgen).

@@ -180,6 +180,10 @@ pub struct Scenario {
     /// Extra request headers: a list of "Name: value" (as `curl -H` takes them), in order,
     /// or the name of a built-in set ("browser-like"). Checked in `validate::headers`.
     pub headers: Option<Spanned<toml::Value>>,
+    /// "http/1.1" (default) or "h2": HTTP/2, over cleartext with prior knowledge (h2c) unless
+    /// `tls` (not built yet: refused).
+    pub protocol: Option<Spanned<String>>,
+    pub tls: Option<Spanned<bool>>,
     pub load: Load,
     /// Restrict to these profiles (default: all).
     pub profiles: Option<Spanned<Vec<String>>>,
@@ -199,6 +203,9 @@ pub struct Load {
     pub model: Spanned<ModelKind>,
     pub connections: Option<Spanned<Vec<Spanned<u32>>>>,
     pub pipeline: Option<Spanned<u32>>,
+    /// HTTP/2's closed loop: concurrent streams per connection (`h2load -m`), each re-sent as
+    /// soon as it is answered.
+    pub streams: Option<Spanned<u32>>,
     pub rates_per_s: Option<Spanned<Vec<Spanned<f64>>>>,
     pub max_connections: Option<Spanned<u32>>,
     /// Churn model: open/close rounds per repetition.

@@ -610,6 +610,7 @@ mod tests {
             expect_body_bytes: None,
             headers: vec![],
             io: Default::default(),
+            protocol: Default::default(),
         }
     }
 

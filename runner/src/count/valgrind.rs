@@ -58,6 +58,8 @@ pub struct Target<'a> {
     pub path: &'a str,
     /// The cell's extra request headers: the count sends the request the timed load sends.
     pub headers: &'a [(String, String)],
+    /// The protocol the timed load speaks (the service was started for it).
+    pub protocol: loadgen::Protocol,
     /// The I/O driver the service reported when it ran normally; a different one under
     /// Valgrind (a fallback) would count another program.
     pub io_driver: Option<&'a str>,
@@ -254,7 +256,7 @@ fn run_once(t: &Target, n: u64) -> Result<Run, String> {
             startup.io_driver
         ));
     }
-    let mut conn = Conn::open(addr, t.path, t.headers)?;
+    let mut conn = Conn::open(addr, t.path, t.headers, t.protocol)?;
     for i in 0..n {
         conn.get().map_err(|e| format!("request {i}: {e}"))?;
     }
@@ -325,17 +327,29 @@ fn first_line(child: &mut Child) -> Result<String, String> {
 /// One kept-alive connection sending GETs of one path, each to be answered 200: loadgen's
 /// own request bytes for the cell (no header of the runner's own), so the count is that of
 /// the requests the timed load sends — a `User-Agent` more cost ping-epoll 9.6 % more
-/// instructions.
+/// instructions. Over h2c, loadgen's session: one stream at a time.
 struct Conn {
     stream: TcpStream,
-    request: Vec<u8>,
+    request: loadgen::http::request::RequestBytes,
+    /// h2c: the session, and bytes read past the last response.
+    h2: Option<(loadgen::http::h2::Session, Vec<u8>)>,
 }
 
 impl Conn {
-    fn open(addr: SocketAddr, path: &str, headers: &[(String, String)]) -> Result<Conn, String> {
+    fn open(
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(String, String)],
+        protocol: loadgen::Protocol,
+    ) -> Result<Conn, String> {
         let target = loadgen::http::target::resolve(&format!("http://{addr}{path}"))
             .map_err(|e| format!("request target: {e}"))?;
-        let request = loadgen::http::request::RequestBytes::new(&target, headers, true, 1).batch;
+        let request =
+            loadgen::http::request::RequestBytes::new(&target, headers, true, 1, protocol)?;
+        let h2 = request
+            .h2_block
+            .is_some()
+            .then(|| (loadgen::http::h2::Session::new(), Vec::new()));
         let timeout = Duration::from_secs(10);
         let deadline = Instant::now() + START_TIMEOUT;
         let stream = loop {
@@ -349,16 +363,79 @@ impl Conn {
             .set_read_timeout(Some(timeout))
             .map_err(|e| e.to_string())?;
         let _ = stream.set_nodelay(true);
-        Ok(Conn { stream, request })
+        Ok(Conn {
+            stream,
+            request,
+            h2,
+        })
     }
 
     /// One request, answered 200.
     fn get(&mut self) -> Result<(), String> {
-        let r = http::exchange(&mut self.stream, &self.request, Instant::now())?;
-        if r.status != 200 {
-            return Err(format!("answered {}", r.status));
+        let status = match &mut self.h2 {
+            Some((s, buf)) => h2_exchange(&mut self.stream, s, buf, &self.request)?,
+            None => http::exchange(&mut self.stream, &self.request.batch, Instant::now())?.status,
+        };
+        if status != 200 {
+            return Err(format!("answered {status}"));
         }
         Ok(())
+    }
+}
+
+/// One h2c request on `s` (the session's opening goes with the first), `buf` holding what was
+/// read past the last response: its response's status.
+fn h2_exchange(
+    stream: &mut TcpStream,
+    s: &mut loadgen::http::h2::Session,
+    buf: &mut Vec<u8>,
+    req: &loadgen::http::request::RequestBytes,
+) -> Result<u16, String> {
+    use loadgen::http::response::{Sent, Step};
+    use std::io::{Read, Write};
+    let block = req.h2_block.as_deref().unwrap_or_default();
+    let sent = Sent {
+        at_ns: 0,
+        counted: true,
+    };
+    if !s.request(1, block, sent) {
+        return Err("the connection's HTTP/2 stream ids are spent".into());
+    }
+    // The request, and the session's opening with the first.
+    stream
+        .write_all(&s.out)
+        .map_err(|e| format!("write: {e}"))?;
+    s.out.clear();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match s.feed(buf) {
+            Step::Done { consumed, response } => {
+                buf.drain(..consumed);
+                if !s.out.is_empty() {
+                    stream
+                        .write_all(&s.out)
+                        .map_err(|e| format!("write: {e}"))?;
+                    s.out.clear();
+                }
+                return Ok(response.status);
+            }
+            Step::More { consumed } => {
+                buf.drain(..consumed);
+                // What the framer answered (SETTINGS and PING acknowledged), then more bytes.
+                if !s.out.is_empty() {
+                    stream
+                        .write_all(&s.out)
+                        .map_err(|e| format!("write: {e}"))?;
+                    s.out.clear();
+                }
+                let n = stream.read(&mut chunk).map_err(|e| format!("read: {e}"))?;
+                if n == 0 {
+                    return Err("the server closed the connection".into());
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            Step::Error(e) => return Err(e.to_string()),
+        }
     }
 }
 
@@ -443,6 +520,7 @@ mod tests {
                                 service_args: &[],
                                 path: "/ping",
                                 headers: &[],
+                                protocol: loadgen::Protocol::Http11,
                                 io_driver: Some("io_uring"),
                                 cpus: &[],
                                 scratch_dir: scratch,
@@ -504,6 +582,7 @@ mod tests {
             service_args: &[],
             path: "/ping",
             headers: &[],
+            protocol: loadgen::Protocol::Http11,
             io_driver: Some("epoll"),
             cpus: &[],
             scratch_dir: &scratch,
@@ -543,6 +622,7 @@ mod tests {
             service_args: &[],
             path: "/ping",
             headers: &[],
+            protocol: loadgen::Protocol::Http11,
             io_driver: Some("io_uring"),
             cpus: &[],
             scratch_dir: &scratch,

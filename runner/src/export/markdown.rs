@@ -75,9 +75,20 @@ fn open_cell(g: &Group, c: &CellSummary) -> String {
     s + &marks(c)
 }
 
-fn table(out: &mut String, g: &Group, f: fn(&Group, &CellSummary) -> String) {
+/// A scenario's table: one row per service that ran it, then one per service that does not
+/// serve its protocol ("n/a: … does not serve h2c" in every level's column).
+fn table(out: &mut String, g: &Group, run: &RunRecord, f: fn(&Group, &CellSummary) -> String) {
     let levels = g.levels();
-    let _ = writeln!(out, "### {} · profile {}\n", g.scenario, g.profile);
+    let protocol = run
+        .plan
+        .iter()
+        .find(|c| c.scenario == g.scenario && !c.protocol.is_http11())
+        .map_or(String::new(), |c| format!(" · {}", c.protocol.name()));
+    let _ = writeln!(
+        out,
+        "### {}{protocol} · profile {}\n",
+        g.scenario, g.profile
+    );
     let _ = writeln!(out, "| service | {} |", levels.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(levels.len()));
     for s in g.services() {
@@ -86,6 +97,13 @@ fn table(out: &mut String, g: &Group, f: fn(&Group, &CellSummary) -> String) {
             .map(|l| g.cell(&s, l).map_or_else(|| "–".into(), |c| f(g, c)))
             .collect();
         let _ = writeln!(out, "| {s} | {} |", row.join(" | "));
+    }
+    for na in run
+        .not_applicable
+        .iter()
+        .filter(|n| n.scenario == g.scenario)
+    {
+        let _ = writeln!(out, "| {} | {} |", na.service, na.row(levels.len()));
     }
     let _ = writeln!(out);
 }
@@ -117,7 +135,7 @@ pub fn render(
     super::verdicts::calibration(&mut o, res);
     super::verdicts::against_baseline(&mut o, res);
     super::variants::section(&mut o, run);
-    load_tables(&mut o, res);
+    load_tables(&mut o, run, res);
     super::counted::section(&mut o, run, res);
     super::attribution::section(&mut o, res);
     super::verdicts::repetitions(&mut o, res);
@@ -236,7 +254,7 @@ fn generator_io(o: &mut String, res: &ResultsFile) {
 }
 
 /// Open-loop tables first (valid on any machine), then closed loop.
-fn load_tables(o: &mut String, res: &ResultsFile) {
+fn load_tables(o: &mut String, run: &RunRecord, res: &ResultsFile) {
     // Churn cells have their own table (`export::churn`).
     let cells: Vec<CellSummary> = res
         .cells
@@ -251,13 +269,13 @@ fn load_tables(o: &mut String, res: &ResultsFile) {
             "## Equal offered load (open loop): server CPU per request and latency\n"
         );
         for g in groups.iter().filter(|g| g.open) {
-            table(o, g, open_cell);
+            table(o, g, run, open_cell);
         }
     }
     if groups.iter().any(|g| !g.open) {
         let _ = writeln!(o, "## Closed loop: throughput, p99 and CPU per request\n");
         for g in groups.iter().filter(|g| !g.open) {
-            table(o, g, closed_cell);
+            table(o, g, run, closed_cell);
         }
     }
 }

@@ -86,8 +86,73 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
     } else {
         timed(&mut o, set, &cells, judged);
     }
+    protocols(&mut o, set, &profile);
     plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
     Ok(o)
+}
+
+/// Each closed-loop scenario of another protocol than HTTP/1.1 (h2c), on the headline's
+/// profile: per service, its counted cost at each level (instructions where counted, syscalls)
+/// and req/s — or "n/a: … does not serve h2c" for a service the run did not run there.
+fn protocols(o: &mut String, set: &ResultSet, profile: &str) {
+    let Some(run) = &set.run else {
+        return;
+    };
+    let scenarios = first_seen(
+        run.plan
+            .iter()
+            .filter(|c| !c.protocol.is_http11() && c.profile == profile)
+            .map(|c| &c.scenario),
+    );
+    for scenario in scenarios {
+        let protocol = run
+            .plan
+            .iter()
+            .find(|c| c.scenario == scenario)
+            .map_or("", |c| c.protocol.name());
+        let cells: Vec<&CellSummary> = set
+            .results
+            .cells
+            .iter()
+            .filter(|c| c.scenario == scenario && c.profile == profile)
+            .collect();
+        let levels = first_seen(cells.iter().map(|c| &c.level));
+        let _ = write!(
+            o,
+            "Over {protocol} (scenario `{scenario}`, profile `{profile}`):\n\n| service |"
+        );
+        for l in &levels {
+            let _ = write!(
+                o,
+                " instructions/request ({l}) | syscalls/request ({l}) | req/s ({l}) |"
+            );
+        }
+        let _ = writeln!(o, "\n|---|{}", "---:|".repeat(3 * levels.len()));
+        for s in first_seen(cells.iter().map(|c| &c.service)) {
+            let mut cols = Vec::new();
+            for l in &levels {
+                let c = cells.iter().find(|c| c.service == s && &c.level == l);
+                let k = c.and_then(|c| c.counted.as_ref());
+                cols.push(count_cell(
+                    k.and_then(|k| k.instructions.as_ref()),
+                    k.and_then(|k| k.instructions_unmeasured.as_ref()),
+                ));
+                cols.push(count_cell(
+                    k.and_then(|k| k.server.syscalls.as_ref()),
+                    k.and_then(|k| k.server.syscalls_unmeasured.as_ref()),
+                ));
+                cols.push(
+                    c.and_then(|c| c.requests_per_s.as_ref())
+                        .map_or_else(|| "–".into(), |r| value(Unit::PerSecond, r.mean)),
+                );
+            }
+            let _ = writeln!(o, "| {s} | {} |", cols.join(" | "));
+        }
+        for na in run.not_applicable.iter().filter(|n| n.scenario == scenario) {
+            let _ = writeln!(o, "| {} | {} |", na.service, na.row(3 * levels.len()));
+        }
+        let _ = writeln!(o);
+    }
 }
 
 /// A run without counts: services in the run's order, their times, and each one's req/s

@@ -70,6 +70,7 @@ impl RunRecord {
             config_sha256: format!("{:x}", Sha256::digest(config_toml.as_bytes())),
             config_toml,
             plan,
+            not_applicable: Vec::new(),
             estimated_duration_s: 0.0,
             environment,
             floors: None,

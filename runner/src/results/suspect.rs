@@ -299,6 +299,7 @@ pub(crate) mod tests {
             load,
             keepalive: true,
             headers: vec![],
+            protocol: Default::default(),
             loadgen_threads: 1,
             repetitions: 3,
             warmup_ms: 0,

@@ -181,6 +181,10 @@ pub fn check_run(r: &RunRecord) -> anyhow::Result<()> {
     for c in &r.plan {
         check_key(&c.key)?;
     }
+    for n in &r.not_applicable {
+        check_key(&n.service).context("not_applicable: a service")?;
+        check_key(&n.scenario).context("not_applicable: a scenario")?;
+    }
     let env = &r.environment;
     if let Some(c) = &env.source.git_commit {
         check_commit(c).context("environment.source.git_commit")?;

@@ -33,6 +33,7 @@ fn plan(groups: Vec<Vec<CellSpec>>) -> Plan {
         baseline: "a".into(),
         syscalls_off: Some("not counted"),
         count_instructions: false,
+        not_applicable: vec![],
     }
 }
 

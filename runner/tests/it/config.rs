@@ -227,6 +227,72 @@ const REJECTED: &[Rejected] = &[
         &["m.toml:14:42: scenarios[0].load.connections"],
     ),
     row(
+        "an unknown protocol",
+        &[(
+            LOAD,
+            r#"protocol = "h3"
+load = { model = "closed", connections = [4] }"#,
+        )],
+        "",
+        &["m.toml:14:12: scenarios[0].protocol: unknown protocol \"h3\""],
+    ),
+    row(
+        "streams on HTTP/1.1",
+        &[(
+            LOAD,
+            r#"load = { model = "closed", connections = [4], streams = 10 }"#,
+        )],
+        "",
+        &[
+            "m.toml:14:",
+            "scenarios[0].load.streams: streams are HTTP/2's",
+        ],
+    ),
+    row(
+        "pipelining over HTTP/2",
+        &[(
+            LOAD,
+            r#"protocol = "h2"
+load = { model = "closed", connections = [4], pipeline = 16 }"#,
+        )],
+        "",
+        &[
+            "m.toml:15:",
+            "scenarios[0].load.pipeline: HTTP/2 does not pipeline",
+        ],
+    ),
+    row(
+        "TLS, which is not built yet (with a pipelined load too)",
+        &[(
+            LOAD,
+            r#"tls = true
+load = { model = "closed", connections = [4], pipeline = 16 }"#,
+        )],
+        "",
+        &["m.toml:14:7: scenarios[0].tls: TLS is not built yet"],
+    ),
+    row(
+        "HTTP/2 without keep-alive",
+        &[(
+            LOAD,
+            r#"protocol = "h2"
+keepalive = false
+load = { model = "closed", connections = [4] }"#,
+        )],
+        "",
+        &["scenarios[0].keepalive: HTTP/2 keeps its connections open"],
+    ),
+    row(
+        "HTTP/2 churn",
+        &[(
+            LOAD,
+            r#"protocol = "h2"
+load = { model = "churn", connections = [9], cycles = 2 }"#,
+        )],
+        "",
+        &["scenarios[0].load.model: churn opens and closes HTTP/1.1 connections"],
+    ),
+    row(
         "churn with a closed-loop field",
         &[(
             LOAD,

@@ -51,6 +51,10 @@ macro_rules! conformance {
             burn_faults_out_of_range_exit_2 = burn,
             split_write_per_request = burn,
             split_write_out_of_range_exit_2 = burn,
+            h2c_as_declared = h2c,
+            h2c_preface_and_settings = h2c,
+            h2c_concurrent_streams = h2c,
+            h2c_bad_preface = h2c,
         ]);)*
     };
     (@service $module:ident, $bin:literal, [$($check:ident = $group:ident),* $(,)?]) => {

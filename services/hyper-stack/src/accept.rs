@@ -9,10 +9,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hyper::body::{Body, Incoming};
-use hyper::server::conn::http2;
 use hyper::service::Service;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use ping_common::listen::{Share, bind_listener};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
@@ -39,8 +39,10 @@ pub fn work_stealing(workers: usize) -> io::Result<Runtime> {
 }
 
 /// Serves every connection `listener` accepts with a fresh `service()`, forever, in
-/// `protocol` (`--protocol`: "http/1.1", or "h2c" — hyper's `http2::Builder` with its
-/// defaults, tasks spawned on the current runtime).
+/// `protocol` (`--protocol`): "http/1.1" with the stack's builder, or "h2c" — hyper-util's
+/// `auto::Builder`, which takes HTTP/2 with prior knowledge (hyper's HTTP/2 defaults, streams
+/// spawned on the current runtime) and, on the same port, HTTP/1.1 with the stack's settings,
+/// as h2c servers do (the runner's readiness probe and checks speak HTTP/1.1).
 pub async fn serve<S, B>(
     listener: TcpListener,
     protocol: &str,
@@ -55,7 +57,16 @@ where
     B::Error: Into<BoxError>,
 {
     let http = crate::builder();
-    let h2 = (protocol == "h2c").then(|| http2::Builder::new(TokioExecutor::new()));
+    let h2 = (protocol == "h2c").then(|| {
+        let mut b = auto::Builder::new(TokioExecutor::new());
+        b.http1()
+            .keep_alive(true)
+            .pipeline_flush(true)
+            .half_close(true)
+            .title_case_headers(true)
+            .max_buf_size(ping_common::MAX_HEAD_BYTES / 2);
+        b
+    });
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,

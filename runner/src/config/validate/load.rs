@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 
-use loadgen::LoadModel;
+use loadgen::{LoadModel, Protocol};
 use toml::Spanned;
 
 use super::Errs;
@@ -46,14 +46,15 @@ impl Fit<'_> {
 pub(super) fn levels(
     errs: &mut Errs,
     load: &Load,
+    protocol: Protocol,
     fit: &Fit,
     field: impl Fn(&str) -> String,
 ) -> Vec<Level> {
     misplaced(errs, load, &field);
     let (levels, list) = match load.model.get_ref() {
         ModelKind::Closed => {
-            let pipeline = pipeline(errs, load, &field);
-            let levels = closed(errs, load, pipeline, fit, &field);
+            let pipeline = in_flight(errs, load, protocol, &field);
+            let levels = closed(errs, load, pipeline, protocol, fit, &field);
             (levels, field("connections"))
         }
         ModelKind::Open => {
@@ -74,7 +75,7 @@ type Field<'a> = (&'a str, Option<Range<usize>>, &'a [ModelKind]);
 /// Fields of another model.
 fn misplaced(errs: &mut Errs, load: &Load, field: &impl Fn(&str) -> String) {
     use ModelKind::{Churn, Closed, Open};
-    let fields: [Field; 5] = [
+    let fields: [Field; 6] = [
         (
             "connections",
             load.connections.as_ref().map(Spanned::span),
@@ -83,6 +84,11 @@ fn misplaced(errs: &mut Errs, load: &Load, field: &impl Fn(&str) -> String) {
         (
             "pipeline",
             load.pipeline.as_ref().map(Spanned::span),
+            &[Closed],
+        ),
+        (
+            "streams",
+            load.streams.as_ref().map(Spanned::span),
             &[Closed],
         ),
         (
@@ -99,7 +105,7 @@ fn misplaced(errs: &mut Errs, load: &Load, field: &impl Fn(&str) -> String) {
     ];
     let model = *load.model.get_ref();
     let mine = match model {
-        Closed => "connections and pipeline",
+        Closed => "connections, and pipeline or streams",
         Open => "rates_per_s and max_connections",
         Churn => "connections and cycles",
     };
@@ -131,16 +137,40 @@ fn model_name(m: ModelKind) -> &'static str {
     }
 }
 
-/// Requests per write, `1..=MAX_PIPELINE`; default 1.
-fn pipeline(errs: &mut Errs, load: &Load, field: &impl Fn(&str) -> String) -> u32 {
-    let Some(p) = &load.pipeline else {
+/// Requests in flight per connection, `1..=MAX_PIPELINE`, default 1: HTTP/1.1's
+/// `pipeline` (per write), HTTP/2's `streams`; each only with its protocol.
+fn in_flight(
+    errs: &mut Errs,
+    load: &Load,
+    protocol: Protocol,
+    field: &impl Fn(&str) -> String,
+) -> u32 {
+    let (mine, theirs, other) = match protocol {
+        Protocol::Http11 => (&load.pipeline, &load.streams, "streams"),
+        Protocol::H2c => (&load.streams, &load.pipeline, "pipeline"),
+    };
+    if let Some(t) = theirs {
+        let why = match protocol {
+            Protocol::Http11 => {
+                "streams are HTTP/2's: give protocol = \"h2\" (HTTP/1.1 pipelines: `pipeline`)"
+            }
+            Protocol::H2c => "HTTP/2 does not pipeline: its requests in flight are `streams`",
+        };
+        errs.at(t.span(), field(other), why);
+    }
+    let Some(p) = mine else {
         return 1;
     };
     let n = *p.get_ref();
     if !(1..=MAX_PIPELINE).contains(&n) {
+        let name = if protocol == Protocol::H2c {
+            "streams"
+        } else {
+            "pipeline"
+        };
         errs.at(
             p.span(),
-            field("pipeline"),
+            field(name),
             format!("must be between 1 and {MAX_PIPELINE} (loadgen's limit); got {n}"),
         );
     }
@@ -180,6 +210,7 @@ fn closed(
     errs: &mut Errs,
     load: &Load,
     pipeline: u32,
+    protocol: Protocol,
     fit: &Fit,
     field: &impl Fn(&str) -> String,
 ) -> Vec<Spanned<Level>> {
@@ -189,7 +220,9 @@ fn closed(
         .map(|c| {
             let connections = *c.get_ref();
             fit.check(errs, c.span(), &field, connections);
-            let label = if pipeline > 1 {
+            let label = if protocol == Protocol::H2c {
+                format!("c{connections}s{pipeline}")
+            } else if pipeline > 1 {
                 format!("c{connections}p{pipeline}")
             } else {
                 format!("c{connections}")

@@ -35,7 +35,10 @@ pub(super) fn check(
             let field = |f: &str| format!("scenarios[{i}].{f}");
             let name = names.add(errs, &s.name, field("name"));
             request_path(errs, &s.path, field("path"));
-            let levels = load::levels(errs, &s.load, &fit, |f| field(&format!("load.{f}")));
+            let protocol = protocol(errs, s, &field);
+            let levels = load::levels(errs, &s.load, protocol, &fit, |f| {
+                field(&format!("load.{f}"))
+            });
             keepalive_for_pipelining(errs, s, field("keepalive"));
             let headers = s
                 .headers
@@ -51,6 +54,7 @@ pub(super) fn check(
                 keepalive: s.keepalive,
                 expect_body_bytes: s.expect_body_bytes,
                 headers,
+                protocol,
                 levels,
                 profiles: s.profiles.as_ref().map(|p| p.get_ref().clone()),
             }
@@ -72,6 +76,53 @@ fn request_path(errs: &mut Errs, path: &Spanned<String>, field: String) {
              in the request line as is",
         );
     }
+}
+
+/// `protocol` and `tls`: "http/1.1" or "h2" (h2c: TLS is not built yet); HTTP/2 keeps its
+/// connections open and has no churn model.
+fn protocol(errs: &mut Errs, s: &Scenario, field: &impl Fn(&str) -> String) -> loadgen::Protocol {
+    if let Some(t) = &s.tls
+        && *t.get_ref()
+    {
+        errs.at(
+            t.span(),
+            field("tls"),
+            "TLS is not built yet: loadgen and the services speak cleartext only (HTTP/1.1, and \
+             HTTP/2 as h2c)",
+        );
+    }
+    let Some(p) = &s.protocol else {
+        return loadgen::Protocol::Http11;
+    };
+    let protocol = match p.get_ref().as_str() {
+        "http/1.1" => loadgen::Protocol::Http11,
+        "h2" => loadgen::Protocol::H2c,
+        other => {
+            errs.at(
+                p.span(),
+                field("protocol"),
+                format!("unknown protocol {other:?}: \"http/1.1\" or \"h2\""),
+            );
+            return loadgen::Protocol::Http11;
+        }
+    };
+    if protocol == loadgen::Protocol::H2c {
+        if !s.keepalive {
+            errs.at(
+                p.span(),
+                field("keepalive"),
+                "HTTP/2 keeps its connections open: keepalive = false is HTTP/1.1's",
+            );
+        }
+        if *s.load.model.get_ref() == crate::config::schema::ModelKind::Churn {
+            errs.at(
+                s.load.model.span(),
+                field("load.model"),
+                "churn opens and closes HTTP/1.1 connections itself: not with protocol = \"h2\"",
+            );
+        }
+    }
+    protocol
 }
 
 /// Pipelined requests need a connection that stays open (loadgen refuses otherwise).

@@ -45,6 +45,10 @@ pub struct RunView<'a> {
     /// The metric definitions (`results::metric::DEFINITIONS`): the page's columns, labels,
     /// directions and where each cell keeps each value come from here, not from the script.
     pub metrics: &'static [crate::results::metric::Definition],
+    /// Services not run in a scenario because they do not serve its protocol: "n/a" rows
+    /// under the scenario's board (absent from a page of a run without any).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_applicable: Vec<NotApplicableView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -274,7 +278,26 @@ pub fn build(set: &ResultSet) -> RunView<'_> {
             .filter_map(|c| Some((c.key.as_str(), detail::of(set.cells.get(&c.key)?))))
             .collect(),
         metrics: &crate::results::metric::DEFINITIONS,
+        not_applicable: set
+            .run
+            .iter()
+            .flat_map(|run| &run.not_applicable)
+            .map(|n| NotApplicableView {
+                service: n.service.clone(),
+                scenario: n.scenario.clone(),
+                words: n.words(),
+            })
+            .collect(),
     }
+}
+
+/// A service not run in a scenario, as the page shows it.
+#[derive(Debug, Serialize)]
+pub struct NotApplicableView {
+    pub service: String,
+    pub scenario: String,
+    /// "n/a: ping-epoll does not serve h2c".
+    pub words: String,
 }
 
 #[cfg(test)]

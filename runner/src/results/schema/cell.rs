@@ -32,6 +32,10 @@ pub struct CellSpec {
     /// Part of what the cell measures: compare refuses cells whose headers differ.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<String>,
+    /// HTTP/1.1 (absent), or h2c: `load`'s pipeline is then its streams per connection. Part
+    /// of what the cell measures: compare refuses cells whose protocols differ.
+    #[serde(default, skip_serializing_if = "loadgen::Protocol::is_http11")]
+    pub protocol: loadgen::Protocol,
     pub loadgen_threads: u32,
     pub repetitions: u32,
     pub warmup_ms: u64,
@@ -120,6 +124,7 @@ impl CellSpec {
             expect_body_bytes: self.expect_body_bytes,
             headers: self.header_pairs(),
             io: loadgen::IoChoice::Auto,
+            protocol: self.protocol,
         }
     }
 }

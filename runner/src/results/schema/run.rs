@@ -42,6 +42,10 @@ pub struct RunRecord {
     pub config_sha256: String,
     /// Every cell of the expanded plan, in execution order.
     pub plan: Vec<CellSpec>,
+    /// The (service, scenario) pairs not run because the service does not serve the
+    /// scenario's protocol: "n/a" in every view, never 0, never failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_applicable: Vec<NotApplicable>,
     pub estimated_duration_s: f64,
     pub environment: Environment,
     /// The harness's floors, measured when the run started (absent in older runs).
@@ -55,6 +59,32 @@ pub struct RunRecord {
     /// it. Absent for single-machine runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostRecord>,
+}
+
+/// A service not run in a scenario because it does not serve the scenario's protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotApplicable {
+    pub service: String,
+    pub scenario: String,
+    pub protocol: loadgen::Protocol,
+}
+
+impl NotApplicable {
+    /// "n/a: ping-epoll does not serve h2c", as every view writes it.
+    pub fn words(&self) -> String {
+        format!(
+            "n/a: {} does not serve {}",
+            self.service,
+            self.protocol.name()
+        )
+    }
+
+    /// A table row's `columns` cells: the words, then "n/a".
+    pub fn row(&self, columns: usize) -> String {
+        let mut cells = vec!["n/a".to_string(); columns.max(1)];
+        cells[0] = self.words();
+        cells.join(" | ")
+    }
 }
 
 /// One host of a multi-host run as the runner found it when the run (or its resumption)

@@ -5,6 +5,7 @@ pub mod burn;
 pub mod connection;
 pub mod edges;
 pub mod endpoints;
+pub mod h2c;
 pub mod load;
 pub mod process;
 pub mod robustness;
