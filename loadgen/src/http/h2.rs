@@ -365,24 +365,21 @@ impl Session {
                         }
                     }
                 }
-                SETTINGS => {
-                    if flags & ACK == 0 {
-                        if len % 6 != 0 {
-                            return Step::Error(ParseError::H2(
-                                "SETTINGS of a length not a multiple of 6",
-                            ));
-                        }
-                        frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
+                // Acknowledged (an acknowledgement of ours needs nothing).
+                SETTINGS if flags & ACK == 0 => {
+                    if !len.is_multiple_of(6) {
+                        return Step::Error(ParseError::H2(
+                            "SETTINGS of a length not a multiple of 6",
+                        ));
                     }
+                    frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
                 }
-                PING => {
-                    if flags & ACK == 0 {
-                        if len != 8 {
-                            return Step::Error(ParseError::H2("PING not 8 bytes"));
-                        }
-                        frame_head(&mut self.out, 8, PING, ACK, 0);
-                        self.out.extend_from_slice(payload);
+                PING if flags & ACK == 0 => {
+                    if len != 8 {
+                        return Step::Error(ParseError::H2("PING not 8 bytes"));
                     }
+                    frame_head(&mut self.out, 8, PING, ACK, 0);
+                    self.out.extend_from_slice(payload);
                 }
                 RST_STREAM => {
                     return Step::Error(ParseError::H2("the server reset a stream (RST_STREAM)"));
