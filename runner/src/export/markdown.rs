@@ -220,7 +220,7 @@ fn how_to_read(o: &mut String, res: &ResultsFile) {
     generator_io(o, res);
     let _ = writeln!(
         o,
-        "- † generator saturated · ⚠ suspect (reasons at the end) · ✗ failed · n/a profile unsupported here.\n"
+        "- † generator saturated · ⚠ suspect (reasons at the end) · ✗ failed · n/a profile unsupported here, or a protocol the service does not serve (its row says which).\n"
     );
 }
 

@@ -38,9 +38,14 @@ fn run(args: Args) -> anyhow::Result<()> {
             .workers(workers)
             // As every other service but may_minihttp (actix leaves the OS default).
             .tcp_nodelay(true)
-            .disable_signals()
-            .listen(listener)
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+            .disable_signals();
+        // h2c: HTTP/2 with prior knowledge and HTTP/1.1 on the one port (actix's own sniffing).
+        let server = if args.protocol == "h2c" {
+            server.listen_auto_h2c(listener)
+        } else {
+            server.listen(listener)
+        }
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
         let listen = *server
             .addrs()
             .first()
