@@ -11,6 +11,7 @@ mod config;
 mod e2e;
 mod flamegraph;
 mod floors;
+mod h2c;
 mod hardware;
 mod headers;
 mod hosts;
