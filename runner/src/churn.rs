@@ -12,7 +12,6 @@
 //! attempted by then count as failed), and the settle waits. A repetition that ends early
 //! (the service exits, an interrupt) keeps its finished rounds.
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -164,63 +163,26 @@ fn settle(pid: u32) -> Option<u64> {
     }
 }
 
-/// Connects, sends one request and reads one complete 200 response; the connection is
-/// returned open.
+/// Connects, sends one request and reads one complete 200 response (the runner's one HTTP/1.1
+/// client, `service::http`); the connection is returned open.
 fn serve_one(addr: SocketAddr, request: &[u8], timeout: Duration) -> Result<TcpStream, String> {
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
-    let deadline = Instant::now() + timeout;
     s.set_write_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
     let _ = s.set_nodelay(true);
-    s.write_all(request).map_err(|e| format!("write: {e}"))?;
-    let mut buf = Vec::with_capacity(512);
-    let mut chunk = [0u8; 2048];
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err("timed out".into());
-        }
-        s.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
-        let n = s.read(&mut chunk).map_err(|e| format!("read: {e}"))?;
-        if n == 0 {
-            return Err(format!("closed after {} bytes", buf.len()));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if buf.len() > 64 * 1024 {
-            return Err("response larger than 64 KiB".into());
-        }
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut r = httparse::Response::new(&mut headers);
-        match r.parse(&buf) {
-            Ok(httparse::Status::Complete(head)) => {
-                if r.code != Some(200) {
-                    return Err(format!("status {:?}", r.code));
-                }
-                let len = r
-                    .headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                    .and_then(|h| {
-                        std::str::from_utf8(h.value)
-                            .ok()?
-                            .trim()
-                            .parse::<usize>()
-                            .ok()
-                    })
-                    .ok_or("no valid Content-Length")?;
-                if buf.len() >= head + len {
-                    return Ok(s);
-                }
-            }
-            Ok(httparse::Status::Partial) => {}
-            Err(e) => return Err(format!("unparseable response: {e}")),
-        }
+    let r = crate::service::http::exchange(&mut s, request, Instant::now())?;
+    if r.status != 200 {
+        return Err(format!("status {}", r.status));
     }
+    Ok(s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
     use std::net::TcpListener;
 
     #[test]
