@@ -46,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -171,6 +172,7 @@ def main():
                 browser = pw.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
                 try:
                     run_checks(browser, site, base, failed_run, old_run, hit)
+                    not_served_checks(browser, base)
                     legibility_checks(browser, site, base)
                     refusal_checks(browser, tmp / "variant-site", old_run, failed_run)
                 finally:
@@ -196,6 +198,33 @@ def page_with_errors(browser):
 
 def rows(page):
     return page.locator("#board tbody tr")
+
+
+def not_served_checks(browser, base):
+    """A committed run with services that do not serve a scenario's protocol (run.json's
+    `not_applicable`): that scenario's tab lists each as "n/a: … does not serve …" under the
+    board, and no row of the board is that service."""
+    runs = []
+    for run_json in sorted((REPO / "results").glob("*/run.json")):
+        na = json.loads(run_json.read_text()).get("not_applicable") or []
+        if na and (run_json.parent / "index.html").exists():
+            runs.append((run_json.parent.name, na))
+    check(runs, "a committed run has services that do not serve a scenario's protocol")
+    for run, na in runs[-1:]:
+        results = json.loads((REPO / "results" / run / "results.json").read_text())
+        for scenario in sorted({n["scenario"] for n in na}):
+            profile = next(c["profile"] for c in results["cells"] if c["scenario"] == scenario)
+            page, errors = page_with_errors(browser)
+            page.goto(f"{base}/{run}/index.html#tab=" + urllib.parse.quote(f"{scenario} · {profile}"))
+            page.wait_for_selector("#board")
+            shown = page.locator("#board ul.na li").all_inner_texts()
+            want = [n for n in na if n["scenario"] == scenario]
+            check(len(shown) == len(want) and all(f"n/a: {n['service']} does not serve {n['protocol']}" in t for n, t in zip(want, shown)),
+                  f"{run} {scenario}: n/a listed for {[n['service'] for n in want]}: {shown}")
+            board = " ".join(page.locator("#board tbody tr").all_inner_texts())
+            check(not any(n["service"] + " " in board or board.endswith(n["service"]) for n in want), f"{run} {scenario}: no board row of a service that does not serve it")
+            check(not errors, f"{run} {scenario}: no console errors {errors[:3]}")
+            page.close()
 
 
 def run_checks(browser, site, base, failed_run, old_run, hit):
