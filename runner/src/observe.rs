@@ -1,7 +1,7 @@
 //! The service's observers: what watches it while a repetition's load runs, then says what it
-//! saw over the generator's measured window. One set — the /proc sampler (CPU, RSS, threads:
-//! `sample`), the /proc counts (context switches, faults, user and system CPU: `count`) and
-//! the cgroup's throttling and memory counters (`limits`) — started and read the same way on
+//! saw over the generator's measured window. One set — one /proc poller over the tree (CPU,
+//! RSS, threads: `sample`; context switches, faults, user and system CPU: `count`) and the
+//! cgroup's throttling and memory counters (`limits`) — started and read the same way on
 //! the runner's host (`cell`) and on a server host (`agent`), so a multi-host cell measures
 //! what a local one does.
 //!
@@ -15,12 +15,13 @@ use std::path::Path;
 
 use loadgen::LoadSpec;
 
+use crate::count::proc::{ProcRead, TreeReads};
 use crate::count::{Counter, Timeline};
 use crate::limits::Confinement;
 use crate::load::{self, LoadRun};
 use crate::process::Tree;
 use crate::results::schema::{CgroupCounters, ProcessCounts, ServerUsage};
-use crate::sample::{self, Sample, Sampler};
+use crate::sample::{self, Poller, Sample};
 
 /// The generator's measured window, on the clock of the host the service runs on, and the
 /// responses completed in it.
@@ -71,15 +72,8 @@ impl<'a> Observers<'a> {
     /// Starts every observer on the service's process tree, confined by `conf`.
     pub fn start(tree: &Tree, conf: &'a Confinement) -> Observers<'a> {
         Observers(vec![
-            Box::new(Counts {
-                running: Some(Counter::start_proc_tree(tree.clone())),
-                read: None,
-            }),
             Box::new(Cgroup::start(conf)),
-            Box::new(Samples {
-                running: Some(Sampler::start_tree(tree.clone())),
-                read: vec![],
-            }),
+            Box::new(ProcTree::start(tree.clone())),
         ])
     }
 
@@ -132,37 +126,43 @@ pub fn counted_load(
     (run, counts)
 }
 
-/// CPU, RSS and threads of the tree, sampled every `sample::INTERVAL_MS`.
-struct Samples {
-    running: Option<Sampler>,
-    read: Vec<Sample>,
+/// The tree from /proc, one pass every `sample::INTERVAL_MS`: its CPU, RSS and threads
+/// (`sample`) and the kernel's per-process counts — context switches, faults, user and system
+/// CPU (`count`).
+struct ProcTree {
+    running: Option<Poller<(Option<Sample>, Option<ProcRead>)>>,
+    samples: Vec<Sample>,
+    counts: Option<Timeline>,
 }
 
-impl Observer for Samples {
+impl ProcTree {
+    fn start(tree: Tree) -> ProcTree {
+        let mut samples = sample::TreeSampler::new(tree.clone());
+        let mut reads = TreeReads::new(tree);
+        let poll = move || {
+            let read = (samples.sample(), reads.read());
+            (read.0.is_some() || read.1.is_some()).then_some(read)
+        };
+        ProcTree {
+            running: Some(Poller::start(poll)),
+            samples: vec![],
+            counts: None,
+        }
+    }
+}
+
+impl Observer for ProcTree {
     fn stop(&mut self) {
-        if let Some(s) = self.running.take() {
-            self.read = s.finish();
+        if let Some(p) = self.running.take() {
+            let (samples, reads): (Vec<_>, Vec<_>) = p.finish().into_iter().unzip();
+            self.samples = samples.into_iter().flatten().collect();
+            self.counts = Some(Timeline::of_reads(reads.into_iter().flatten().collect()));
         }
     }
 
     fn report(&self, w: &Window, seen: &mut Observation) {
-        seen.usage = sample::usage_in_window(&self.read, w.start_unix_us, w.secs, w.responses);
-    }
-}
-
-/// The kernel's per-process counts of the tree, read from /proc beside the load.
-struct Counts {
-    running: Option<Counter>,
-    read: Option<Timeline>,
-}
-
-impl Observer for Counts {
-    fn stop(&mut self) {
-        self.read = self.running.take().map(Counter::finish);
-    }
-
-    fn report(&self, w: &Window, seen: &mut Observation) {
-        if let Some(t) = &self.read {
+        seen.usage = sample::usage_in_window(&self.samples, w.start_unix_us, w.secs, w.responses);
+        if let Some(t) = &self.counts {
             seen.counts = w.counts(t);
         }
     }

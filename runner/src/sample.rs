@@ -146,39 +146,34 @@ pub fn tree_status(tree: &crate::process::Tree) -> Option<(u64, u64, u32)> {
     })
 }
 
-pub struct Sampler {
+/// The one /proc poller: `read` once before [`Poller::start`] returns (a window cannot start
+/// before the first read), then every [`INTERVAL_MS`] on a thread of its own, and once more
+/// when finished. What a service's observers read (CPU, memory and the kernel's counts, in one
+/// pass over the tree: `observe`) and what the generator is counted with (`count::Counter`).
+pub struct Poller<T> {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Vec<Sample>>,
+    handle: JoinHandle<Vec<T>>,
 }
 
-impl Sampler {
-    pub fn start(pid: u32) -> Sampler {
-        Sampler::start_tree(crate::process::Tree::new(pid, vec![]))
-    }
-
-    /// Samples a service's whole process tree ([`TreeSampler`]); for a service that is one
-    /// process, that process exactly as [`sample`] reads it.
-    pub fn start_tree(tree: crate::process::Tree) -> Sampler {
+impl<T: Send + 'static> Poller<T> {
+    pub fn start(mut read: impl FnMut() -> Option<T> + Send + 'static) -> Poller<T> {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
+        let first = read();
         let handle = std::thread::spawn(move || {
-            let mut t = TreeSampler::new(tree);
-            let mut out = Vec::new();
+            let mut out: Vec<T> = first.into_iter().collect();
             while !s2.load(Ordering::Relaxed) {
-                if let Some(s) = t.sample() {
-                    out.push(s);
-                }
                 std::thread::sleep(Duration::from_millis(INTERVAL_MS));
+                out.extend(read());
             }
-            if let Some(s) = t.sample() {
-                out.push(s);
-            }
+            out.extend(read());
             out
         });
-        Sampler { stop, handle }
+        Poller { stop, handle }
     }
 
-    pub fn finish(self) -> Vec<Sample> {
+    /// Stops polling; every read, in order.
+    pub fn finish(self) -> Vec<T> {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }

@@ -14,20 +14,12 @@ pub mod syscall_names;
 pub mod timeline;
 pub mod valgrind;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
-
 use crate::results::schema::{HardwareCounts, KernelCounts, ProcessCounts, RepCounts};
+use crate::sample::Poller;
 
-/// How often /proc is read.
-pub const INTERVAL_MS: u64 = 50;
-
-/// Counting one process: a /proc reader thread and, where perf may, `perf stat`.
+/// Counting one process: a /proc [`Poller`] and, where perf may, `perf stat`.
 pub struct Counter {
-    stop: Arc<AtomicBool>,
-    reads: JoinHandle<Vec<proc::ProcRead>>,
+    reads: Poller<proc::ProcRead>,
     syscalls: Result<perf::Syscalls, perf::Unmeasured>,
 }
 
@@ -46,63 +38,40 @@ impl Counter {
 
     /// Starts counting `pid` from /proc only (cheap: reads on the runner's CPU).
     pub fn start_proc(pid: u32) -> Counter {
-        Counter::start_with(
-            pid,
-            Err(perf::Unmeasured("not counted in this window".into())),
-        )
+        Counter::start_with(pid, Err(not_counted()))
     }
 
     /// Starts the /proc reads beside `syscalls` (a started perf, or why there is none).
     pub fn start_with(pid: u32, syscalls: Result<perf::Syscalls, perf::Unmeasured>) -> Counter {
-        Counter::start_reads(move || proc::read(pid), syscalls)
-    }
-
-    /// Counts a service's whole process tree from /proc: the sum over its members
-    /// ([`proc::TreeReads`]).
-    pub fn start_proc_tree(tree: crate::process::Tree) -> Counter {
-        let mut reads = proc::TreeReads::new(tree);
-        Counter::start_reads(
-            move || reads.read(),
-            Err(perf::Unmeasured("not counted in this window".into())),
-        )
-    }
-
-    fn start_reads(
-        mut read: impl FnMut() -> Option<proc::ProcRead> + Send + 'static,
-        syscalls: Result<perf::Syscalls, perf::Unmeasured>,
-    ) -> Counter {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s2 = stop.clone();
-        // The first read before returning: the window cannot start before it.
-        let first = read();
-        let reads = std::thread::spawn(move || {
-            let mut out: Vec<proc::ProcRead> = first.into_iter().collect();
-            while !s2.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(INTERVAL_MS));
-                out.extend(read());
-            }
-            out.extend(read());
-            out
-        });
         Counter {
-            stop,
-            reads,
+            reads: Poller::start(move || proc::read(pid)),
             syscalls,
         }
     }
 
     /// Stops counting; everything read.
     pub fn finish(self) -> Timeline {
-        self.stop.store(true, Ordering::Relaxed);
         let syscalls = self.syscalls.map(perf::Syscalls::finish);
         Timeline {
-            reads: self.reads.join().unwrap_or_default(),
+            reads: self.reads.finish(),
             syscalls,
         }
     }
 }
 
+fn not_counted() -> perf::Unmeasured {
+    perf::Unmeasured("not counted in this window".into())
+}
+
 impl Timeline {
+    /// A tree's /proc reads (a service's, polled with its samples: `observe`), no perf.
+    pub fn of_reads(reads: Vec<proc::ProcRead>) -> Timeline {
+        Timeline {
+            reads,
+            syscalls: Err(not_counted()),
+        }
+    }
+
     /// The counts over [start, start + window_s] with `responses` completed in it.
     pub fn window(&self, start_unix_us: u64, window_s: f64, responses: u64) -> ProcessCounts {
         let end = start_unix_us + (window_s * 1e6) as u64;
@@ -296,6 +265,7 @@ pub(crate) fn stand_in(path: &std::path::Path, script: &str) {
 mod tests {
     use super::*;
     use std::process::Command;
+    use std::time::Duration;
     use std::time::Instant;
 
     const CHILD_ENV: &str = "PINGMATRIX_COUNT_CHILD";
