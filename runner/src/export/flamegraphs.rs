@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::profile::{CallGraph, Profile};
+use crate::results::schema::{CallGraph, Profile};
 use crate::results::schema::{CellFlamegraph, CellResult, CellStatus, FlamegraphProbe};
 
 /// One line on what the profiled repetition left: samples and file, or why there is none.

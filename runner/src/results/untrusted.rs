@@ -18,8 +18,8 @@ use std::path::{Component, Path};
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 
+use super::schema::Profile;
 use super::schema::{CellResult, ResultsFile, RunRecord};
-use crate::profile::Profile;
 
 /// Whether `c` must not reach a terminal as itself: C0 controls but newline and tab, DEL, C1
 /// controls, and the Unicode direction overrides that reorder what a line appears to say.

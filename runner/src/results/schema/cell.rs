@@ -195,7 +195,7 @@ pub struct CellFlamegraph {
     /// The profiled repetition's result, if it completed.
     pub result: Option<RepResult>,
     /// What perf recorded (paths relative to the run directory) or why it could not.
-    pub profile: Option<crate::profile::Profile>,
+    pub profile: Option<super::Profile>,
     /// A real failure: the repetition failed, or perf crashed mid-recording.
     pub error: Option<String>,
 }

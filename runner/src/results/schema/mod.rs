@@ -11,12 +11,14 @@
 mod analysis;
 mod cell;
 mod counted;
+mod profile;
 mod results;
 mod run;
 
 pub use analysis::*;
 pub use cell::*;
 pub use counted::*;
+pub use profile::*;
 pub use results::*;
 pub use run::*;
 

@@ -172,7 +172,7 @@ pub enum FlamegraphProbe {
         event: String,
         hardware_counters: bool,
         perf_event_paranoid: Option<i32>,
-        call_graph: crate::profile::CallGraph,
+        call_graph: super::CallGraph,
         frequency_hz: u32,
         /// Whether inlined functions are frames of their own (`--flamegraph-no-inline`
         /// turns it off). Runs before the option had them: absent reads as true.
