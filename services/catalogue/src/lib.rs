@@ -209,7 +209,7 @@ mod tests {
         let one = |extra: &str| {
             format!(
                 "[[service]]\nname = \"a\"\ndir = \"a\"\nruntime = \"r\"\ncrates = []\nmodel = \"coroutine\"\n\
-                 io_driver = \"epoll\"\nio_uring_only = false\npalette = 0\n{extra}"
+                 io_driver = \"epoll\"\nio_uring_only = false\npalette = 0\nprotocols = [\"http/1.1\"]\n{extra}"
             )
         };
         let twice = format!("{}{}", one(""), one(""));
@@ -219,6 +219,18 @@ mod tests {
                 .contains("name \"a\" appears twice")
         );
         assert!(parse("").unwrap_err().contains("missing field"));
+        let served = |p: &str| parse(&one("").replace("protocols = [\"http/1.1\"]", p));
+        assert!(
+            served("protocols = [\"http/1.1\", \"h3\"]")
+                .unwrap_err()
+                .contains("protocol \"h3\" is not one of")
+        );
+        assert!(
+            served("protocols = [\"h2c\"]")
+                .unwrap_err()
+                .contains("must include \"http/1.1\"")
+        );
+        assert!(served("protocols = [\"http/1.1\", \"h2c\"]").unwrap()[0].serves("h2c"));
         assert!(
             parse(&one("colour = 1\n"))
                 .unwrap_err()
