@@ -40,6 +40,7 @@ import argparse
 import functools
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -541,7 +542,9 @@ def counted_checks(browser, base):
     block = (REPO / "README.md").read_text().split("<!-- pingmatrix:reference:begin -->")[1].split("<!-- pingmatrix:reference:end -->")[0]
     run = block.split("Run `")[1].split("`")[0]
     level = block.split("Ranked by counted cost at ")[1].split(":")[0]
-    ranked = [line.split(" | ")[1] for line in block.splitlines() if line.startswith("| ") and not line.startswith("| cheapest")]
+    # The ranked table's rows: a place ("1", "2=", "–") first (the h2c table after it has none).
+    ranked = [line.split(" | ")[1] for line in block.splitlines()
+              if line.startswith("| ") and re.fullmatch(r"\d+=?|–", line.split(" | ")[0][2:].strip())]
     # With no fragment at all it opens at that level too, and says why.
     page.goto(f"{base}/{run}/index.html")
     page.wait_for_selector("#board tbody tr")

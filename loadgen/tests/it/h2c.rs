@@ -36,10 +36,10 @@ fn h2_server(body: &'static [u8], max_streams: u32) -> SocketAddr {
                     };
                     while let Some(Ok((_req, mut respond))) = conn.accept().await {
                         let rsp = http::Response::builder().status(200).body(()).unwrap();
-                        if let Ok(mut send) = respond.send_response(rsp, body.is_empty()) {
-                            if !body.is_empty() {
-                                let _ = send.send_data(Bytes::from_static(body), true);
-                            }
+                        if let Ok(mut send) = respond.send_response(rsp, body.is_empty())
+                            && !body.is_empty()
+                        {
+                            let _ = send.send_data(Bytes::from_static(body), true);
                         }
                     }
                 });
