@@ -383,6 +383,18 @@ impl Conn {
     }
 }
 
+/// Writes what the session has to send (requests, acknowledgements), if anything.
+fn send(stream: &mut TcpStream, s: &mut loadgen::http::h2::Session) -> Result<(), String> {
+    use std::io::Write;
+    if !s.out.is_empty() {
+        stream
+            .write_all(&s.out)
+            .map_err(|e| format!("write: {e}"))?;
+        s.out.clear();
+    }
+    Ok(())
+}
+
 /// One h2c request on `s` (the session's opening goes with the first), `buf` holding what was
 /// read past the last response: its response's status.
 fn h2_exchange(
@@ -392,7 +404,7 @@ fn h2_exchange(
     req: &loadgen::http::request::RequestBytes,
 ) -> Result<u16, String> {
     use loadgen::http::response::{Sent, Step};
-    use std::io::{Read, Write};
+    use std::io::Read;
     let block = req.h2_block.as_deref().unwrap_or_default();
     let sent = Sent {
         at_ns: 0,
@@ -402,32 +414,19 @@ fn h2_exchange(
         return Err("the connection's HTTP/2 stream ids are spent".into());
     }
     // The request, and the session's opening with the first.
-    stream
-        .write_all(&s.out)
-        .map_err(|e| format!("write: {e}"))?;
-    s.out.clear();
+    send(stream, s)?;
     let mut chunk = [0u8; 16 * 1024];
     loop {
         match s.feed(buf) {
             Step::Done { consumed, response } => {
                 buf.drain(..consumed);
-                if !s.out.is_empty() {
-                    stream
-                        .write_all(&s.out)
-                        .map_err(|e| format!("write: {e}"))?;
-                    s.out.clear();
-                }
+                send(stream, s)?;
                 return Ok(response.status);
             }
             Step::More { consumed } => {
                 buf.drain(..consumed);
                 // What the framer answered (SETTINGS and PING acknowledged), then more bytes.
-                if !s.out.is_empty() {
-                    stream
-                        .write_all(&s.out)
-                        .map_err(|e| format!("write: {e}"))?;
-                    s.out.clear();
-                }
+                send(stream, s)?;
                 let n = stream.read(&mut chunk).map_err(|e| format!("read: {e}"))?;
                 if n == 0 {
                     return Err("the server closed the connection".into());
