@@ -4,7 +4,7 @@
 //! io_uring where the kernel allows it, receiving multishot where the kernel has that.
 
 use crate::report::{IoBackend, IoUsed, Receive, ReceiveUsed};
-use crate::spec::{IoChoice, LoadModel, LoadSpec, Protocol, SpecError};
+use crate::spec::{IoChoice, LoadModel, LoadSpec, SpecError};
 use crate::sys::uring;
 
 /// The backend for `spec`; `--io uring` where io_uring is unavailable is a user error.
@@ -42,7 +42,9 @@ fn choose_with(
     Ok(match spec.io {
         IoChoice::Epoll => epoll(&asked(spec.io)),
         _ if open => epoll("the open loop runs on epoll (its sender sleeps to each send's time)"),
-        _ if spec.protocol == Protocol::H2c => epoll("h2c runs on epoll"),
+        _ if !spec.protocol.is_http11() => {
+            epoll(&format!("{} runs on epoll", spec.protocol.name()))
+        }
         IoChoice::Uring | IoChoice::UringOneshot => match probe() {
             Ok(m) => uring(&asked(spec.io), m),
             Err(why) => return Err(SpecError::UringUnavailable(why)),

@@ -86,8 +86,9 @@ pub struct Args {
     /// says which ran and why); uring where it is unavailable is an error
     #[arg(long, value_enum, default_value_t = IoChoice::Auto)]
     pub io: IoChoice,
-    /// HTTP version: http/1.1, or h2c (HTTP/2 with prior knowledge; --pipeline is then the
-    /// concurrent streams per connection, like h2load -m)
+    /// What is spoken: http/1.1 or h2c in cleartext (an http:// URL), http/1.1+tls or h2+tls
+    /// over TLS 1.3 (an https:// URL; the certificate chain is not checked, as h2load does
+    /// not). Over HTTP/2, --pipeline is the concurrent streams per connection (h2load -m)
     #[arg(long, value_enum, default_value_t = Protocol::Http11)]
     pub protocol: Protocol,
     /// Write the JSON report to FILE; `-` prints only the JSON on stdout

@@ -114,6 +114,20 @@ impl Report {
                 ));
             }
         }
+        // Every host's set-up times, where every host recorded them (no partial sum).
+        let setups: Vec<&str> = parts
+            .iter()
+            .filter_map(|(_, r)| r.connection_setup.as_ref().map(|s| s.hdr_v2_b64.as_str()))
+            .collect();
+        let connection_setup = if setups.len() == parts.len() {
+            let h = add_all(setups.into_iter())?;
+            Some(crate::report::Setup {
+                us: percentiles(&h),
+                hdr_v2_b64: hdr_v2_b64(&h)?,
+            })
+        } else {
+            None
+        };
         let sum = |f: fn(&Report) -> f64| parts.iter().map(|(_, r)| f(r)).sum::<f64>();
         Ok(Report {
             schema_version: first.schema_version,
@@ -137,6 +151,8 @@ impl Report {
             own_lag_us: o.as_ref().and_then(|o| o.own_lag_us.clone()),
             counts,
             connections,
+            connection_setup,
+            tls: first.tls.clone(),
             status_counts,
             bytes_read: parts.iter().map(|(_, r)| r.bytes_read).sum(),
             bytes_written: parts.iter().map(|(_, r)| r.bytes_written).sum(),
@@ -324,6 +340,11 @@ mod tests {
                 ..Default::default()
             },
             connections: Default::default(),
+            connection_setup: Some(crate::report::Setup {
+                us: percentiles(&lag),
+                hdr_v2_b64: hdr_v2_b64(&lag).unwrap(),
+            }),
+            tls: None,
             status_counts: [(200, values.len() as u64)].into(),
             bytes_read: 10,
             bytes_written: 5,
@@ -382,6 +403,8 @@ mod tests {
         let want_lag = percentiles(&hist(&lags));
         assert!(same_percentiles(m.send_lag_us.as_ref().unwrap(), &want_lag));
         assert!(same_percentiles(m.wake_lag_us.as_ref().unwrap(), &want_lag));
+        let setup = &m.connection_setup.as_ref().unwrap().us;
+        assert!(same_percentiles(setup, &want_lag));
         // A host without the wake-up histogram (an older loadgen): no partial sum.
         let mut old = rb.clone();
         old.open_loop_hdr_v2_b64.as_mut().unwrap().wake_lag = None;

@@ -1,4 +1,5 @@
-//! loadgen: closed- and open-loop HTTP/1.1 load with exact accounting.
+//! loadgen: closed- and open-loop HTTP load (HTTP/1.1 and HTTP/2, cleartext or over TLS)
+//! with exact accounting.
 //!
 //! `run(&LoadSpec) -> Result<Report>` is the whole API; the binary only parses flags and prints.
 //! Beside it, the report format both ways (`hdr`: histograms encoded and decoded) and one load
@@ -19,6 +20,7 @@ mod run;
 pub mod spec;
 mod sys;
 pub mod text;
+mod tls;
 mod worker;
 
 pub use backend::choose as choose_io;

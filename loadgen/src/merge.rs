@@ -36,6 +36,10 @@ pub struct Merged {
     pub gave_up: Vec<String>,
     /// Per thread: its counted syscalls, context switches and faults over its span.
     pub cost: Vec<OwnCost>,
+    /// Connection set-up times (µs), every thread.
+    pub setup: Histogram<u64>,
+    /// Over TLS: the first thread's negotiated session.
+    pub tls: Option<crate::report::TlsSession>,
 }
 
 impl Merged {
@@ -65,6 +69,8 @@ impl Merged {
             spin: Vec::new(),
             gave_up: Vec::new(),
             cost: Vec::new(),
+            setup: new_hist(3),
+            tls: None,
         };
         let mut seconds = Vec::new();
         for t in tallies {
@@ -144,6 +150,16 @@ impl Merged {
             ..OwnCost::default()
         });
         if let Some(why) = &t.gave_up
+            && !self.gave_up.contains(why)
+        {
+            self.gave_up.push(why.clone());
+        }
+        add(&mut self.setup, &t.setup);
+        if self.tls.is_none() {
+            self.tls.clone_from(&t.tls_session);
+        }
+        // A TLS failure is why connections failed: said once, like a thread's early stop.
+        if let Some(why) = &t.tls_error
             && !self.gave_up.contains(why)
         {
             self.gave_up.push(why.clone());

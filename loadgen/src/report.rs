@@ -64,6 +64,14 @@ pub struct Report {
     pub own_lag_us: Option<Percentiles>,
     pub counts: Counts,
     pub connections: ConnectionCounts,
+    /// Connection set-up, apart from request latency: connect started → TCP established and,
+    /// over TLS, the handshake finished (µs), every connection of the run (warm-up and
+    /// pre-connect included). Absent from reports older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_setup: Option<Setup>,
+    /// Over TLS: what the handshakes settled on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSession>,
     /// Responses by status code.
     pub status_counts: BTreeMap<u16, u64>,
     pub bytes_read: u64,
@@ -84,6 +92,33 @@ pub struct Report {
     /// connections, timeouts, errors, an early stop. Empty for a clean run.
     #[serde(default)]
     pub problems: Vec<String>,
+}
+
+/// Connection set-up times and their histogram (HDR V2 + deflate, base64, µs: merges across
+/// generators like the latency's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Setup {
+    pub us: Percentiles,
+    pub hdr_v2_b64: String,
+}
+
+/// A TLS handshake's outcome, as the client saw it (every connection of a run asks the same
+/// and is checked to get the same protocol; the first one's is recorded).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSession {
+    /// e.g. "TLSv1_3".
+    pub version: String,
+    /// e.g. "TLS13_AES_256_GCM_SHA384".
+    pub suite: String,
+    /// e.g. "X25519".
+    pub key_exchange: String,
+    /// The ALPN protocol chosen ("h2", "http/1.1").
+    pub alpn: String,
+    /// Whether the server's certificate chain was checked (loadgen: never; the handshake's
+    /// signature always is).
+    pub chain_verified: bool,
 }
 
 /// An open-loop run's other histograms (HDR V2 + deflate, base64, values in µs).

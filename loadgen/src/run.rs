@@ -14,7 +14,7 @@ use crate::http::request::RequestBytes;
 use crate::http::target;
 use crate::merge::{Merged, percentiles};
 use crate::report::{
-    Generator, IoUsed, OpenLoopHistograms, OwnCost, Receive, Report, SCHEMA_VERSION,
+    Generator, IoUsed, OpenLoopHistograms, OwnCost, Receive, Report, SCHEMA_VERSION, Setup,
 };
 use crate::spec::{LoadModel, LoadSpec};
 use crate::sys::{clock, proc};
@@ -82,6 +82,9 @@ pub fn run(spec: &LoadSpec) -> Result<Report> {
             .receive
             .as_ref()
             .is_some_and(|r| r.mode == Receive::Multishot),
+        tls: crate::tls::Client::new(spec.protocol, &target.host)
+            .map_err(anyhow::Error::msg)?
+            .map(Arc::new),
     });
     let start = Arc::new(StartLine {
         barrier: Barrier::new(spec.threads as usize),
@@ -152,6 +155,10 @@ fn build(
         })
     };
     let latency_hdr_v2_b64 = encode(&m.latency);
+    let connection_setup = (m.setup.len() > 0).then(|| Setup {
+        us: percentiles(&m.setup),
+        hdr_v2_b64: encode(&m.setup),
+    });
     let open_loop_hdr_v2_b64 = open.then(|| OpenLoopHistograms {
         service_time: encode(&m.service),
         send_lag: encode(&m.send_lag),
@@ -176,6 +183,8 @@ fn build(
         own_lag_us,
         counts: m.counts,
         connections: m.connections,
+        connection_setup,
+        tls: m.tls,
         status_counts: m.status,
         bytes_read: m.bytes_read,
         bytes_written: m.bytes_written,

@@ -74,6 +74,14 @@ pub enum Protocol {
     #[serde(rename = "h2c")]
     #[value(name = "h2c")]
     H2c,
+    /// HTTP/1.1 over TLS 1.3 (ALPN `http/1.1`); an `https://` URL. On epoll.
+    #[serde(rename = "http/1.1+tls")]
+    #[value(name = "http/1.1+tls")]
+    Http11Tls,
+    /// HTTP/2 over TLS 1.3 (ALPN `h2`), streams as h2c's; an `https://` URL. On epoll.
+    #[serde(rename = "h2+tls")]
+    #[value(name = "h2+tls")]
+    H2Tls,
 }
 
 impl Protocol {
@@ -82,6 +90,27 @@ impl Protocol {
         match self {
             Protocol::Http11 => "http/1.1",
             Protocol::H2c => "h2c",
+            Protocol::Http11Tls => "http/1.1+tls",
+            Protocol::H2Tls => "h2+tls",
+        }
+    }
+
+    /// HTTP/2 (h2c or over TLS): requests in flight are concurrent streams.
+    pub fn is_h2(self) -> bool {
+        matches!(self, Protocol::H2c | Protocol::H2Tls)
+    }
+
+    /// Over TLS: the URL is `https://`, and connection set-up includes the handshake.
+    pub fn tls(self) -> bool {
+        matches!(self, Protocol::Http11Tls | Protocol::H2Tls)
+    }
+
+    /// The ALPN protocol asked for over TLS (the handshake must settle on it).
+    pub fn alpn(self) -> Option<&'static [u8]> {
+        match self {
+            Protocol::Http11Tls => Some(b"http/1.1"),
+            Protocol::H2Tls => Some(b"h2"),
+            Protocol::Http11 | Protocol::H2c => None,
         }
     }
 
@@ -237,11 +266,15 @@ pub enum SpecError {
     #[error("--io uring: io_uring is unavailable here ({0}); use --io epoll or auto")]
     UringUnavailable(String),
     #[error(
-        "h2c runs on epoll; --io uring and uring-oneshot speak HTTP/1.1 only (use --io auto or epoll)"
+        "{0} runs on epoll; --io uring and uring-oneshot speak cleartext HTTP/1.1 only (use --io auto or epoll)"
     )]
-    UringH2,
-    #[error("h2c keeps its connections open; --no-keepalive is HTTP/1.1's")]
-    H2WithoutKeepalive,
+    UringProtocol(&'static str),
+    #[error("{0} keeps its connections open; --no-keepalive is cleartext HTTP/1.1's")]
+    H2WithoutKeepalive(&'static str),
+    #[error(
+        "URL `{url}` does not fit --protocol {protocol}: https:// is for http/1.1+tls and h2+tls, http:// for http/1.1 and h2c"
+    )]
+    SchemeProtocol { url: String, protocol: &'static str },
     #[error("{0}")]
     H2Request(String),
 }
@@ -333,14 +366,21 @@ impl LoadSpec {
         if connections == 0 {
             return Err(SpecError::NoConnections);
         }
-        if self.protocol == Protocol::H2c {
-            if self.io.is_uring() {
-                return Err(SpecError::UringH2);
-            }
+        let https = crate::http::target::split(&self.url)?.4;
+        if https != self.protocol.tls() {
+            return Err(SpecError::SchemeProtocol {
+                url: self.url.clone(),
+                protocol: self.protocol.name(),
+            });
+        }
+        if !self.protocol.is_http11() && self.io.is_uring() {
+            return Err(SpecError::UringProtocol(self.protocol.name()));
+        }
+        if self.protocol.is_h2() {
             if !self.keepalive {
-                return Err(SpecError::H2WithoutKeepalive);
+                return Err(SpecError::H2WithoutKeepalive(self.protocol.name()));
             }
-            let (_, _, authority, path) = crate::http::target::split(&self.url)?;
+            let (_, _, authority, path, _) = crate::http::target::split(&self.url)?;
             crate::http::h2::request_block(&path, &authority, &self.headers)
                 .map_err(SpecError::H2Request)?;
         }

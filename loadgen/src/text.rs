@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::report::{IoBackend, Percentiles, Receive, Report};
-use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec, Protocol};
+use crate::spec::{DEFAULT_COALESCE_US, LoadModel, LoadSpec};
 
 /// One line describing the load, e.g. for progress output.
 pub fn headline(spec: &LoadSpec) -> String {
@@ -12,8 +12,9 @@ pub fn headline(spec: &LoadSpec) -> String {
         LoadModel::Closed {
             connections,
             pipeline,
-        } if spec.protocol == Protocol::H2c => {
-            format!("h2c, closed loop, {connections} connections × {pipeline} streams")
+        } if spec.protocol.is_h2() => {
+            let p = spec.protocol.name();
+            format!("{p}, closed loop, {connections} connections × {pipeline} streams")
         }
         LoadModel::Closed {
             connections,
@@ -29,10 +30,10 @@ pub fn headline(spec: &LoadSpec) -> String {
             } else {
                 format!(", sends within {coalesce_us} µs sharing a wake-up")
             };
-            let h2 = if spec.protocol == Protocol::H2c {
-                "h2c, "
+            let h2 = if spec.protocol.is_http11() {
+                String::new()
             } else {
-                ""
+                format!("{}, ", spec.protocol.name())
             };
             format!(
                 "{h2}open loop, {rate_per_s} req/s over up to {connections} connections{coalescing}"
@@ -151,6 +152,36 @@ pub fn summary(r: &Report) -> String {
         "  connections: requested {} established {} reconnected {} failed {}",
         k.requested, k.established, k.reconnected, k.failed
     );
+    if let Some(s) = &r.connection_setup {
+        let _ = writeln!(
+            o,
+            "  set-up ({}): p50 {} µs, p99 {} µs, max {} µs over {} connections",
+            if r.tls.is_some() {
+                "TCP + TLS handshake"
+            } else {
+                "TCP"
+            },
+            s.us.p50,
+            s.us.p99,
+            s.us.max,
+            s.us.samples
+        );
+    }
+    if let Some(t) = &r.tls {
+        let _ = writeln!(
+            o,
+            "  TLS: {} {} {}, ALPN {} (certificate chain {})",
+            t.version,
+            t.suite,
+            t.key_exchange,
+            t.alpn,
+            if t.chain_verified {
+                "verified"
+            } else {
+                "not verified"
+            }
+        );
+    }
     let _ = writeln!(
         o,
         "Requests/sec: {:>12.2}  (ok/sec {:.2})",

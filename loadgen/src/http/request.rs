@@ -23,7 +23,7 @@ impl RequestBytes {
         depth: u32,
         protocol: Protocol,
     ) -> Result<Self, String> {
-        if protocol == Protocol::H2c {
+        if protocol.is_h2() {
             return Ok(Self {
                 batch: Vec::new(),
                 one_len: 0,

@@ -1,5 +1,5 @@
-//! Parse and resolve the target URL (`http://host[:port]/path?query`). Only cleartext
-//! HTTP/1.1 is supported, so anything else is rejected up front with a clear message.
+//! Parse and resolve the target URL (`http://host[:port]/path?query`, or `https://` for the
+//! TLS protocols); any other scheme is rejected up front with a clear message.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -9,7 +9,7 @@ use thiserror::Error;
 pub enum UrlError {
     #[error("URL `{0}` has no scheme; expected http://host[:port]/path")]
     NoScheme(String),
-    #[error("unsupported scheme `{0}`: only http:// is supported (no TLS)")]
+    #[error("unsupported scheme `{0}`: http:// or https://")]
     Scheme(String),
     #[error("URL `{0}` has no host")]
     NoHost(String),
@@ -27,16 +27,20 @@ pub struct Target {
     pub host_header: String,
     /// Path and query, always starting with `/`.
     pub path: String,
+    /// The host as written (TLS: the server name sent and checked).
+    pub host: String,
 }
 
-/// Parse without resolving: `(host, port, host_header, path)`.
-pub fn split(url: &str) -> Result<(String, u16, String, String), UrlError> {
+/// Parse without resolving: `(host, port, host_header, path, https)`.
+pub fn split(url: &str) -> Result<(String, u16, String, String, bool), UrlError> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err(UrlError::NoScheme(url.to_string()));
     };
-    if !scheme.eq_ignore_ascii_case("http") {
+    let https = scheme.eq_ignore_ascii_case("https");
+    if !https && !scheme.eq_ignore_ascii_case("http") {
         return Err(UrlError::Scheme(scheme.to_string()));
     }
+    let default_port = if https { 443 } else { 80 };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -51,7 +55,7 @@ pub fn split(url: &str) -> Result<(String, u16, String, String), UrlError> {
         };
         let port = match after.strip_prefix(':') {
             Some(p) => p.parse().map_err(|_| UrlError::Port(url.to_string()))?,
-            None if after.is_empty() => 80,
+            None if after.is_empty() => default_port,
             None => return Err(UrlError::Port(url.to_string())),
         };
         (h.to_string(), port)
@@ -61,7 +65,7 @@ pub fn split(url: &str) -> Result<(String, u16, String, String), UrlError> {
                 h.to_string(),
                 p.parse().map_err(|_| UrlError::Port(url.to_string()))?,
             ),
-            None => (authority.to_string(), 80),
+            None => (authority.to_string(), default_port),
         }
     };
     if host.is_empty() {
@@ -70,12 +74,12 @@ pub fn split(url: &str) -> Result<(String, u16, String, String), UrlError> {
     if port == 0 {
         return Err(UrlError::Port(url.to_string()));
     }
-    Ok((host, port, authority.to_string(), path))
+    Ok((host, port, authority.to_string(), path, https))
 }
 
 /// Parse and resolve (first address wins).
 pub fn resolve(url: &str) -> Result<Target, UrlError> {
-    let (host, port, host_header, path) = split(url)?;
+    let (host, port, host_header, path, _) = split(url)?;
     let addr = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| UrlError::Resolve(host.clone(), e.to_string()))?
@@ -85,6 +89,7 @@ pub fn resolve(url: &str) -> Result<Target, UrlError> {
         addr,
         host_header,
         path,
+        host,
     })
 }
 
@@ -94,12 +99,13 @@ mod tests {
 
     #[test]
     fn splits_urls() {
-        let (h, p, hh, path) = split("http://127.0.0.1:8080/ping?x=1").unwrap();
+        let (h, p, hh, path, https) = split("http://127.0.0.1:8080/ping?x=1").unwrap();
+        assert!(!https);
         assert_eq!(
             (h.as_str(), p, hh.as_str(), path.as_str()),
             ("127.0.0.1", 8080, "127.0.0.1:8080", "/ping?x=1")
         );
-        let (h, p, _, path) = split("http://[::1]:9/").unwrap();
+        let (h, p, _, path, _) = split("http://[::1]:9/").unwrap();
         assert_eq!((h.as_str(), p, path.as_str()), ("::1", 9, "/"));
         assert_eq!(split("http://localhost").unwrap().3, "/");
         assert_eq!(split("http://h?q").unwrap().3, "/?q");
@@ -107,7 +113,9 @@ mod tests {
 
     #[test]
     fn rejects_bad_urls() {
-        assert!(matches!(split("https://x/"), Err(UrlError::Scheme(_))));
+        assert!(matches!(split("ftp://x/"), Err(UrlError::Scheme(_))));
+        assert_eq!(split("https://localhost/ping").unwrap().1, 443);
+        assert!(split("HTTPS://localhost:8443/").unwrap().4);
         assert!(matches!(split("localhost:80"), Err(UrlError::NoScheme(_))));
         assert!(matches!(split("http:///x"), Err(UrlError::NoHost(_))));
         assert!(matches!(split("http://h:abc/"), Err(UrlError::Port(_))));

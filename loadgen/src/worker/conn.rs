@@ -36,6 +36,9 @@ pub struct Conn {
     /// h2c: the connection's HTTP/2 session — its framer, and the bytes it has to send, which
     /// `wlen` and `written` then count (`None`: HTTP/1.1).
     pub h2: Option<Box<Session>>,
+    /// Over TLS: the session, from the end of the TCP connect on (while `Connecting`, its
+    /// presence means the handshake is under way).
+    pub tls: Option<Box<rustls::ClientConnection>>,
     /// Bytes of the request batch to write, and how many are written.
     pub wlen: usize,
     pub written: usize,
@@ -73,6 +76,7 @@ impl Conn {
             rend: 0,
             parser: ResponseParser::new(),
             h2: None,
+            tls: None,
             wlen: 0,
             written: 0,
             in_flight: 0,
@@ -131,6 +135,32 @@ impl Conn {
         }
     }
 
+    /// Over TLS: hands the bytes still to write (`written..wlen`) to the session, which
+    /// encrypts them; returns how many.
+    pub fn seal(&mut self, req: &RequestBytes) -> usize {
+        let Conn {
+            tls,
+            h2,
+            written,
+            wlen,
+            ..
+        } = self;
+        let Some(tls) = tls else { return 0 };
+        let bytes = match h2 {
+            Some(s) => &s.out[*written..*wlen],
+            None => &req.batch[*written..*wlen],
+        };
+        // The session's plaintext buffer is unbounded (set when it is made): all is taken.
+        let n = std::io::Write::write(&mut tls.writer(), bytes).unwrap_or(0);
+        *written += n;
+        n
+    }
+
+    /// Over TLS: the session has records to send.
+    pub fn tls_pending(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.wants_write())
+    }
+
     /// h2c: acknowledgements the framer queued beyond `wlen` are to be written too; true if
     /// there are any.
     pub fn take_control(&mut self) -> bool {
@@ -168,6 +198,7 @@ impl Conn {
             crate::sys::socket::close(self.fd);
             self.fd = -1;
         }
+        self.tls = None;
         self.rstart = 0;
         self.rend = 0;
         self.parser.reset();

@@ -48,6 +48,8 @@ impl Worker {
     }
 
     pub(super) fn on_established(&mut self, ci: usize) {
+        let setup_us = now_ns().saturating_sub(self.conns[ci].connect_started_ns) / 1_000;
+        self.setup.saturating_record(setup_us.max(1));
         self.cc.established += 1;
         self.connecting_count -= 1;
         self.open_count += 1;

@@ -15,6 +15,7 @@ mod lifecycle;
 mod open;
 pub mod plan;
 mod ring;
+mod tls;
 mod wire;
 
 use std::io as stdio;
@@ -62,6 +63,11 @@ pub struct WorkerTally {
     /// Why the worker stopped early, if it did.
     pub gave_up: Option<String>,
     pub unsolicited: u64,
+    /// Connection set-up times (µs): connect to established, TLS handshake included.
+    pub setup: hdrhistogram::Histogram<u64>,
+    /// Over TLS: what the first handshake settled on, and the first TLS failure.
+    pub tls_session: Option<crate::report::TlsSession>,
+    pub tls_error: Option<String>,
 }
 
 /// Shared start line: workers pre-connect, then all agree on one `t0`.
@@ -112,6 +118,9 @@ pub struct Worker {
     woke_ns: u64,
     /// Harvesting: when epoll is next asked for what arrived.
     next_harvest_ns: u64,
+    setup: hdrhistogram::Histogram<u64>,
+    tls_session: Option<crate::report::TlsSession>,
+    tls_error: Option<String>,
 }
 
 impl Worker {
@@ -162,12 +171,16 @@ impl Worker {
             started: false,
             unsolicited: 0,
             last_up_ns: 0,
-            harvest: plan.open.is_some(),
+            // Over TLS responses are read through the session: no kernel stamps to harvest by.
+            harvest: plan.open.is_some() && plan.tls.is_none(),
             backlogged: false,
             wakeups: 0,
             asked_ns: 0,
             woke_ns: 0,
             next_harvest_ns: 0,
+            setup: crate::recorder::new_hist(3),
+            tls_session: None,
+            tls_error: None,
             plan,
             share,
         })
@@ -295,6 +308,9 @@ impl Worker {
             finished_ns,
             gave_up,
             unsolicited: self.unsolicited,
+            setup: self.setup,
+            tls_session: self.tls_session,
+            tls_error: self.tls_error,
         }
     }
 
@@ -419,11 +435,19 @@ impl Worker {
         if c.generation != (ev.token >> 32) as u32 || c.fd < 0 {
             return;
         }
+        if c.state == State::Connecting && c.tls.is_some() {
+            self.handshake(ci);
+            return;
+        }
         if c.state == State::Connecting {
             if ev.bits & (EV_OUT | EV_ERR_HUP) == 0 {
                 return;
             }
             match socket::take_error(c.fd) {
+                Ok(()) if self.plan.tls.is_some() => {
+                    self.start_handshake(ci);
+                    return;
+                }
                 Ok(()) => self.on_established(ci),
                 Err(_) => {
                     self.connect_failed(ci, now_ns());
@@ -435,7 +459,7 @@ impl Worker {
         if c.state != State::Open {
             return;
         }
-        if ev.bits & EV_OUT != 0 && c.written < c.wlen {
+        if ev.bits & EV_OUT != 0 && (c.written < c.wlen || c.tls_pending()) {
             self.flush(ci);
         }
         if ev.bits & (EV_IN | EV_ERR_HUP) != 0 && self.conns[ci].state == State::Open {

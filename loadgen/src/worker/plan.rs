@@ -2,11 +2,12 @@
 //! and the open-loop schedule. Times are absolute `CLOCK_MONOTONIC` nanoseconds.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use crate::http::request::RequestBytes;
 use crate::report::IoBackend;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Plan {
     pub addr: SocketAddr,
     /// The request's bytes: HTTP/1.1's batch, or (h2c) the header block every stream sends.
@@ -24,6 +25,8 @@ pub struct Plan {
     pub io: IoBackend,
     /// On io_uring: receives are multishot into provided buffers (else one-shot).
     pub multishot: bool,
+    /// Over TLS: the client every connection's session comes from.
+    pub tls: Option<Arc<crate::tls::Client>>,
 }
 
 /// Open loop: global request `k` is intended at `t0 + k * ns_per_request`; thread `i` of

@@ -17,6 +17,10 @@ impl Worker {
             self.ring_arm_send(ci);
             return;
         }
+        if self.conns[ci].tls.is_some() {
+            self.tls_flush(ci);
+            return;
+        }
         let c = &mut self.conns[ci];
         while c.written < c.wlen {
             match socket::send(c.fd, &c.wbuf(&self.plan.req)[c.written..c.wlen]) {
@@ -41,6 +45,10 @@ impl Worker {
     /// FIN/HUP, so a short read does not mean drained — read on until EOF is seen (a body
     /// delimited by the close completes only then).
     pub(super) fn read_ready(&mut self, ci: usize, peer_closed: bool) {
+        if self.conns[ci].tls.is_some() {
+            self.tls_read(ci);
+            return;
+        }
         let harvest = self.harvest;
         loop {
             if !self.make_room(ci) {

@@ -1,5 +1,5 @@
 //! loadgen's integration tests, one binary: the CLI contract, exact accounting, faults,
-//! hostile servers, the machine floor, h2c against an HTTP/2 server it did not write, and the
+//! hostile servers, the machine floor, h2c and TLS against servers it did not write, and the
 //! report schema, all on one support kit.
 
 mod cli;
@@ -10,3 +10,4 @@ mod h2c;
 mod hostile;
 mod schema;
 mod support;
+mod tls;
