@@ -155,7 +155,7 @@ fn build(
         })
     };
     let latency_hdr_v2_b64 = encode(&m.latency);
-    let connection_setup = (m.setup.len() > 0).then(|| Setup {
+    let connection_setup = (!m.setup.is_empty()).then(|| Setup {
         us: percentiles(&m.setup),
         hdr_v2_b64: encode(&m.setup),
     });
