@@ -105,6 +105,11 @@ impl Protocol {
         matches!(self, Protocol::Http11Tls | Protocol::H2Tls)
     }
 
+    /// The URL scheme it is reached by: "https" over TLS, else "http".
+    pub fn scheme(self) -> &'static str {
+        if self.tls() { "https" } else { "http" }
+    }
+
     /// The ALPN protocol asked for over TLS (the handshake must settle on it).
     pub fn alpn(self) -> Option<&'static [u8]> {
         match self {

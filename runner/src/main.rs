@@ -29,6 +29,8 @@ fn main() -> ExitCode {
         Command::K8s(runner::cli::K8sCommand::Render(args)) => cmd::k8s::render(args),
         Command::Ingest(args) => cmd::k8s::ingest(args),
     };
+    // The TLS test certificate the command may have made (services serving TLS) goes with it.
+    runner::service::tls::remove();
     result.unwrap_or_else(|e| {
         // Errors quote what they read (a result set's names and values): printed visibly.
         eprintln!("matrix: {}", visible(&format!("{e:#}")));

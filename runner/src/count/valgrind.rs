@@ -243,6 +243,9 @@ fn run_once(t: &Target, n: u64) -> Result<Run, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .process_group(0);
+    if crate::service::spawn::Argv::Contract(t.service_args).tls() {
+        cmd.args(crate::service::tls::service_args()?);
+    }
     let child = crate::limits::cpus::on_cpus(t.cpus, || cmd.spawn())
         .map_err(|e| format!("cannot run valgrind: {e}"))?;
     let mut group = Group(child);
@@ -329,7 +332,7 @@ fn first_line(child: &mut Child) -> Result<String, String> {
 /// the requests the timed load sends — a `User-Agent` more cost ping-epoll 9.6 % more
 /// instructions. Over h2c, loadgen's session: one stream at a time.
 struct Conn {
-    stream: TcpStream,
+    stream: crate::service::http::Stream,
     request: loadgen::http::request::RequestBytes,
     /// h2c: the session, and bytes read past the last response.
     h2: Option<(loadgen::http::h2::Session, Vec<u8>)>,
@@ -342,7 +345,8 @@ impl Conn {
         headers: &[(String, String)],
         protocol: loadgen::Protocol,
     ) -> Result<Conn, String> {
-        let target = loadgen::http::target::resolve(&format!("http://{addr}{path}"))
+        let url = format!("{}://{addr}{path}", protocol.scheme());
+        let target = loadgen::http::target::resolve(&url)
             .map_err(|e| format!("request target: {e}"))?;
         let request =
             loadgen::http::request::RequestBytes::new(&target, headers, true, 1, protocol)?;
@@ -363,6 +367,7 @@ impl Conn {
             .set_read_timeout(Some(timeout))
             .map_err(|e| e.to_string())?;
         let _ = stream.set_nodelay(true);
+        let stream = crate::service::http::Stream::alpn(stream, protocol.alpn())?;
         Ok(Conn {
             stream,
             request,
@@ -384,8 +389,7 @@ impl Conn {
 }
 
 /// Writes what the session has to send (requests, acknowledgements), if anything.
-fn send(stream: &mut TcpStream, s: &mut loadgen::http::h2::Session) -> Result<(), String> {
-    use std::io::Write;
+fn send(stream: &mut impl std::io::Write, s: &mut loadgen::http::h2::Session) -> Result<(), String> {
     if !s.out.is_empty() {
         stream
             .write_all(&s.out)
@@ -398,13 +402,12 @@ fn send(stream: &mut TcpStream, s: &mut loadgen::http::h2::Session) -> Result<()
 /// One h2c request on `s` (the session's opening goes with the first), `buf` holding what was
 /// read past the last response: its response's status.
 fn h2_exchange(
-    stream: &mut TcpStream,
+    stream: &mut (impl std::io::Read + std::io::Write),
     s: &mut loadgen::http::h2::Session,
     buf: &mut Vec<u8>,
     req: &loadgen::http::request::RequestBytes,
 ) -> Result<u16, String> {
     use loadgen::http::response::{Sent, Step};
-    use std::io::Read;
     let block = req.h2_block.as_deref().unwrap_or_default();
     let sent = Sent {
         at_ns: 0,

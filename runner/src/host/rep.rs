@@ -85,7 +85,8 @@ pub fn run_rep(
     let start = ready.start.clone();
     let mut total = cell.load_spec(ready.port);
     total.url = format!(
-        "http://{}{}",
+        "{}://{}{}",
+        cell.protocol.scheme(),
         std::net::SocketAddr::new(server.address, ready.port),
         cell.path
     );

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+
+pub use super::tls::Stream;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
@@ -19,20 +21,28 @@ pub struct Response {
     pub elapsed: Duration,
 }
 
-pub fn get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<Response, String> {
+/// One GET on a new connection (over `tls`: HTTP/1.1 through the TLS handshake).
+pub fn get(addr: SocketAddr, path: &str, timeout: Duration, tls: bool) -> Result<Response, String> {
     let start = Instant::now();
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
+    let mut s = connect(addr, timeout, tls)?;
+    get_on(&mut s, addr, path, start)
+}
+
+/// A connection to `addr` with `timeout` on connecting, reads and writes; over `tls`, with
+/// the handshake done.
+pub fn connect(addr: SocketAddr, timeout: Duration, tls: bool) -> Result<Stream, String> {
+    let s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
     s.set_read_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
-    get_on(&mut s, addr, path, start)
+    Stream::over(s, tls)
 }
 
 /// One GET on an open (keep-alive) connection to `addr`, read to the end of its body;
 /// `elapsed` counts from `start`.
 pub fn get_on(
-    s: &mut TcpStream,
+    s: &mut (impl Read + Write),
     addr: SocketAddr,
     path: &str,
     start: Instant,
@@ -44,7 +54,7 @@ pub fn get_on(
 
 /// Sends `request` (one whole request) on an open connection and reads its response to the
 /// end of its body; `elapsed` counts from `start`.
-pub fn exchange(s: &mut TcpStream, request: &[u8], start: Instant) -> Result<Response, String> {
+pub fn exchange(s: &mut (impl Read + Write), request: &[u8], start: Instant) -> Result<Response, String> {
     s.write_all(request).map_err(|e| format!("write: {e}"))?;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];

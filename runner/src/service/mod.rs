@@ -9,5 +9,6 @@ pub mod spawn;
 pub mod startup;
 pub mod startup_line;
 pub mod stop;
+pub mod tls;
 pub mod verify;
 pub mod warm;

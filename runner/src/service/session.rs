@@ -134,10 +134,9 @@ impl Session {
             limits: conf.record.clone(),
             ..StartOutcome::default()
         };
-        let external = matches!(l.args, spawn::Argv::External(_));
         let ready = s
             .wait_ready(l)
-            .and_then(|()| s.check(l.path, external, &mut outcome));
+            .and_then(|()| s.check(l.path, l.args, &mut outcome));
         if let Err(error) = ready {
             let stopped = s.stop();
             return Err(Box::new(Failed {
@@ -155,7 +154,13 @@ impl Session {
     fn wait_ready(&mut self, l: &Launch) -> Result<(), StageError> {
         let (proc, addr) = (&mut self.proc, self.addr);
         let r = cpus::on_cpus(l.probe_cpus, || {
-            startup::wait_ready_at(proc, addr, l.args.ready_path(l.path), l.startup_timeout)
+            startup::wait_ready_at(
+                proc,
+                addr,
+                l.args.ready_path(l.path),
+                l.startup_timeout,
+                l.args.tls(),
+            )
         })
         .map_err(|e| StageError::at(Stage::Startup, e))?;
         self.start.connect_us = Some(r.connect_us);
@@ -170,15 +175,16 @@ impl Session {
     fn check(
         &self,
         path: &str,
-        external: bool,
+        args: spawn::Argv,
         outcome: &mut StartOutcome,
     ) -> Result<(), StageError> {
+        let (external, tls) = (matches!(args, spawn::Argv::External(_)), args.tls());
         let timeout = Duration::from_secs(2);
         if external {
-            outcome.verification = verify::verify_path(self.addr, path, timeout);
+            outcome.verification = verify::verify_path(self.addr, path, timeout, false);
         } else {
             let line = startup_line::read(&self.proc, Duration::from_millis(500));
-            outcome.verification = verify::verify(self.addr, path, timeout);
+            outcome.verification = verify::verify(self.addr, path, timeout, tls);
             match line {
                 Ok(b) => outcome.startup_line = Some(b),
                 Err(e) => outcome.verification.push(EndpointCheck {

@@ -58,9 +58,21 @@ impl Argv<'_> {
         }
     }
 
-    /// The arguments for one start on `addr`.
-    pub fn for_start(&self, addr: SocketAddr, workers: u32) -> Vec<OsString> {
+    /// A suite service told to serve a TLS protocol (`--protocol http/1.1+tls` or `h2+tls`,
+    /// as the plan gives it): it is started with the test certificate, and probed over TLS.
+    pub fn tls(&self) -> bool {
         match self {
+            Argv::Contract(extra) => extra
+                .windows(2)
+                .any(|w| w[0] == "--protocol" && w[1].ends_with("+tls")),
+            Argv::External(_) => false,
+        }
+    }
+
+    /// The arguments for one start on `addr`; a TLS service's certificate and key among them
+    /// (made on first use: [`super::tls::files`]).
+    pub fn for_start(&self, addr: SocketAddr, workers: u32) -> std::io::Result<Vec<OsString>> {
+        Ok(match self {
             Argv::Contract(extra) => {
                 let mut args: Vec<OsString> = vec![
                     "--listen".into(),
@@ -69,13 +81,17 @@ impl Argv<'_> {
                     workers.to_string().into(),
                 ];
                 args.extend(extra.iter().map(OsString::from));
+                if self.tls() {
+                    let tls = super::tls::service_args().map_err(std::io::Error::other)?;
+                    args.extend(tls.iter().map(OsString::from));
+                }
                 args
             }
             Argv::External(t) => super::external::expand(t, addr, workers)
                 .into_iter()
                 .map(OsString::from)
                 .collect(),
-        }
+        })
     }
 }
 
@@ -91,7 +107,7 @@ pub fn spawn<'a>(
 ) -> std::io::Result<Proc> {
     Proc::launch(
         binary,
-        &argv.into().for_start(addr, workers),
+        &argv.into().for_start(addr, workers)?,
         confinement,
         probe_cpus,
     )

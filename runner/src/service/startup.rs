@@ -12,6 +12,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use super::tls::Stream;
 use crate::interrupt;
 use crate::process::Proc;
 
@@ -27,18 +28,15 @@ pub struct Ready {
 /// start-up, long enough not to flood the service's CPU with SYNs.
 const RETRY: Duration = Duration::from_micros(50);
 
-/// Polls until /ping answers 200, the process exits, the timeout passes or we are
+/// Polls until `path` (a request target such as `/ping` or `/sleep?ms=5`) answers 200 — over
+/// `tls`, after a TLS handshake — the process exits, the timeout passes or we are
 /// interrupted (error text says which).
-pub fn wait_ready(proc: &mut Proc, addr: SocketAddr, timeout: Duration) -> Result<Ready, String> {
-    wait_ready_at(proc, addr, "/ping", timeout)
-}
-
-/// [`wait_ready`] polling `path` (a request target such as `/ping` or `/sleep?ms=5`).
 pub fn wait_ready_at(
     proc: &mut Proc,
     addr: SocketAddr,
     path: &str,
     timeout: Duration,
+    tls: bool,
 ) -> Result<Ready, String> {
     let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     let t0_ns = proc.exec_at_ns.unwrap_or(proc.spawned_at_ns);
@@ -63,9 +61,14 @@ pub fn wait_ready_at(
             ));
         }
         match TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
-            Ok(mut s) => {
+            Ok(s) => {
                 connect_us.get_or_insert(since());
-                match probe(&mut s, request.as_bytes()) {
+                let probed = s
+                    .set_read_timeout(Some(Duration::from_secs(1)))
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| Stream::over(s, tls))
+                    .and_then(|mut s| probe(&mut s, request.as_bytes()));
+                match probed {
                     Ok(()) => {
                         return Ok(Ready {
                             connect_us: connect_us.unwrap_or(0),
@@ -87,10 +90,8 @@ pub fn wait_ready_at(
     }
 }
 
-fn probe(s: &mut TcpStream, request: &[u8]) -> Result<(), String> {
-    s.set_read_timeout(Some(Duration::from_secs(1)))
-        .map_err(|e| e.to_string())?;
-    let _ = s.set_nodelay(true);
+fn probe(s: &mut Stream, request: &[u8]) -> Result<(), String> {
+    let _ = s.tcp().set_nodelay(true);
     s.write_all(request).map_err(|e| format!("write: {e}"))?;
     let mut buf = [0u8; 64];
     let mut n = 0;

@@ -20,22 +20,33 @@ fn contract() -> [(&'static str, &'static str, Option<Vec<u8>>); 3] {
     ]
 }
 
-/// Checks every contract endpoint and `extra_path` (if not already covered).
-pub fn verify(addr: SocketAddr, extra_path: &str, timeout: Duration) -> Vec<EndpointCheck> {
+/// Checks every contract endpoint and `extra_path` (if not already covered), over TLS where
+/// the service serves it (`tls`).
+pub fn verify(
+    addr: SocketAddr,
+    extra_path: &str,
+    timeout: Duration,
+    tls: bool,
+) -> Vec<EndpointCheck> {
     let contract = contract();
     let mut out: Vec<EndpointCheck> = contract
         .iter()
-        .map(|(p, ct, body)| check(addr, p, ct, body.as_deref(), timeout))
+        .map(|(p, ct, body)| check(addr, p, ct, body.as_deref(), timeout, tls))
         .collect();
     if !contract.iter().any(|(p, _, _)| *p == extra_path) {
-        out.extend(verify_path(addr, extra_path, timeout));
+        out.extend(verify_path(addr, extra_path, timeout, tls));
     }
     out
 }
 
 /// Checks `path` alone, with the contract's rules where it is a contract path (a server
 /// the suite did not write need not have the other endpoints).
-pub fn verify_path(addr: SocketAddr, path: &str, timeout: Duration) -> Vec<EndpointCheck> {
+pub fn verify_path(
+    addr: SocketAddr,
+    path: &str,
+    timeout: Duration,
+    tls: bool,
+) -> Vec<EndpointCheck> {
     let contract = contract();
     let known = contract
         .iter()
@@ -44,7 +55,7 @@ pub fn verify_path(addr: SocketAddr, path: &str, timeout: Duration) -> Vec<Endpo
         Some((p, ct, body)) if !p.contains('?') => (*ct, body.as_deref()),
         _ => ("", None),
     };
-    vec![check(addr, path, ct, body, timeout)]
+    vec![check(addr, path, ct, body, timeout, tls)]
 }
 
 fn sleep_ms(path: &str) -> Option<u64> {
@@ -57,6 +68,7 @@ fn check(
     ctype: &str,
     body: Option<&[u8]>,
     timeout: Duration,
+    tls: bool,
 ) -> EndpointCheck {
     let mut c = EndpointCheck {
         path: path.into(),
@@ -67,7 +79,7 @@ fn check(
         body_bytes: None,
         latency_us: None,
     };
-    let r = match http::get(addr, path, timeout) {
+    let r = match http::get(addr, path, timeout, tls) {
         Ok(r) => r,
         Err(e) => {
             c.problems.push(e);

@@ -42,10 +42,11 @@ pub fn warm_up<'a>(
     let at_spawn =
         |reason: String| StageError::at(Stage::Spawn, format!("warm-up start: {reason}"));
     let addr = spawn::free_addr(ip).map_err(|e| at_spawn(format!("no free port: {e}")))?;
+    let argv = argv.into();
     let mut proc = spawn::spawn(binary, addr, workers, argv, confinement, probe_cpus)
         .map_err(|e| at_spawn(format!("cannot start {}: {e}", binary.display())))?;
     let ready = crate::limits::cpus::on_cpus(probe_cpus, || {
-        startup::wait_ready_at(&mut proc, addr, ready_path, timeout)
+        startup::wait_ready_at(&mut proc, addr, ready_path, timeout, argv.tls())
     });
     // SIGKILL to the group and reaped: the measured start follows at once, and nothing of
     // the warm-up outlives this call.

@@ -145,16 +145,16 @@ fn in_flight(
     protocol: Protocol,
     field: &impl Fn(&str) -> String,
 ) -> u32 {
-    let (mine, theirs, other) = match protocol {
-        Protocol::Http11 => (&load.pipeline, &load.streams, "streams"),
-        Protocol::H2c => (&load.streams, &load.pipeline, "pipeline"),
+    let (mine, theirs, other) = if protocol.is_h2() {
+        (&load.streams, &load.pipeline, "pipeline")
+    } else {
+        (&load.pipeline, &load.streams, "streams")
     };
     if let Some(t) = theirs {
-        let why = match protocol {
-            Protocol::Http11 => {
-                "streams are HTTP/2's: give protocol = \"h2\" (HTTP/1.1 pipelines: `pipeline`)"
-            }
-            Protocol::H2c => "HTTP/2 does not pipeline: its requests in flight are `streams`",
+        let why = if protocol.is_h2() {
+            "HTTP/2 does not pipeline: its requests in flight are `streams`"
+        } else {
+            "streams are HTTP/2's: give protocol = \"h2\" (HTTP/1.1 pipelines: `pipeline`)"
         };
         errs.at(t.span(), field(other), why);
     }
@@ -163,7 +163,7 @@ fn in_flight(
     };
     let n = *p.get_ref();
     if !(1..=MAX_PIPELINE).contains(&n) {
-        let name = if protocol == Protocol::H2c {
+        let name = if protocol.is_h2() {
             "streams"
         } else {
             "pipeline"
@@ -220,7 +220,7 @@ fn closed(
         .map(|c| {
             let connections = *c.get_ref();
             fit.check(errs, c.span(), &field, connections);
-            let label = if protocol == Protocol::H2c {
+            let label = if protocol.is_h2() {
                 format!("c{connections}s{pipeline}")
             } else if pipeline > 1 {
                 format!("c{connections}p{pipeline}")

@@ -78,38 +78,52 @@ fn request_path(errs: &mut Errs, path: &Spanned<String>, field: String) {
     }
 }
 
-/// `protocol` and `tls`: "http/1.1" or "h2" (h2c: TLS is not built yet); HTTP/2 keeps its
-/// connections open and has no churn model.
+/// `protocol` ("http/1.1" or "h2") and `tls` together name the wire protocol: h2 without TLS
+/// is h2c (prior knowledge), with TLS ALPN settles it. HTTP/2 keeps its connections open and
+/// has no churn model; over TLS, HTTP/1.1 is not pipelined and churn is not built.
 fn protocol(errs: &mut Errs, s: &Scenario, field: &impl Fn(&str) -> String) -> loadgen::Protocol {
-    if let Some(t) = &s.tls
-        && *t.get_ref()
-    {
-        errs.at(
-            t.span(),
-            field("tls"),
-            "TLS is not built yet: loadgen and the services speak cleartext only (HTTP/1.1, and \
-             HTTP/2 as h2c)",
-        );
-    }
-    let Some(p) = &s.protocol else {
-        return loadgen::Protocol::Http11;
-    };
-    let protocol = match p.get_ref().as_str() {
-        "http/1.1" => loadgen::Protocol::Http11,
-        "h2" => loadgen::Protocol::H2c,
-        other => {
+    use loadgen::Protocol;
+    let tls = s.tls.as_ref().is_some_and(|t| *t.get_ref());
+    let name = s.protocol.as_ref().map(|p| p.get_ref().as_str());
+    let span = || s.protocol.as_ref().map(|p| p.span()).unwrap_or_default();
+    let protocol = match (name, tls) {
+        (None | Some("http/1.1"), false) => Protocol::Http11,
+        (None | Some("http/1.1"), true) => Protocol::Http11Tls,
+        (Some("h2"), false) => Protocol::H2c,
+        (Some("h2"), true) => Protocol::H2Tls,
+        (Some(other), _) => {
             errs.at(
-                p.span(),
+                span(),
                 field("protocol"),
-                format!("unknown protocol {other:?}: \"http/1.1\" or \"h2\""),
+                format!("unknown protocol {other:?}: \"http/1.1\" or \"h2\" (TLS is `tls = true`)"),
             );
-            return loadgen::Protocol::Http11;
+            return Protocol::Http11;
         }
     };
-    if protocol == loadgen::Protocol::H2c {
-        if !s.keepalive {
+    if protocol == Protocol::Http11Tls {
+        if let Some(p) = &s.load.pipeline
+            && *p.get_ref() > 1
+        {
             errs.at(
                 p.span(),
+                field("load.pipeline"),
+                "tls = true with a pipelined load: HTTP/1.1 over TLS is measured one request at \
+                 a time per connection (what TLS clients send); use protocol = \"h2\" with \
+                 `streams` for requests in flight on one TLS connection",
+            );
+        }
+        if *s.load.model.get_ref() == crate::config::schema::ModelKind::Churn {
+            errs.at(
+                s.load.model.span(),
+                field("load.model"),
+                "churn opens and closes cleartext HTTP/1.1 connections itself: not with tls = true",
+            );
+        }
+    }
+    if protocol.is_h2() {
+        if !s.keepalive {
+            errs.at(
+                span(),
                 field("keepalive"),
                 "HTTP/2 keeps its connections open: keepalive = false is HTTP/1.1's",
             );

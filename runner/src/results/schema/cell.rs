@@ -112,7 +112,7 @@ impl CellSpec {
             }
         };
         LoadSpec {
-            url: format!("http://127.0.0.1:{port}{}", self.path),
+            url: format!("{}://127.0.0.1:{port}{}", self.protocol.scheme(), self.path),
             model: self.load.clone(),
             threads: self.loadgen_threads.min(conns).max(1),
             keepalive: self.keepalive,
