@@ -116,6 +116,9 @@ pub struct TlsSession {
     pub key_exchange: String,
     /// The ALPN protocol chosen ("h2", "http/1.1").
     pub alpn: String,
+    /// The server's key as its handshake signature shows it, e.g. "RSA-2048" (an ECDSA key
+    /// makes handshakes many times cheaper).
+    pub server_key: String,
     /// Whether the server's certificate chain was checked (loadgen: never; the handshake's
     /// signature always is).
     pub chain_verified: bool,

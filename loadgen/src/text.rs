@@ -170,11 +170,12 @@ pub fn summary(r: &Report) -> String {
     if let Some(t) = &r.tls {
         let _ = writeln!(
             o,
-            "  TLS: {} {} {}, ALPN {} (certificate chain {})",
+            "  TLS: {} {} {}, ALPN {}, server key {} (certificate chain {})",
             t.version,
             t.suite,
             t.key_exchange,
             t.alpn,
+            t.server_key,
             if t.chain_verified {
                 "verified"
             } else {

@@ -9,7 +9,7 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
@@ -23,6 +23,7 @@ use crate::sys::socket;
 /// The run's TLS client: its configuration and the server name sent (SNI).
 pub struct Client {
     config: Arc<ClientConfig>,
+    verifier: Arc<SignatureOnly>,
     name: ServerName<'static>,
     alpn: &'static [u8],
 }
@@ -35,11 +36,15 @@ impl Client {
         };
         #[allow(deprecated)] // ring: see ping-tls; no post-quantum group is wanted here
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ClientConfig::builder_with_provider(provider.clone())
+        let verifier = Arc::new(SignatureOnly {
+            provider: provider.clone(),
+            key: OnceLock::new(),
+        });
+        let mut config = ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| format!("TLS: {e}"))?
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(SignatureOnly(provider)))
+            .with_custom_certificate_verifier(verifier.clone())
             .with_no_client_auth();
         config.alpn_protocols = vec![alpn.to_vec()];
         // One full handshake per connection: a reconnect resuming a session would measure
@@ -49,6 +54,7 @@ impl Client {
             .map_err(|e| format!("TLS server name `{host}`: {e}"))?;
         Ok(Some(Client {
             config: Arc::new(config),
+            verifier,
             name,
             alpn,
         }))
@@ -88,14 +94,30 @@ impl Client {
                     .and_then(|g| g.name().as_str().map(str::to_string)),
             ),
             alpn: String::from_utf8_lossy(alpn).into_owned(),
+            server_key: self.verifier.key.get().cloned().unwrap_or_default(),
             chain_verified: false,
         })
     }
 }
 
-/// Checks the handshake's signatures, not the certificate chain (see the module's note).
+/// Checks the handshake's signatures, not the certificate chain (see the module's note), and
+/// notes the server's key type from the first: the cost of a handshake hangs on it.
 #[derive(Debug)]
-struct SignatureOnly(Arc<CryptoProvider>);
+struct SignatureOnly {
+    provider: Arc<CryptoProvider>,
+    key: OnceLock<String>,
+}
+
+/// The signing key's type as its signature shows it: an RSA signature is as long as the
+/// modulus, so "RSA-2048"; otherwise the scheme's name.
+fn key_type(dss: &DigitallySignedStruct) -> String {
+    let scheme = format!("{:?}", dss.scheme);
+    if scheme.starts_with("RSA") {
+        format!("RSA-{}", dss.signature().len() * 8)
+    } else {
+        scheme
+    }
+}
 
 impl ServerCertVerifier for SignatureOnly {
     fn verify_server_cert(
@@ -119,7 +141,7 @@ impl ServerCertVerifier for SignatureOnly {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -129,16 +151,19 @@ impl ServerCertVerifier for SignatureOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.key.get_or_init(|| key_type(dss));
         verify_tls13_signature(
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -84,7 +84,7 @@ fn one_start(binary: &Path, limits: Option<&ProfileLimits>) -> Result<(u64, Opti
     let mut proc: Proc = spawn::spawn(binary, addr, 1, &[], &conf, &probe_cpus)
         .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
     let ready = limits::cpus::on_cpus(&probe_cpus, || {
-        startup::wait_ready_at(&mut proc, addr, "/ping", timeout, false)
+        startup::wait_ready(&mut proc, addr, timeout)
     })?;
     drop(proc);
     Ok((ready.first_200_us, ready.launch_us))

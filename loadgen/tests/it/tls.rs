@@ -127,6 +127,7 @@ fn h2_over_tls_is_counted_exactly_and_says_what_it_negotiated() {
     let tls = r.tls.as_ref().expect("the handshake's outcome");
     assert_eq!((tls.version.as_str(), tls.alpn.as_str()), ("TLSv1_3", "h2"));
     assert!(tls.suite.starts_with("TLS13_"), "{tls:?}");
+    assert_eq!(tls.server_key, ping_tls::KEY_TYPE);
     assert!(!tls.chain_verified);
     let setup = r.connection_setup.as_ref().expect("set-up times");
     assert_eq!(setup.us.samples, 4);

@@ -180,8 +180,8 @@ pub struct Scenario {
     /// Extra request headers: a list of "Name: value" (as `curl -H` takes them), in order,
     /// or the name of a built-in set ("browser-like"). Checked in `validate::headers`.
     pub headers: Option<Spanned<toml::Value>>,
-    /// "http/1.1" (default) or "h2": HTTP/2, over cleartext with prior knowledge (h2c) unless
-    /// `tls` (not built yet: refused).
+    /// "http/1.1" (default) or "h2"; with `tls = true` over TLS 1.3 (ALPN settles the
+    /// protocol), else in cleartext (HTTP/2 as h2c, with prior knowledge).
     pub protocol: Option<Spanned<String>>,
     pub tls: Option<Spanned<bool>>,
     pub load: Load,

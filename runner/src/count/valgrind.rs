@@ -346,8 +346,8 @@ impl Conn {
         protocol: loadgen::Protocol,
     ) -> Result<Conn, String> {
         let url = format!("{}://{addr}{path}", protocol.scheme());
-        let target = loadgen::http::target::resolve(&url)
-            .map_err(|e| format!("request target: {e}"))?;
+        let target =
+            loadgen::http::target::resolve(&url).map_err(|e| format!("request target: {e}"))?;
         let request =
             loadgen::http::request::RequestBytes::new(&target, headers, true, 1, protocol)?;
         let h2 = request
@@ -389,7 +389,10 @@ impl Conn {
 }
 
 /// Writes what the session has to send (requests, acknowledgements), if anything.
-fn send(stream: &mut impl std::io::Write, s: &mut loadgen::http::h2::Session) -> Result<(), String> {
+fn send(
+    stream: &mut impl std::io::Write,
+    s: &mut loadgen::http::h2::Session,
+) -> Result<(), String> {
     if !s.out.is_empty() {
         stream
             .write_all(&s.out)

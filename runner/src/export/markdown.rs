@@ -106,6 +106,43 @@ fn table(out: &mut String, g: &Group, run: &RunRecord, f: fn(&Group, &CellSummar
         let _ = writeln!(out, "| {} | {} |", na.service, na.row(levels.len()));
     }
     let _ = writeln!(out);
+    tls_line(out, g);
+}
+
+/// Under a TLS scenario's table: what the handshakes settled on (as the generator saw them)
+/// and each service's connection set-up (TCP + handshake), apart from request latency.
+fn tls_line(out: &mut String, g: &Group) {
+    let Some(t) = g.cells.iter().find_map(|c| c.tls.as_ref()) else {
+        return;
+    };
+    let setups: Vec<String> = g
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let s = c.connection_setup_p50_us.as_ref()?;
+            Some(format!(
+                "{} {} ({})",
+                c.service,
+                crate::results::units::micros_brief(s.median),
+                c.level
+            ))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "TLS: {} · {} · {} · ALPN {} · server key {}. Connection set-up (TCP + handshake), \
+         median of the repetitions' p50: {}.\n",
+        t.version,
+        t.suite,
+        t.key_exchange,
+        t.alpn,
+        t.server_key,
+        if setups.is_empty() {
+            "not recorded".to_string()
+        } else {
+            setups.join(" · ")
+        }
+    );
 }
 
 /// `runtimes`: service → "runtime version / io driver" from its start-up line.

@@ -86,9 +86,121 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
     } else {
         timed(&mut o, set, &cells, judged);
     }
+    by_protocol(&mut o, set, &scenario, &profile);
     protocols(&mut o, set, &profile);
     plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
     Ok(o)
+}
+
+/// One column per protocol where the run counted: each service's instructions per request
+/// (syscalls where instructions were not counted) at the first level of the headline scenario
+/// and of the first scenario of each other protocol, with its multiple of the service's own
+/// cleartext HTTP/1.1 figure — what h2 or TLS costs on that runtime — and, over TLS, the
+/// connection set-up (TCP and handshake, median of the repetitions' medians). "n/a" where the
+/// service does not serve the protocol.
+fn by_protocol(o: &mut String, set: &ResultSet, headline: &str, profile: &str) {
+    let Some(run) = &set.run else {
+        return;
+    };
+    let first_level = |scenario: &str| {
+        run.plan
+            .iter()
+            .find(|c| c.scenario == scenario && c.profile == profile)
+            .map(|c| (c.protocol, c.scenario.clone(), c.level.clone()))
+    };
+    let mut columns = Vec::new();
+    columns.extend(first_level(headline));
+    for c in &run.plan {
+        if c.profile == profile
+            && !c.protocol.is_http11()
+            && !columns.iter().any(|(p, _, _)| *p == c.protocol)
+        {
+            columns.extend(first_level(&c.scenario));
+        }
+    }
+    let cell = |service: &str, (_, scenario, level): &(loadgen::Protocol, String, String)| {
+        set.results.cells.iter().find(|c| {
+            c.service == service
+                && &c.scenario == scenario
+                && &c.level == level
+                && c.profile == profile
+        })
+    };
+    let per_request = |c: &CellSummary| {
+        let k = c.counted.as_ref()?;
+        k.instructions
+            .as_ref()
+            .map(|s| (s.median, "instructions"))
+            .or_else(|| k.server.syscalls.as_ref().map(|s| (s.median, "syscalls")))
+    };
+    let counted = columns.len() > 1
+        && set
+            .results
+            .cells
+            .iter()
+            .any(|c| c.scenario != headline && c.counted.is_some());
+    if !counted {
+        return;
+    }
+    let tls = columns.iter().any(|(p, _, _)| p.tls());
+    let _ = write!(
+        o,
+        "Per request by protocol (profile `{profile}`; counted instructions, × the service's own \
+         HTTP/1.1 figure):\n\n| service |"
+    );
+    for (p, scenario, level) in &columns {
+        let _ = write!(o, " {} (`{scenario}` {level}) |", p.name());
+    }
+    if tls {
+        let _ = write!(o, " TLS set-up, p50 |");
+    }
+    let _ = writeln!(
+        o,
+        "\n|---|{}{}",
+        "---:|".repeat(columns.len()),
+        if tls { "---:|" } else { "" }
+    );
+    let services = first_seen(
+        set.results
+            .cells
+            .iter()
+            .filter(|c| c.scenario == headline && c.profile == profile)
+            .map(|c| &c.service),
+    );
+    for s in services {
+        let base = cell(&s, &columns[0]).and_then(per_request);
+        let mut cols = Vec::new();
+        let mut setup = None;
+        for col in &columns {
+            let na = run
+                .not_applicable
+                .iter()
+                .find(|n| n.service == s && n.scenario == col.1);
+            let c = cell(&s, col);
+            if col.0.tls() && setup.is_none() {
+                setup = c.and_then(|c| c.connection_setup_p50_us.as_ref());
+            }
+            cols.push(match (na, c.and_then(per_request)) {
+                (Some(na), _) => na.words(),
+                (None, None) => "–".into(),
+                (None, Some((v, unit))) => {
+                    let times = match base {
+                        Some((b, bunit)) if b > 0.0 && bunit == unit && col != &columns[0] => {
+                            format!(" ({:.1}×)", v / b)
+                        }
+                        _ => String::new(),
+                    };
+                    let unit = if unit == "syscalls" { " syscalls" } else { "" };
+                    format!("{}{unit}{times}", crate::results::units::count(v))
+                }
+            });
+        }
+        if tls {
+            cols.push(setup.map_or_else(|| "–".into(), |s| micros_brief(s.median)));
+        }
+        let _ = writeln!(o, "| {s} | {} |", cols.join(" | "));
+    }
+    let _ = writeln!(o);
 }
 
 /// Each closed-loop scenario of another protocol than HTTP/1.1 (h2c), on the headline's

@@ -159,6 +159,13 @@ pub fn summarize_cell(c: &CellResult) -> CellSummary {
         stopped: c.stopped.clone(),
         counted: counted(&reps),
         generator_io: generator_io(&reps),
+        connection_setup_p50_us: summarize(
+            &reps
+                .iter()
+                .filter_map(|r| Some(r.report.connection_setup.as_ref()?.us.p50 as f64))
+                .collect::<Vec<_>>(),
+        ),
+        tls: reps.iter().find_map(|r| r.report.tls.clone()),
     }
 }
 

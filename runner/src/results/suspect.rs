@@ -346,6 +346,8 @@ pub(crate) mod tests {
             own_lag_us: None,
             counts: Counts::default(),
             connections: Default::default(),
+            connection_setup: None,
+            tls: None,
             status_counts: Default::default(),
             bytes_read: 0,
             bytes_written: 0,

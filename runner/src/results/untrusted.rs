@@ -141,6 +141,18 @@ pub fn check_key(key: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A recorded name views print as is (a TLS suite, "http/1.1"): letters, digits and `-_./+`,
+/// so it cannot become markup.
+pub fn check_word(w: &str) -> anyhow::Result<()> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-_./+".contains(c);
+    anyhow::ensure!(
+        w.len() <= 80 && w.chars().all(ok),
+        "{:?} is not a plain name (letters, digits, '-', '_', '.', '/', '+')",
+        visible(w)
+    );
+    Ok(())
+}
+
 /// A recorded commit: a hex object name (4 to 64 digits) or "unknown".
 pub fn check_commit(commit: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -166,6 +178,17 @@ pub fn check_relative(p: &Path) -> anyhow::Result<()> {
 pub fn check_results(r: &ResultsFile) -> anyhow::Result<()> {
     for c in &r.cells {
         check_key(&c.key)?;
+        if let Some(t) = &c.tls {
+            for w in [
+                &t.version,
+                &t.suite,
+                &t.key_exchange,
+                &t.alpn,
+                &t.server_key,
+            ] {
+                check_word(w).with_context(|| format!("{}: tls", c.key))?;
+            }
+        }
     }
     for v in &r.verdicts {
         check_key(&v.key)?;

@@ -54,7 +54,11 @@ pub fn get_on(
 
 /// Sends `request` (one whole request) on an open connection and reads its response to the
 /// end of its body; `elapsed` counts from `start`.
-pub fn exchange(s: &mut (impl Read + Write), request: &[u8], start: Instant) -> Result<Response, String> {
+pub fn exchange(
+    s: &mut (impl Read + Write),
+    request: &[u8],
+    start: Instant,
+) -> Result<Response, String> {
     s.write_all(request).map_err(|e| format!("write: {e}"))?;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];

@@ -28,6 +28,12 @@ pub struct Ready {
 /// start-up, long enough not to flood the service's CPU with SYNs.
 const RETRY: Duration = Duration::from_micros(50);
 
+/// Polls until /ping answers 200 in cleartext, the process exits, the timeout passes or we
+/// are interrupted (error text says which).
+pub fn wait_ready(proc: &mut Proc, addr: SocketAddr, timeout: Duration) -> Result<Ready, String> {
+    wait_ready_at(proc, addr, "/ping", timeout, false)
+}
+
 /// Polls until `path` (a request target such as `/ping` or `/sleep?ms=5`) answers 200 — over
 /// `tls`, after a TLS handshake — the process exits, the timeout passes or we are
 /// interrupted (error text says which).

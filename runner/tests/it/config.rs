@@ -262,14 +262,37 @@ load = { model = "closed", connections = [4], pipeline = 16 }"#,
         ],
     ),
     row(
-        "TLS, which is not built yet (with a pipelined load too)",
+        "TLS with a pipelined load",
         &[(
             LOAD,
             r#"tls = true
 load = { model = "closed", connections = [4], pipeline = 16 }"#,
         )],
         "",
-        &["m.toml:14:7: scenarios[0].tls: TLS is not built yet"],
+        &[
+            "m.toml:15:",
+            "scenarios[0].load.pipeline: tls = true with a pipelined load",
+        ],
+    ),
+    row(
+        "TLS churn",
+        &[(
+            LOAD,
+            r#"tls = true
+load = { model = "churn", connections = [9], cycles = 2 }"#,
+        )],
+        "",
+        &["scenarios[0].load.model: churn opens and closes cleartext HTTP/1.1 connections"],
+    ),
+    row(
+        "streams over HTTP/1.1 with TLS",
+        &[(
+            LOAD,
+            r#"tls = true
+load = { model = "closed", connections = [4], streams = 10 }"#,
+        )],
+        "",
+        &["scenarios[0].load.streams: streams are HTTP/2's"],
     ),
     row(
         "HTTP/2 without keep-alive",

@@ -27,6 +27,7 @@ mod report;
 mod sensitivity;
 mod startup_clock;
 mod support;
+mod tls;
 mod trees;
 mod unmeasured;
 mod untrusted;

@@ -32,8 +32,9 @@ pub struct CellSpec {
     /// Part of what the cell measures: compare refuses cells whose headers differ.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<String>,
-    /// HTTP/1.1 (absent), or h2c: `load`'s pipeline is then its streams per connection. Part
-    /// of what the cell measures: compare refuses cells whose protocols differ.
+    /// HTTP/1.1 in cleartext (absent), h2c, http/1.1+tls or h2+tls: over HTTP/2, `load`'s
+    /// pipeline is its streams per connection. Part of what the cell measures: compare
+    /// refuses cells whose protocols differ.
     #[serde(default, skip_serializing_if = "loadgen::Protocol::is_http11")]
     pub protocol: loadgen::Protocol,
     pub loadgen_threads: u32,
@@ -606,6 +607,14 @@ pub struct CellSummary {
     /// programs, so compare refuses to pair them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_io: Option<String>,
+    /// Connection set-up, apart from request latency (connect → established, over TLS the
+    /// handshake included): each measured repetition's median, in µs (runs before it lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_setup_p50_us: Option<Stat>,
+    /// Over TLS: what the handshakes settled on — version, suite, key exchange, ALPN and the
+    /// server's key — as the first measured repetition's generator saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<loadgen::report::TlsSession>,
 }
 
 /// Latency percentiles: for each percentile, the median of the per-repetition values.
