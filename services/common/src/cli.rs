@@ -148,7 +148,8 @@ impl Args {
         } else {
             (!given.is_empty()).then(|| {
                 format!(
-                    "{} only go with a TLS protocol (http/1.1+tls, h2+tls), not --protocol {}",
+                    "{} given with --protocol {}: the TLS flags go with a TLS protocol \
+                     (http/1.1+tls, h2+tls) alone",
                     given.join(" and "),
                     self.protocol
                 )
@@ -282,7 +283,7 @@ mod tests {
                 .tls_mismatch()
                 .unwrap();
             assert!(
-                why.contains("--tls-cert and --tls-key only go with a TLS protocol"),
+                why.contains("--tls-cert and --tls-key given with --protocol"),
                 "{why}"
             );
             assert!(
