@@ -8,7 +8,6 @@
 //! configuration from ping-tls shared by every worker) for `--protocol http/1.1+tls`.
 
 mod conn;
-mod tls;
 mod worker;
 
 use std::net::SocketAddr;
@@ -31,8 +30,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     // http/1.1+tls: loaded before anything binds (a certificate or key that does not load is
     // a bad argument).
     let tls = args.tls().map(|(cert, key)| {
-        let config = tls::server_config(&args.protocol, cert, key)
+        let mut config = ping_tls::server_config(&args.protocol, cert, key)
             .unwrap_or_else(|e| ping_common::cli::refuse(e));
+        // monoio-rustls writes only the first record of a failed handshake: see there.
+        ping_tls::refuse_unserved_alpn_early(&mut config);
         monoio_rustls::TlsAcceptor::from(Arc::new(config))
     });
     let listen: SocketAddr = ping_common::listen::probe_listen(args.listen)
