@@ -6,7 +6,8 @@
 //! not set it); the kernel spreads connections, nothing is stolen. Built with the `io-uring`
 //! driver only, so the driver is io_uring or the runtime fails to start; the driver each
 //! runtime reports is checked anyway, and the ring fds are counted. HTTP is ping-epoll's
-//! httparse request loop (ping-common's `http1`, shared, not copied) driven by `conn.rs`.
+//! httparse request loop (ping-common's `http1`, shared, not copied) driven by `conn.rs`, over
+//! TLS (`tls.rs`: compio-tls' rustls stream) for `--protocol http/1.1+tls`.
 
 mod conn;
 mod tls;
