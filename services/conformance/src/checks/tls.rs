@@ -40,14 +40,26 @@ pub struct TestFiles {
     pub key_pem: String,
 }
 
+/// The directory of this process' test certificate.
+fn cert_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("ping-conformance-tls-{}", std::process::id()))
+}
+
+/// Removes [`cert_dir`] when the test process exits.
+extern "C" fn remove_cert_dir() {
+    let _ = std::fs::remove_dir_all(cert_dir());
+}
+
 /// Made on first use, once per test process, in a directory of its own under the temporary
-/// directory.
+/// directory (removed when the process exits).
 pub fn test_cert() -> &'static TestFiles {
     static CERT: OnceLock<TestFiles> = OnceLock::new();
     CERT.get_or_init(|| {
         let made = ping_tls::TestCert::rsa2048().unwrap_or_else(|e| panic!("test cert: {e}"));
-        let dir = std::env::temp_dir().join(format!("ping-conformance-tls-{}", std::process::id()));
+        let dir = cert_dir();
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        // SAFETY: registers a plain function with no preconditions, run once at exit.
+        unsafe { libc::atexit(remove_cert_dir) };
         let (cert, key) = made
             .write(&dir)
             .unwrap_or_else(|e| panic!("writing the test cert: {e}"));
