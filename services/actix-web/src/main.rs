@@ -28,6 +28,16 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
+    // h2+tls (services.toml lists no http/1.1+tls for this service: `run_service` refuses it).
+    // Loaded before anything binds: a certificate or key that does not load is a bad argument.
+    let tls = args.tls().map(|(cert, key)| {
+        let mut config = ping_tls::server_config(&args.protocol, cert, key)
+            .unwrap_or_else(|e| ping_common::cli::refuse(e));
+        // actix-http puts h2 and http/1.1 first in ALPN itself (its `http2` feature), which
+        // is exactly h2+tls' list; ours appended after them would only repeat it.
+        config.alpn_protocols.clear();
+        config
+    });
     // The contract's listening socket (ping-common: backlog, SO_REUSEADDR) rather than `bind`,
     // whose backlog is actix's own (1024 in HttpServer, 2048 in actix-server).
     let listener =
@@ -40,7 +50,11 @@ fn run(args: Args) -> anyhow::Result<()> {
             .tcp_nodelay(true)
             .disable_signals();
         // h2c: HTTP/2 with prior knowledge and HTTP/1.1 on the one port (actix's own sniffing).
-        let server = if args.protocol == "h2c" {
+        // h2+tls: HTTP/2 by ALPN h2 and HTTP/1.1 by ALPN http/1.1 on the one port, after the
+        // TLS handshake (actix-tls, 3 s handshake timeout); TCP_NODELAY as on cleartext.
+        let server = if let Some(config) = tls {
+            server.listen_rustls_0_23(listener, config)
+        } else if args.protocol == "h2c" {
             server.listen_auto_h2c(listener)
         } else {
             server.listen(listener)
@@ -109,4 +123,18 @@ fn deviations() -> Vec<Deviation> {
              Server header) or closes the connection",
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    /// What actix-http offers in ALPN with its `http2` feature (h2, then http/1.1) is what
+    /// ping-tls says h2+tls offers, and is why http/1.1+tls (ALPN http/1.1 alone) is not
+    /// served: actix-http would offer h2 there too.
+    #[test]
+    fn actix_alpn_is_h2_tls_alpn() {
+        assert_eq!(
+            ping_tls::alpn("h2+tls").unwrap(),
+            [b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+    }
 }

@@ -30,6 +30,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
+    // Before anything binds: a certificate or key that does not load is a bad argument.
+    let protocol =
+        hyper_stack::Protocol::from_args(&args).unwrap_or_else(|e| ping_common::cli::refuse(e));
     let listener = hyper_stack::accept::listener(args.listen, Share::Exclusive)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let listen = listener.local_addr()?;
@@ -52,7 +55,7 @@ async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
     .context("cannot write the start-up line")?;
 
     let app = app::router();
-    match hyper_stack::serve(listener, &args.protocol, || {
+    match hyper_stack::serve(listener, &protocol, || {
         TowerToHyperService::new(app.clone())
     })
     .await {}

@@ -14,9 +14,16 @@ pub const MODELS: &[&str] = &["work-stealing", "thread-per-core", "coroutine"];
 /// I/O drivers a service may have: `io_uring-or-epoll` is io_uring where it can be set up,
 /// else epoll (the start-up line says which it got).
 pub const IO_DRIVERS: &[&str] = &["epoll", "io_uring", "io_uring-or-epoll"];
-/// Protocols a service may serve: HTTP/1.1 in cleartext (every service), and HTTP/2 over
-/// cleartext with prior knowledge (`--protocol h2c`).
-pub const PROTOCOLS: &[&str] = &["http/1.1", "h2c"];
+/// Protocols a service may serve: HTTP/1.1 in cleartext (every service), HTTP/2 over
+/// cleartext with prior knowledge (`--protocol h2c`), HTTP/1.1 over TLS 1.3 (ALPN http/1.1)
+/// and HTTP/2 over TLS 1.3 (ALPN h2; the same port takes HTTP/1.1 by ALPN http/1.1 too).
+pub const PROTOCOLS: &[&str] = &["http/1.1", "h2c", "http/1.1+tls", "h2+tls"];
+
+/// Whether `protocol` (a name of [`PROTOCOLS`]) is served over TLS: a service started with it
+/// needs `--tls-cert` and `--tls-key`.
+pub fn is_tls(protocol: &str) -> bool {
+    protocol.ends_with("+tls")
+}
 
 /// One service of the list.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -205,6 +212,12 @@ mod tests {
     }
 
     #[test]
+    fn tls_protocols_are_the_plus_tls_ones() {
+        let tls: Vec<&str> = PROTOCOLS.iter().copied().filter(|p| is_tls(p)).collect();
+        assert_eq!(tls, ["http/1.1+tls", "h2+tls"]);
+    }
+
+    #[test]
     fn bad_lists_are_refused_with_the_reason() {
         let one = |extra: &str| {
             format!(
@@ -231,6 +244,13 @@ mod tests {
                 .contains("must include \"http/1.1\"")
         );
         assert!(served("protocols = [\"http/1.1\", \"h2c\"]").unwrap()[0].serves("h2c"));
+        let tls = served("protocols = [\"http/1.1\", \"http/1.1+tls\", \"h2+tls\"]").unwrap();
+        assert!(tls[0].serves("h2+tls") && !tls[0].serves("h2c"));
+        assert!(
+            served("protocols = [\"http/1.1\", \"h2+ssl\"]")
+                .unwrap_err()
+                .contains("protocol \"h2+ssl\" is not one of")
+        );
         assert!(
             parse(&one("colour = 1\n"))
                 .unwrap_err()

@@ -1,11 +1,13 @@
 //! Command line shared by every service: `--listen`, `--workers`, `--burn-ns`, `--burn-iters`,
-//! `--burn-syscalls`, `--burn-faults`, `--split-write-every`, `--protocol`, `--help`.
+//! `--burn-syscalls`, `--burn-faults`, `--split-write-every`, `--protocol`, `--tls-cert`,
+//! `--tls-key`, `--help`.
 //!
 //! clap exits with code 2 and a clear message on bad arguments, 0 on `--help`; a service that
 //! fails after that exits with code 1 and `<service>: <error>` on stderr ([`run_service`]).
 
 use std::fmt::Display;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::builder::RangedI64ValueParser;
@@ -86,11 +88,20 @@ pub struct Args {
     )]
     pub split_write_every: u64,
 
-    /// What to serve: http/1.1, or h2c (HTTP/2 over cleartext with prior knowledge) where
-    /// services/services.toml says this service serves it; another is refused (exit 2).
+    /// What to serve: http/1.1, h2c (HTTP/2 over cleartext with prior knowledge), http/1.1+tls
+    /// or h2+tls (over TLS 1.3, with --tls-cert and --tls-key) where services/services.toml
+    /// says this service serves it; another is refused (exit 2).
     #[arg(long, value_name = "PROTOCOL", default_value = "http/1.1",
           value_parser = clap::builder::PossibleValuesParser::new(ping_catalogue::PROTOCOLS))]
     pub protocol: String,
+
+    /// The certificate chain (PEM) a TLS protocol serves; only with http/1.1+tls or h2+tls.
+    #[arg(long, value_name = "PATH")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The certificate's private key (PEM); only with http/1.1+tls or h2+tls.
+    #[arg(long, value_name = "PATH")]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Args {
@@ -99,6 +110,51 @@ impl Args {
     pub fn from_env(service: &'static str) -> Self {
         let matches = Self::command().name(service).get_matches();
         Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// The certificate and key paths when `--protocol` is a TLS one (both given: checked by
+    /// [`run_service`] before a service runs), else None.
+    pub fn tls(&self) -> Option<(&Path, &Path)> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) if ping_catalogue::is_tls(&self.protocol) => {
+                Some((cert.as_path(), key.as_path()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Why `--protocol`, `--tls-cert` and `--tls-key` do not go together, if they do not: a TLS
+    /// protocol needs both, a cleartext one takes neither.
+    pub fn tls_mismatch(&self) -> Option<String> {
+        let given: Vec<&str> = [
+            self.tls_cert.as_ref().map(|_| "--tls-cert"),
+            self.tls_key.as_ref().map(|_| "--tls-key"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if ping_catalogue::is_tls(&self.protocol) {
+            let missing: Vec<&str> = ["--tls-cert", "--tls-key"]
+                .into_iter()
+                .filter(|f| !given.contains(f))
+                .collect();
+            (!missing.is_empty()).then(|| {
+                format!(
+                    "--protocol {} needs {} (PEM files: the certificate chain and its private key)",
+                    self.protocol,
+                    missing.join(" and ")
+                )
+            })
+        } else {
+            (!given.is_empty()).then(|| {
+                format!(
+                    "{} given with --protocol {}: the TLS flags go with a TLS protocol \
+                     (http/1.1+tls, h2+tls) alone",
+                    given.join(" and "),
+                    self.protocol
+                )
+            })
+        }
     }
 
     /// Worker count to use: `--workers`, else the number of CPUs we may run on.
@@ -142,6 +198,10 @@ pub fn run_service<E: Display>(
         );
         return ExitCode::from(2);
     }
+    if let Some(why) = args.tls_mismatch() {
+        eprintln!("error: {why}");
+        return ExitCode::from(2);
+    }
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -149,6 +209,13 @@ pub fn run_service<E: Display>(
             ExitCode::FAILURE
         }
     }
+}
+
+/// Refuses a bad argument found after parsing (e.g. a `--tls-cert` that does not load) as clap
+/// refuses one: `error: <why>` on stderr and exit code 2. Call it before anything binds.
+pub fn refuse(why: impl Display) -> ! {
+    eprintln!("error: {why}");
+    std::process::exit(2)
 }
 
 #[cfg(test)]
@@ -187,6 +254,48 @@ mod tests {
             let a = Args::try_parse_from(["x", "--burn-iters", given]).unwrap();
             assert_eq!(a.burn_iters, want);
         }
+    }
+
+    #[test]
+    fn tls_flags_go_with_tls_protocols_alone() {
+        let parse = |a: &[&str]| Args::try_parse_from([&["x"], a].concat()).unwrap();
+        let both = ["--tls-cert", "c.pem", "--tls-key", "k.pem"];
+        for p in ["http/1.1+tls", "h2+tls"] {
+            let a = parse(&[&["--protocol", p], &both[..]].concat());
+            assert_eq!(a.tls_mismatch(), None);
+            assert_eq!(a.tls(), Some((Path::new("c.pem"), Path::new("k.pem"))));
+            let why = parse(&["--protocol", p]).tls_mismatch().unwrap();
+            assert!(why.contains("needs --tls-cert and --tls-key"), "{why}");
+            let why = parse(&["--protocol", p, "--tls-cert", "c.pem"])
+                .tls_mismatch()
+                .unwrap();
+            assert!(
+                why.ends_with(
+                    "needs --tls-key (PEM files: the certificate chain and its private key)"
+                ),
+                "{why}"
+            );
+        }
+        for p in ["http/1.1", "h2c"] {
+            let a = parse(&["--protocol", p]);
+            assert_eq!((a.tls_mismatch(), a.tls()), (None, None));
+            let why = parse(&[&["--protocol", p], &both[..]].concat())
+                .tls_mismatch()
+                .unwrap();
+            assert!(
+                why.contains("--tls-cert and --tls-key given with --protocol"),
+                "{why}"
+            );
+            assert!(
+                parse(&["--protocol", p, "--tls-key", "k.pem"])
+                    .tls_mismatch()
+                    .is_some()
+            );
+        }
+        let err = Args::try_parse_from(["x", "--protocol", "h2+ssl"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let err = Args::try_parse_from(["x", "--protocol", "h2+tls", "--tls-cert"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
     }
 
     #[test]

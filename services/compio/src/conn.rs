@@ -6,15 +6,14 @@ use std::time::Duration;
 
 use compio::BufResult;
 use compio::buf::{IntoInner, IoBuf};
-use compio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use compio::net::TcpStream;
+use compio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use ping_common::http1::{Next, Session};
 
 const READ_CHUNK: usize = 8 * 1024;
 
-pub async fn serve(mut stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
+/// Serves one connection: TCP (`TCP_NODELAY` already set), or TLS after its handshake.
+pub async fn serve<S: AsyncRead + AsyncWrite>(mut stream: S) {
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut http = Session::new(crate::SERVICE);
@@ -52,8 +51,9 @@ pub async fn serve(mut stream: TcpStream) {
     }
 }
 
-/// Writes and clears `out`; `None` if the peer is gone.
-async fn write(stream: &mut TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
+/// Writes and clears `out` (and flushes: compio-tls buffers what it encrypts until then; a
+/// TcpStream's flush does nothing); `None` if the peer is gone.
+async fn write<S: AsyncWrite>(stream: &mut S, out: Vec<u8>) -> Option<Vec<u8>> {
     let BufResult(res, mut out) = match ping_common::split::cut(out.len()) {
         // `--split-write-every`: the same bytes as two writes.
         Some(k) => {
@@ -70,5 +70,6 @@ async fn write(stream: &mut TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
         None => stream.write_all(out).await,
     };
     out.clear();
-    res.ok().map(|()| out)
+    res.ok()?;
+    stream.flush().await.ok().map(|()| out)
 }

@@ -6,9 +6,11 @@
 //! not set it); the kernel spreads connections, nothing is stolen. Built with the `io-uring`
 //! driver only, so the driver is io_uring or the runtime fails to start; the driver each
 //! runtime reports is checked anyway, and the ring fds are counted. HTTP is ping-epoll's
-//! httparse request loop (ping-common's `http1`, shared, not copied) driven by `conn.rs`.
+//! httparse request loop (ping-common's `http1`, shared, not copied) driven by `conn.rs`, over
+//! TLS (`tls.rs`: compio-tls' rustls stream) for `--protocol http/1.1+tls`.
 
 mod conn;
+mod tls;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -31,11 +33,18 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
     let placement = per_core::Placement::for_workers(workers);
+    // http/1.1+tls: one configuration for every worker, loaded before anything binds (a
+    // certificate or key that does not load is a bad argument).
+    let tls = args.tls().map(|(cert, key)| {
+        let config = ping_tls::server_config(&args.protocol, cert, key)
+            .unwrap_or_else(|e| ping_common::cli::refuse(e));
+        tls::Acceptor::new(config)
+    });
     // SO_REUSEPORT would let us share a port a stale server still holds: probe it first.
     let listen = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let started = per_core::start_threads("compio", workers, &placement, move |cpu, ready| {
-        worker(listen, cpu, ready)
+        worker(listen, tls.clone(), cpu, ready)
     })
     .map_err(anyhow::Error::msg)?;
     let uring = started
@@ -75,8 +84,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     anyhow::bail!("all workers exited")
 }
 
-/// One worker thread: build a runtime, bind, report its driver, accept forever.
-fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<DriverType>) {
+/// One worker thread: build a runtime, bind, report its driver, accept forever (with `tls`,
+/// serving each connection after its TLS handshake; a failed one drops it).
+fn worker(
+    listen: SocketAddr,
+    tls: Option<tls::Acceptor>,
+    cpu: Option<usize>,
+    ready: per_core::Ready<DriverType>,
+) {
     let mut builder = compio::runtime::RuntimeBuilder::new();
     // The ops the service submits, probed now: compio probes the kernel with a throw-away
     // ring on first use, and a ring that appears after the start-up line would make its
@@ -114,7 +129,21 @@ fn worker(listen: SocketAddr, cpu: Option<usize>, ready: per_core::Ready<DriverT
         ready.serving(driver);
         loop {
             match listener.accept().await {
-                Ok((stream, _)) => compio::runtime::spawn(conn::serve(stream)).detach(),
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    match &tls {
+                        Some(tls) => {
+                            let tls = tls.clone();
+                            compio::runtime::spawn(async move {
+                                if let Some(stream) = tls.accept(stream).await {
+                                    conn::serve(stream).await;
+                                }
+                            })
+                            .detach();
+                        }
+                        None => compio::runtime::spawn(conn::serve(stream)).detach(),
+                    }
+                }
                 // Out of fds or a connection reset while queued: back off instead of spinning.
                 Err(_) => compio::time::sleep(Duration::from_millis(5)).await,
             }

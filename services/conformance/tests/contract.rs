@@ -55,6 +55,12 @@ macro_rules! conformance {
             h2c_preface_and_settings = h2c,
             h2c_concurrent_streams = h2c,
             h2c_bad_preface = h2c,
+            tls_as_declared = tls,
+            tls13_aead = tls,
+            tls_alpn_only_served = tls,
+            tls12_refused = tls,
+            tls_legacy_refused = tls,
+            h2_tls_preface_and_settings = tls,
         ]);)*
     };
     (@service $module:ident, $bin:literal, [$($check:ident = $group:ident),* $(,)?]) => {

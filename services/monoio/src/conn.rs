@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRent, AsyncWriteRentExt};
-use monoio::net::TcpStream;
 use ping_common::MAX_HEAD_BYTES;
 use ping_common::request::{Parsed, parse};
 use ping_common::response::{Reply, Status};
@@ -19,7 +18,8 @@ use crate::SERVICE;
 
 const READ_CHUNK: usize = 8 * 1024;
 
-pub async fn serve(mut stream: TcpStream) {
+/// Serves one connection: TCP, or TLS after its handshake.
+pub async fn serve<S: AsyncReadRent + AsyncWriteRent>(mut stream: S) {
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     // Body bytes of the last request still to be discarded.
@@ -106,7 +106,7 @@ pub async fn serve(mut stream: TcpStream) {
 }
 
 /// Writes and clears `out`; `None` if the peer is gone.
-async fn write(stream: &mut TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
+async fn write<S: AsyncWriteRent>(stream: &mut S, out: Vec<u8>) -> Option<Vec<u8>> {
     let (res, mut out) = match ping_common::split::cut(out.len()) {
         // `--split-write-every`: the same bytes as two writes.
         Some(k) => {

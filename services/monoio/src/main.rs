@@ -4,13 +4,15 @@
 //! one allowed CPU, each with its own runtime and its own SO_REUSEPORT listener on the same
 //! address; the kernel spreads connections, nothing is stolen. The driver is `FusionDriver`
 //! (io_uring, silently falling back to epoll), so the driver each worker really got is reported.
-//! HTTP is a hand-written httparse loop (`conn.rs`).
+//! HTTP is a hand-written httparse loop (`conn.rs`), over TLS (monoio-rustls, one
+//! configuration from ping-tls shared by every worker) for `--protocol http/1.1+tls`.
 
 mod conn;
 mod worker;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use ping_common::cli::Args;
 use ping_common::per_core;
@@ -25,10 +27,19 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
     let placement = per_core::Placement::for_workers(workers);
+    // http/1.1+tls: loaded before anything binds (a certificate or key that does not load is
+    // a bad argument).
+    let tls = args.tls().map(|(cert, key)| {
+        let mut config = ping_tls::server_config(&args.protocol, cert, key)
+            .unwrap_or_else(|e| ping_common::cli::refuse(e));
+        // monoio-rustls writes only the first record of a failed handshake: see there.
+        ping_tls::refuse_unserved_alpn_early(&mut config);
+        monoio_rustls::TlsAcceptor::from(Arc::new(config))
+    });
     let listen: SocketAddr = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let started = per_core::start_threads("monoio", workers, &placement, move |cpu, ready| {
-        worker::run(listen, cpu, ready)
+        worker::run(listen, tls.clone(), cpu, ready)
     })
     .map_err(anyhow::Error::msg)?;
     let drivers = &started.reports;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use monoio::net::TcpListener;
 use monoio::{FusionDriver, FusionRuntime, RuntimeBuilder};
+use monoio_rustls::TlsAcceptor;
 use ping_common::listen::Share;
 
 /// I/O driver a worker's runtime actually runs on.
@@ -18,7 +19,13 @@ pub enum Driver {
 const RING_ENTRIES: u32 = 1024;
 
 /// Runs a worker forever; reports its driver (or a start-up error) on `ready` once bound.
-pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core::Ready<Driver>) {
+/// With `tls`, each connection is served after its TLS handshake (a failed one drops it).
+pub fn run(
+    listen: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    cpu: Option<usize>,
+    ready: ping_common::per_core::Ready<Driver>,
+) {
     if let Some(cpu) = cpu
         && let Err(e) = monoio::utils::bind_to_cpu_set([cpu])
     {
@@ -60,7 +67,19 @@ pub fn run(listen: SocketAddr, cpu: Option<usize>, ready: ping_common::per_core:
             match listener.accept().await {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    monoio::spawn(crate::conn::serve(stream));
+                    match &tls {
+                        Some(tls) => {
+                            let tls = tls.clone();
+                            monoio::spawn(async move {
+                                if let Ok(stream) = tls.accept(stream).await {
+                                    crate::conn::serve(stream).await;
+                                }
+                            });
+                        }
+                        None => {
+                            monoio::spawn(crate::conn::serve(stream));
+                        }
+                    }
                 }
                 // Out of fds or a connection reset while queued: back off instead of spinning.
                 Err(_) => monoio::time::sleep(Duration::from_millis(5)).await,

@@ -74,4 +74,53 @@ mod tests {
         assert!(missing.unwrap_err().to_string().contains("none.pem"));
         fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// The server's first record to a ClientHello offering only `offer` in ALPN.
+    fn first_record(config: rustls::ServerConfig, offer: &[u8]) -> Vec<u8> {
+        use std::sync::Arc;
+
+        use rustls::pki_types::ServerName;
+        // Nothing is verified: the server's first record answers the ClientHello alone.
+        let roots = rustls::RootCertStore::empty();
+        let mut client_config = rustls::ClientConfig::builder_with_provider(crate::provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        client_config.alpn_protocols = vec![offer.to_vec()];
+        let name = ServerName::try_from("localhost").unwrap();
+        let mut client = rustls::ClientConnection::new(Arc::new(client_config), name).unwrap();
+        let mut hello = Vec::new();
+        client.write_tls(&mut hello).unwrap();
+        let mut server = rustls::ServerConnection::new(Arc::new(config)).unwrap();
+        server.read_tls(&mut hello.as_slice()).unwrap();
+        let _ = server.process_new_packets();
+        let mut out = Vec::new();
+        server.write_tls(&mut out).unwrap();
+        let len = u16::from_be_bytes([out[3], out[4]]) as usize;
+        out.truncate(5 + len);
+        out
+    }
+
+    #[test]
+    fn an_unserved_alpn_is_refused_before_the_server_hello() {
+        let dir = std::env::temp_dir().join(format!("ping-tls-alpn-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = TestCert::rsa2048().unwrap().write(&dir).unwrap();
+        let config = || crate::server_config("http/1.1+tls", &cert, &key).unwrap();
+        // rustls alone: the ServerHello (handshake type 2) first, its alert after it.
+        let plain = first_record(config(), b"h2");
+        assert_eq!((plain[0], plain[5]), (22, 2));
+        // Refused early: an alert (content type 21), access_denied (49: rustls' answer when no
+        // certificate is chosen), alone.
+        let mut early = config();
+        crate::refuse_unserved_alpn_early(&mut early);
+        assert_eq!(first_record(early, b"h2"), [21, 3, 3, 0, 2, 2, 49]);
+        // A client offering what is served is not refused.
+        let mut early = config();
+        crate::refuse_unserved_alpn_early(&mut early);
+        let served = first_record(early, b"http/1.1");
+        assert_eq!((served[0], served[5]), (22, 2));
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -14,6 +14,8 @@ use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 
 /// The test certificate's key type, recorded with every TLS cell.
 pub const KEY_TYPE: &str = "RSA-2048";
@@ -74,6 +76,38 @@ pub fn server_config(protocol: &str, cert: &Path, key: &Path) -> Result<ServerCo
         .map_err(|e| Error(format!("certificate and key: {e}")))?;
     config.alpn_protocols = alpn;
     Ok(config)
+}
+
+/// Refuses, while the certificate is chosen, a client whose ALPN offers nothing `config`
+/// serves: rustls then answers the ClientHello with an alert (`access_denied`, its answer when
+/// no certificate is chosen) as the one record it has to send. Without this, rustls settles ALPN after queueing its ServerHello, so
+/// the `no_application_protocol` alert comes second — and an adaptor that writes only the
+/// first queued record of a failed handshake before dropping the connection (monoio-rustls
+/// 0.4, compio-tls 0.10) sends the ServerHello and a close, no alert. A client offering no
+/// ALPN at all is served as before.
+pub fn refuse_unserved_alpn_early(config: &mut ServerConfig) {
+    config.cert_resolver = Arc::new(AlpnFirst {
+        served: config.alpn_protocols.clone(),
+        inner: Arc::clone(&config.cert_resolver),
+    });
+}
+
+/// A certificate resolver that gives none to a client whose ALPN offers nothing of `served`.
+#[derive(Debug)]
+struct AlpnFirst {
+    served: Vec<Vec<u8>>,
+    inner: Arc<dyn ResolvesServerCert>,
+}
+
+impl ResolvesServerCert for AlpnFirst {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        if let Some(mut offered) = hello.alpn()
+            && !offered.any(|p| self.served.iter().any(|s| s == p))
+        {
+            return None;
+        }
+        self.inner.resolve(hello)
+    }
 }
 
 #[cfg(feature = "generate")]

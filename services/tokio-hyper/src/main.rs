@@ -29,6 +29,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
+    // Before anything binds: a certificate or key that does not load is a bad argument.
+    let protocol =
+        hyper_stack::Protocol::from_args(&args).unwrap_or_else(|e| ping_common::cli::refuse(e));
     let listener = hyper_stack::accept::listener(args.listen, Share::Exclusive)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let listen = listener.local_addr()?;
@@ -47,5 +50,5 @@ async fn run(args: Args, workers: usize) -> anyhow::Result<()> {
     .context("cannot write the start-up line")?;
 
     let service = || service_fn(|req| hyper_stack::handler::handle(SERVICE, req));
-    match hyper_stack::serve(listener, &args.protocol, service).await {}
+    match hyper_stack::serve(listener, &protocol, service).await {}
 }

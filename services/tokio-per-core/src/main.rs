@@ -24,16 +24,15 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let workers = args.workers();
     let placement = per_core::Placement::for_workers(workers);
+    // One TLS configuration (where the protocol is a TLS one), shared by every worker;
+    // a certificate or key that does not load is a bad argument, refused before anything binds.
+    let protocol =
+        hyper_stack::Protocol::from_args(&args).unwrap_or_else(|e| ping_common::cli::refuse(e));
     // SO_REUSEPORT would let us share a port a stale server still holds: probe it first.
     let listen = ping_common::listen::probe_listen(args.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    let protocol: &'static str = if args.protocol == "h2c" {
-        "h2c"
-    } else {
-        "http/1.1"
-    };
     let started = per_core::start_threads("tokio-core", workers, &placement, move |cpu, ready| {
-        worker(listen, protocol, cpu, ready)
+        worker(listen, protocol.clone(), cpu, ready)
     })
     .map_err(anyhow::Error::msg)?;
 
@@ -59,7 +58,12 @@ fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// One worker thread: pin, build a current_thread runtime, bind, serve forever.
-fn worker(listen: SocketAddr, protocol: &str, cpu: Option<usize>, ready: per_core::Ready<()>) {
+fn worker(
+    listen: SocketAddr,
+    protocol: hyper_stack::Protocol,
+    cpu: Option<usize>,
+    ready: per_core::Ready<()>,
+) {
     if let Some(cpu) = cpu
         && let Err(e) = per_core::pin_current_thread(cpu)
     {
@@ -88,6 +92,6 @@ fn worker(listen: SocketAddr, protocol: &str, cpu: Option<usize>, ready: per_cor
         ready.serving(());
         // Tasks on this thread's current_thread runtime: they never leave this core.
         let service = || service_fn(|req| hyper_stack::handler::handle(SERVICE, req));
-        match hyper_stack::serve(listener, protocol, service).await {}
+        match hyper_stack::serve(listener, &protocol, service).await {}
     });
 }

@@ -4,29 +4,41 @@
 //! streams on one connection each answered, a bad preface answered with GOAWAY or a close;
 //! a service that does not list it refuses `--protocol h2c` with exit 2 before it binds.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::service::Service;
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const DATA: u8 = 0;
-const HEADERS: u8 = 1;
-const RST_STREAM: u8 = 3;
-const SETTINGS: u8 = 4;
-const GOAWAY: u8 = 7;
-const END_STREAM: u8 = 1;
-const END_HEADERS: u8 = 4;
+pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(crate) const DATA: u8 = 0;
+pub(crate) const HEADERS: u8 = 1;
+pub(crate) const RST_STREAM: u8 = 3;
+pub(crate) const SETTINGS: u8 = 4;
+pub(crate) const GOAWAY: u8 = 7;
+pub(crate) const END_STREAM: u8 = 1;
+pub(crate) const END_HEADERS: u8 = 4;
 /// `:status: 200` as every HPACK encoder sends it: the static table's index 8.
-const STATUS_200: u8 = 0x88;
+pub(crate) const STATUS_200: u8 = 0x88;
+
+/// A connection HTTP/2 frames are exchanged on — cleartext (h2c) or TLS (h2+tls) — whose
+/// reads give up after the timeout last set.
+pub(crate) trait Conn: Read + Write {
+    fn read_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+}
+
+impl Conn for TcpStream {
+    fn read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+        self.set_read_timeout(Some(timeout))
+    }
+}
 
 fn declares(bin: &str) -> bool {
     ping_catalogue::find(bin).is_some_and(|s| s.serves("h2c"))
 }
 
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let mut v = (payload.len() as u32).to_be_bytes()[1..].to_vec();
     v.extend_from_slice(&[kind, flags]);
     v.extend_from_slice(&stream.to_be_bytes());
@@ -35,7 +47,7 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 }
 
 /// GET /ping's header block, literal fields without indexing.
-fn get_ping() -> Vec<u8> {
+pub(crate) fn get_ping() -> Vec<u8> {
     let mut b = vec![0x82, 0x86, 0x04, 5];
     b.extend_from_slice(b"/ping");
     b.extend_from_slice(&[0x01, 9]);
@@ -44,10 +56,10 @@ fn get_ping() -> Vec<u8> {
 }
 
 /// A frame read: (type, flags, stream, payload).
-type Frame = (u8, u8, u32, Vec<u8>);
+pub(crate) type Frame = (u8, u8, u32, Vec<u8>);
 
 /// The next frame within `deadline`, or None when the connection closed or time ran out.
-fn read_frame(s: &mut TcpStream, deadline: Instant) -> Option<Frame> {
+pub(crate) fn read_frame(s: &mut impl Conn, deadline: Instant) -> Option<Frame> {
     let mut head = [0u8; 9];
     read_all(s, &mut head, deadline)?;
     let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
@@ -57,12 +69,11 @@ fn read_frame(s: &mut TcpStream, deadline: Instant) -> Option<Frame> {
     Some((head[3], head[4], stream, payload))
 }
 
-fn read_all(s: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Option<()> {
+fn read_all(s: &mut impl Conn, buf: &mut [u8], deadline: Instant) -> Option<()> {
     let mut got = 0;
     while got < buf.len() {
         let left = deadline.checked_duration_since(Instant::now())?;
-        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .ok()?;
+        s.read_timeout(left.max(Duration::from_millis(1))).ok()?;
         match s.read(&mut buf[got..]) {
             Ok(0) | Err(_) => return None,
             Ok(n) => got += n,
@@ -82,19 +93,29 @@ fn open(svc: &Service) -> TcpStream {
 
 /// Sends `n` GET /ping streams at once and reads until each ended: (status-200 streams, bodies
 /// of 4 bytes, streams reset), or panics on a close, a GOAWAY or the time running out.
-fn pings(s: &mut TcpStream, bin: &str, n: u32) -> (u32, u32, u32) {
+pub(crate) fn pings(s: &mut impl Conn, bin: &str, n: u32) -> (u32, u32, u32) {
     let block = get_ping();
     let mut out = Vec::new();
     for i in 0..n {
         out.extend(frame(HEADERS, END_STREAM | END_HEADERS, 1 + 2 * i, &block));
     }
     s.write_all(&out).expect("write the requests");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    pings_read(s, n, deadline).unwrap_or_else(|e| panic!("{bin}: {e}"))
+}
+
+/// Reads until streams 1, 3, .. of `n` sent ended: (status-200 streams, bodies of 4 bytes,
+/// streams reset); an error on a close, a GOAWAY or `deadline` passing.
+pub(crate) fn pings_read(
+    s: &mut impl Conn,
+    n: u32,
+    deadline: Instant,
+) -> Result<(u32, u32, u32), String> {
     let (mut ok, mut pong, mut reset, mut ended) = (0, 0, 0, 0);
     let mut body = std::collections::HashMap::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
     while ended < n {
         let (kind, flags, stream, payload) = read_frame(s, deadline)
-            .unwrap_or_else(|| panic!("{bin}: {ended} of {n} streams ended, then nothing"));
+            .ok_or_else(|| format!("{ended} of {n} streams ended, then nothing"))?;
         match kind {
             HEADERS if payload.first() == Some(&STATUS_200) => ok += 1,
             DATA => *body.entry(stream).or_insert(0) += payload.len(),
@@ -102,7 +123,7 @@ fn pings(s: &mut TcpStream, bin: &str, n: u32) -> (u32, u32, u32) {
                 reset += 1;
                 ended += 1;
             }
-            GOAWAY => panic!("{bin}: GOAWAY after {ended} of {n} streams"),
+            GOAWAY => return Err(format!("GOAWAY after {ended} of {n} streams")),
             _ => {}
         }
         if flags & END_STREAM != 0 && (kind == HEADERS || kind == DATA) {
@@ -112,7 +133,7 @@ fn pings(s: &mut TcpStream, bin: &str, n: u32) -> (u32, u32, u32) {
             }
         }
     }
-    (ok, pong, reset)
+    Ok((ok, pong, reset))
 }
 
 /// Served where declared (it starts, and `/ping` is answered 200 "pong" on a stream);
@@ -185,10 +206,17 @@ pub fn h2c_bad_preface(bin: &str) {
         return;
     }
     let svc = Service::start(bin, &["--protocol", "h2c"]);
-    let mut s = TcpStream::connect(svc.addr()).expect("connect");
+    if let Err(e) = h2c_bad_preface_at(svc.addr()) {
+        panic!("{bin}: {e}");
+    }
+}
+
+/// [`h2c_bad_preface`]'s core, against a server at `addr`.
+pub fn h2c_bad_preface_at(addr: SocketAddr) -> Result<(), String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
     // HTTP/2's preface with its last line wrong: not HTTP/1.1 either.
     s.write_all(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n\0\0\0\x04\0\0\0\0\0")
-        .expect("write");
+        .map_err(|e| format!("write: {e}"))?;
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
@@ -211,9 +239,54 @@ pub fn h2c_bad_preface(bin: &str) {
         goaway |= got[at + 3] == GOAWAY;
         at += 9 + u32::from_be_bytes([0, got[at], got[at + 1], got[at + 2]]) as usize;
     }
-    let goaway_or_close = closed || goaway;
-    assert!(
-        goaway_or_close,
-        "{bin}: a bad preface left the connection open for 2 s"
-    );
+    if closed || goaway {
+        Ok(())
+    } else {
+        Err(format!(
+            "a bad preface left the connection open for 2 s (answered {:?})",
+            String::from_utf8_lossy(&got[..got.len().min(64)])
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// A server that answers anything with an HTTP/1.1 200 and keeps the connection open:
+    /// `h2c_bad_preface` must fail against it.
+    #[test]
+    fn bad_preface_check_fails_against_a_server_that_answers_200_and_stays_open() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut s in l.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    let _ = s.read(&mut buf);
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong");
+                    std::thread::sleep(Duration::from_secs(5));
+                });
+            }
+        });
+        let err = h2c_bad_preface_at(addr).unwrap_err();
+        assert!(err.contains("left the connection open"), "{err}");
+        assert!(err.contains("HTTP/1.1 200 OK"), "{err}");
+    }
+
+    /// The same check passes against a server that closes at once.
+    #[test]
+    fn bad_preface_check_passes_against_a_server_that_closes() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut s in l.incoming().flatten() {
+                let _ = s.read(&mut [0u8; 64]);
+                drop(s);
+            }
+        });
+        assert_eq!(h2c_bad_preface_at(addr), Ok(()));
+    }
 }

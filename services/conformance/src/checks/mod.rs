@@ -9,3 +9,4 @@ pub mod h2c;
 pub mod load;
 pub mod process;
 pub mod robustness;
+pub mod tls;
