@@ -21,8 +21,9 @@ use rustls::sign::CertifiedKey;
 pub const KEY_TYPE: &str = "RSA-2048";
 
 /// The one crypto provider: ring (aws-lc-rs, rustls' default, would add a C build to every
-/// CI run; ring's lack of post-quantum key exchange is what rustls deprecates it for, and a
-/// ping's handshake uses X25519 either way).
+/// CI run; ring's lack of post-quantum key exchange is what rustls deprecates it for). Its
+/// key exchange groups in rustls' order, secp384r1 first: what a handshake settled on is
+/// recorded with every TLS cell.
 #[allow(deprecated)]
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
