@@ -131,7 +131,7 @@ mod tests {
         ),
         (
             "matrix-counted.toml",
-            "~7 min on a 2-core machine",
+            "~11 min on a 2-core machine",
             "matrix-counted.toml",
             false,
         ),
