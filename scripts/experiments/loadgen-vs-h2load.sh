@@ -5,11 +5,14 @@
 # (loadgen, h2load; again) so drift hits both alike — as loadgen-vs-wrk.sh does for HTTP/1.1.
 #
 #   scripts/experiments/loadgen-vs-h2load.sh [--duration 5s] [--pairs 3] [--connections 64]
-#                             [--streams '10 1'] [--server-cmd 'CMD with {port}']
+#                             [--streams '10 1'] [--tls] [--server-cmd 'CMD with {port}']
 #                             [--loadgen PATH] [--server-cpu 0] [--gen-cpu 1]
 #
 # Server: ping-tokio-hyper --protocol h2c --workers 1 (target/release) unless --server-cmd is
-# given; `{port}` is replaced by the port to listen on, and the URL is /ping on it. Generator
+# given; `{port}` is replaced by the port to listen on, and the URL is /ping on it. --tls: h2
+# over TLS 1.3 instead (ALPN h2; `--protocol h2+tls` with a throwaway RSA-2048 certificate made
+# by openssl in the scratch directory, `{cert}` and `{key}` in --server-cmd), both tools on an
+# https:// URL; the connections are made before the measured time by both. Generator
 # CPU is measured the same way for both: user+sys of the whole process from /usr/bin/time,
 # divided by the responses the tool itself reported (h2load: "succeeded"). h2load (Debian's
 # nghttp2-client) runs one thread (-t1) for a duration (-D), as loadgen does (-t 1 -d).
@@ -17,19 +20,20 @@ set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 
-duration=5s pairs=3 conns=64 streams="10 1" server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18482
+duration=5s pairs=3 conns=64 streams="10 1" server_cmd="" loadgen="" server_cpu=0 gen_cpu=1 port=18482 tls=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration) duration=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
     --connections) conns=$2; shift 2 ;;
     --streams) streams=$2; shift 2 ;;
+    --tls) tls=1; shift ;;
     --server-cmd) server_cmd=$2; shift 2 ;;
     --loadgen) loadgen=$2; shift 2 ;;
     --server-cpu) server_cpu=$2; shift 2 ;;
     --gen-cpu) gen_cpu=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -45,15 +49,29 @@ if [[ -z "$loadgen" ]]; then
   loadgen=$target_dir/release/loadgen
   [[ -x "$loadgen" ]] || { echo "no $loadgen: run cargo build --release -p loadgen (or pass --loadgen)" >&2; exit 1; }
 fi
+protocol=h2c scheme=http
+if ((tls)); then
+  need openssl
+  protocol=h2+tls scheme=https
+fi
 if [[ -z "$server_cmd" ]]; then
   server_bin=$target_dir/release/ping-tokio-hyper
   [[ -x $server_bin ]] || { echo "no $server_bin: cargo build --release -p ping-tokio-hyper (or pass --server-cmd)" >&2; exit 1; }
-  server_cmd="$server_bin --listen 127.0.0.1:{port} --workers 1 --protocol h2c"
+  server_cmd="$server_bin --listen 127.0.0.1:{port} --workers 1 --protocol $protocol"
+  ((tls)) && server_cmd+=" --tls-cert {cert} --tls-key {key}"
 fi
-url="http://127.0.0.1:$port/ping"
+url="$scheme://127.0.0.1:$port/ping"
 secs=$(seconds "$duration")
 
 tmp=$(scratch_dir)
+if ((tls)); then
+  # A key for this comparison alone, in the scratch directory (removed with it).
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
+  server_cmd=${server_cmd//\{cert\}/$tmp/cert.pem}
+  server_cmd=${server_cmd//\{key\}/$tmp/key.pem}
+fi
 # shellcheck disable=SC2086 # the command is a word list on purpose
 start_pinned "$server_cpu" "$tmp/server.out" ${server_cmd//\{port\}/$port}
 server_pid=$SERVER_PID
@@ -76,7 +94,7 @@ run() {
     errors=$(awk '/^requests:/ {for (i = 1; i <= NF; i++) if ($(i+1) ~ /^(failed|errored|timeout)/) e += $i; print e + 0}' "$out")
   else
     /usr/bin/time -f "%U %S" -o "$tm" taskset -c "$gen_cpu" \
-      "$loadgen" "$url" --protocol h2c -t 1 -c "$conns" --pipeline "$m" -d "$duration" \
+      "$loadgen" "$url" --protocol "$protocol" -t 1 -c "$conns" --pipeline "$m" -d "$duration" \
       >"$out" 2>"$tmp/err"
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
     n=$(awk '/responses in/ {print $1}' "$out")
@@ -88,7 +106,7 @@ run() {
 
 results="$tmp/results"
 : >"$results"
-echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); generators on cpu $gen_cpu, 1 thread, $conns connections, $duration per run, $pairs pairs"
+echo "server: ${server_cmd//\{port\}/$port} (cpu $server_cpu); $protocol; generators on cpu $gen_cpu, 1 thread, $conns connections, $duration per run, $pairs pairs"
 for m in $streams; do
   for i in $(seq "$pairs"); do
     for tool in loadgen h2load; do

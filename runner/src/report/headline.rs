@@ -87,7 +87,6 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
         timed(&mut o, set, &cells, judged);
     }
     by_protocol(&mut o, set, &scenario, &profile);
-    protocols(&mut o, set, &profile);
     plot_links(&mut o, set, charts, (&scenario, &profile), readme_dir)?;
     Ok(o)
 }
@@ -97,7 +96,7 @@ pub fn render(set: &ResultSet, charts: &[Chart], readme_dir: &Path) -> anyhow::R
 /// and of the first scenario of each other protocol, with its multiple of the service's own
 /// cleartext HTTP/1.1 figure — what h2 or TLS costs on that runtime — and, over TLS, the
 /// connection set-up (TCP and handshake, median of the repetitions' medians). "n/a" where the
-/// service does not serve the protocol.
+/// service does not serve the protocol. Every level's counts and times are in results.md.
 fn by_protocol(o: &mut String, set: &ResultSet, headline: &str, profile: &str) {
     let Some(run) = &set.run else {
         return;
@@ -152,7 +151,7 @@ fn by_protocol(o: &mut String, set: &ResultSet, headline: &str, profile: &str) {
         let _ = write!(o, " {} (`{scenario}` {level}) |", p.name());
     }
     if tls {
-        let _ = write!(o, " TLS set-up, p50 |");
+        let _ = write!(o, " TLS set-up (p50, first TLS column served) |");
     }
     let _ = writeln!(
         o,
@@ -200,71 +199,10 @@ fn by_protocol(o: &mut String, set: &ResultSet, headline: &str, profile: &str) {
         }
         let _ = writeln!(o, "| {s} | {} |", cols.join(" | "));
     }
-    let _ = writeln!(o);
-}
-
-/// Each closed-loop scenario of another protocol than HTTP/1.1 (h2c), on the headline's
-/// profile: per service, its counted cost at each level (instructions where counted, syscalls)
-/// and req/s — or "n/a: … does not serve h2c" for a service the run did not run there.
-fn protocols(o: &mut String, set: &ResultSet, profile: &str) {
-    let Some(run) = &set.run else {
-        return;
-    };
-    let scenarios = first_seen(
-        run.plan
-            .iter()
-            .filter(|c| !c.protocol.is_http11() && c.profile == profile)
-            .map(|c| &c.scenario),
+    let _ = writeln!(
+        o,
+        "\nEach protocol at every level (syscalls, kernel events, req/s, latency): the run's results.md.\n"
     );
-    for scenario in scenarios {
-        let protocol = run
-            .plan
-            .iter()
-            .find(|c| c.scenario == scenario)
-            .map_or("", |c| c.protocol.name());
-        let cells: Vec<&CellSummary> = set
-            .results
-            .cells
-            .iter()
-            .filter(|c| c.scenario == scenario && c.profile == profile)
-            .collect();
-        let levels = first_seen(cells.iter().map(|c| &c.level));
-        let _ = write!(
-            o,
-            "Over {protocol} (scenario `{scenario}`, profile `{profile}`):\n\n| service |"
-        );
-        for l in &levels {
-            let _ = write!(
-                o,
-                " instructions/request ({l}) | syscalls/request ({l}) | req/s ({l}) |"
-            );
-        }
-        let _ = writeln!(o, "\n|---|{}", "---:|".repeat(3 * levels.len()));
-        for s in first_seen(cells.iter().map(|c| &c.service)) {
-            let mut cols = Vec::new();
-            for l in &levels {
-                let c = cells.iter().find(|c| c.service == s && &c.level == l);
-                let k = c.and_then(|c| c.counted.as_ref());
-                cols.push(count_cell(
-                    k.and_then(|k| k.instructions.as_ref()),
-                    k.and_then(|k| k.instructions_unmeasured.as_ref()),
-                ));
-                cols.push(count_cell(
-                    k.and_then(|k| k.server.syscalls.as_ref()),
-                    k.and_then(|k| k.server.syscalls_unmeasured.as_ref()),
-                ));
-                cols.push(
-                    c.and_then(|c| c.requests_per_s.as_ref())
-                        .map_or_else(|| "–".into(), |r| value(Unit::PerSecond, r.mean)),
-                );
-            }
-            let _ = writeln!(o, "| {s} | {} |", cols.join(" | "));
-        }
-        for na in run.not_applicable.iter().filter(|n| n.scenario == scenario) {
-            let _ = writeln!(o, "| {} | {} |", na.service, na.row(3 * levels.len()));
-        }
-        let _ = writeln!(o);
-    }
 }
 
 /// A run without counts: services in the run's order, their times, and each one's req/s

@@ -9,7 +9,7 @@ use runner::export::html::run_view;
 use runner::export::summary;
 use runner::results::set;
 
-const RUN: &str = "2026-12-05T02-16-05Z-e90dbbe";
+const RUN: &str = "2026-12-05T03-46-28Z-86e8b2e";
 /// A counted run with a count that is not exact (ping-glommio's instructions).
 const NOT_EXACT_RUN: &str = "2026-12-04T21-38-55Z-f4cd3d9";
 const SERVICE: &str = "ping-tokio-hyper";
@@ -202,7 +202,7 @@ fn the_readers_answers_are_the_same_in_readme_results_md_and_the_page() {
         .unwrap();
     let in_readme = answer_lines(block);
     assert_eq!(in_readme.len(), 5, "{block}");
-    for run in [RUN, "2026-12-05T01-56-49Z-66586a7"] {
+    for run in [RUN, "2026-12-05T04-02-22Z-86e8b2e"] {
         let dir = repo().join("results").join(run);
         let md = std::fs::read_to_string(dir.join("results.md")).unwrap();
         let in_md = answer_lines(
