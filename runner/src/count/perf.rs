@@ -192,9 +192,9 @@ impl Drop for Syscalls {
     }
 }
 
-/// The hardware events counted beside the syscalls, in this order everywhere: user-space
-/// and kernel instructions, and cycles (both modes).
-pub const HW_EVENTS: [&str; 3] = ["instructions:u", "instructions:k", "cycles"];
+/// The hardware events counted beside the syscalls, in this order everywhere (the record's
+/// definition: [`HardwareCounts`](crate::results::schema::HardwareCounts)).
+pub use crate::results::schema::HW_EVENTS;
 
 /// Which perf runs (`$PINGMATRIX_PERF`, else `perf` from PATH): one choice, in the profiler's
 /// module (a leaf the data layer may use), for the counts and the profile alike.

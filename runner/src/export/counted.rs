@@ -190,7 +190,12 @@ pub fn positions<'a>(cells: &[&'a CellSummary]) -> Vec<(&'a str, &'a str, &'a st
     keys
 }
 
-pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
+pub fn section(
+    o: &mut String,
+    run: &RunRecord,
+    res: &ResultsFile,
+    instruction_requests: Option<(u64, u64)>,
+) {
     let cells: Vec<&CellSummary> = res.cells.iter().filter(|c| c.counted.is_some()).collect();
     let Some(first) = cells.first().and_then(|c| c.counted.as_ref()) else {
         return;
@@ -205,6 +210,11 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
         None => "syscalls in a short syscall window of the same load right after it (perf's tracepoint slows every syscall, so it stays out of the timed window); median over repetitions, ± the per-repetition CV".to_owned(),
         Some((n1, n2)) => format!("median over repetitions, ± the per-repetition CV. Syscalls are counted exactly, in a window of their own after the timed one (perf's tracepoint slows every syscall, so it stays out of the timed window): with the server idle before and after, the generator makes two loads of N and 3N requests at the cell's own shape (N from the measured req/s, about 1 s for both; {n1} and {n2} in the first cell), perf's totals are read in the idle gaps around each, and per request is the difference of the two counts over the difference of their responses, so connecting, accepting and closing the cell's connections, the generator's start-up and perf's attach cancel. The generator's syscalls are counted the same way (`perf stat -- loadgen`, its whole life). Top syscalls: the three the server made most per request, by name (`perf record` of the same tracepoint over the same two loads, checked to sum to perf stat's count)"),
     };
+    // The request counts of the first count recorded (each count records its own).
+    let instructions = instruction_requests.map_or_else(
+        || "not counted in this run (`--count-instructions` counts them under Valgrind, at c1)".to_string(),
+        |(n1, n2)| format!("user space only (the kernel's are not counted), the slope between {n1} and {n2} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs (io_uring services on io_uring)"),
+    );
     let by_name = if exact.is_none() {
         " Per-syscall breakdown (top three by name): not recorded by this runner yet."
     } else {
@@ -212,11 +222,8 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
     };
     let _ = writeln!(
         o,
-        "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window (µs from /proc's clock ticks, so shown to the step one tick makes per request over the window); {syscalls}. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: user space only (the kernel's are not counted), the slope between {} and {} sequential requests on one connection under Valgrind, c1 cells of `--count-instructions` runs (io_uring services on io_uring). Counted with {}. Counting's cost: {}.{by_name} What each count means: docs/counted-cost.md.\n",
-        crate::count::valgrind::REQUESTS.0,
-        crate::count::valgrind::REQUESTS.1,
-        first.tool,
-        COUNTING_COST,
+        "What the kernel counted for the service's whole process (every thread), divided by the responses: context switches, faults and user/system µs over each repetition's measured window (µs from /proc's clock ticks, so shown to the step one tick makes per request over the window); {syscalls}. Counts do not depend on how busy the machine is the way times do, so they rank services where the timing columns above cannot. Context switches in brackets: the voluntary ones (the thread slept and was woken — wake-ups). Instructions: {instructions}. Counted with {}. Counting's cost: {}.{by_name} What each count means: docs/counted-cost.md.\n",
+        first.tool, COUNTING_COST,
     );
     // Hardware counters: columns where any cell counted them; one line where every cell
     // tried and could not (a VM without a PMU); nothing in runs before them.
@@ -225,13 +232,13 @@ pub fn section(o: &mut String, run: &RunRecord, res: &ResultsFile) {
         let _ = writeln!(
             o,
             "Hardware counters: `perf stat -e {}` on the service over the same two loads as its syscalls (the difference over the difference of responses), by its own perf: instructions in user space (`:u`) and in the kernel (`:k`), and cycles, per request — kernel work included, unlike Valgrind's user-space count beside them.\n",
-            crate::count::perf::HW_EVENTS.join(","),
+            crate::results::schema::HW_EVENTS.join(","),
         );
     } else if let Some(why) = hardware_unmeasured(&cells) {
         let _ = writeln!(
             o,
             "Hardware counters (`perf stat -e {}`, per request over the same two loads as the syscalls): unmeasured: {why}.\n",
-            crate::count::perf::HW_EVENTS.join(","),
+            crate::results::schema::HW_EVENTS.join(","),
         );
     }
     let kern = kernel_measured(&cells);

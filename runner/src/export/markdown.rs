@@ -151,6 +151,7 @@ pub fn render(
     res: &ResultsFile,
     runtimes: &BTreeMap<String, String>,
     answers: &[crate::results::answers::Answer],
+    instruction_requests: Option<(u64, u64)>,
 ) -> Vec<u8> {
     let mut o = String::new();
     let _ = writeln!(o, "# pingmatrix results — {}\n", run.run_id);
@@ -173,7 +174,7 @@ pub fn render(
     super::verdicts::against_baseline(&mut o, res);
     super::variants::section(&mut o, run);
     load_tables(&mut o, run, res);
-    super::counted::section(&mut o, run, res);
+    super::counted::section(&mut o, run, res, instruction_requests);
     super::attribution::section(&mut o, res);
     super::verdicts::repetitions(&mut o, res);
     super::churn::section(&mut o, res);

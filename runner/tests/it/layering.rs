@@ -221,16 +221,8 @@ fn layer(name: &str) -> Vec<&'static str> {
 }
 
 /// Views that still import a measuring module: (view, module, why).
-const KNOWN: &[(&str, &str, &str)] = &[
-    (
-        "export",
-        "count",
-        "results.md names Valgrind's request counts and perf's hardware events from today's \
-         constants, not from what the run recorded",
-    ),
-    (
-        "compare",
-        "process",
-        "compare asks a loadgen binary for its method identity",
-    ),
-];
+const KNOWN: &[(&str, &str, &str)] = &[(
+    "compare",
+    "process",
+    "compare asks a loadgen binary for its method identity",
+)];

@@ -83,6 +83,7 @@ pub struct KernelCounts {
 /// `unmeasured` says why (on a VM without a PMU: `no hardware counters (perf: …)`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HardwareCounts {
+    // The fields and each point's array hold the events of [`HW_EVENTS`], in its order.
     pub instructions_user: Option<f64>,
     pub instructions_kernel: Option<f64>,
     pub cycles: Option<f64>,
@@ -95,6 +96,11 @@ pub struct HardwareCounts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmeasured: Option<String>,
 }
+
+/// The hardware events perf counts beside the syscalls, as `perf stat -e` names them, in the
+/// order of [`HardwareCounts`]' fields and of each of its points: user-space and kernel
+/// instructions, and cycles (both modes).
+pub const HW_EVENTS: [&str; 3] = ["instructions:u", "instructions:k", "cycles"];
 
 /// One repetition's counts: the service's and the generator's processes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
