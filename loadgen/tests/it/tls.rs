@@ -14,12 +14,23 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{assert_adds_up, closed, open};
 
+fn dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("loadgen-tls-it-{}", std::process::id()))
+}
+
+/// Removes [`dir`] when the test process exits: no key outlives it.
+extern "C" fn remove_dir() {
+    let _ = std::fs::remove_dir_all(dir());
+}
+
 /// The certificate and key for every server here, made once per test process.
 fn cert_dir() -> &'static std::path::PathBuf {
     static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("loadgen-tls-it-{}", std::process::id()));
+        let dir = dir();
         std::fs::create_dir_all(&dir).unwrap();
+        // SAFETY: registers a plain function with no preconditions, run once at exit.
+        unsafe { libc::atexit(remove_dir) };
         ping_tls::TestCert::rsa2048().unwrap().write(&dir).unwrap();
         dir
     })
