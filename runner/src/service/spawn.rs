@@ -62,9 +62,11 @@ impl Argv<'_> {
     /// as the plan gives it): it is started with the test certificate, and probed over TLS.
     pub fn tls(&self) -> bool {
         match self {
-            Argv::Contract(extra) => extra
-                .windows(2)
-                .any(|w| w[0] == "--protocol" && w[1].ends_with("+tls")),
+            Argv::Contract(extra) => extra.windows(2).any(|w| {
+                w[0] == "--protocol"
+                    && <loadgen::Protocol as clap::ValueEnum>::from_str(&w[1], false)
+                        .is_ok_and(loadgen::Protocol::tls)
+            }),
             Argv::External(_) => false,
         }
     }

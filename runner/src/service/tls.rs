@@ -9,9 +9,8 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 /// The certificate and key files services are given.
 pub struct Files {
@@ -38,20 +37,10 @@ fn make() -> Result<Files, String> {
     let (cert, key) = made
         .write(&dir)
         .map_err(|e| format!("TLS test certificate in {}: {e}", dir.display()))?;
-    let mut roots = RootCertStore::empty();
-    let der = CertificateDer::from_pem_slice(made.cert_pem.as_bytes())
-        .map_err(|e| format!("TLS test certificate: {e}"))?;
-    roots
-        .add(der)
-        .map_err(|e| format!("TLS test certificate: {e}"))?;
-    let client = |alpn: &[u8]| -> Result<Arc<ClientConfig>, String> {
-        let mut c = ClientConfig::builder_with_provider(ping_tls::provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots.clone())
-            .with_no_client_auth();
-        c.alpn_protocols = vec![alpn.to_vec()];
-        Ok(Arc::new(c))
+    let client = |alpn: &[u8]| {
+        made.client_config(&[&rustls::version::TLS13], &[alpn])
+            .map(Arc::new)
+            .map_err(|e| format!("TLS: {e}"))
     };
     Ok(Files {
         cert,

@@ -42,6 +42,30 @@ impl TestCert {
         })
     }
 
+    /// A client that trusts this certificate alone, on the suite's provider, offering
+    /// `versions` and `alpn` (the runner's probe, the conformance checks).
+    pub fn client_config(
+        &self,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+        alpn: &[&[u8]],
+    ) -> Result<rustls::ClientConfig, String> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        let cert = CertificateDer::from_pem_slice(self.cert_pem.as_bytes())
+            .map_err(|e| format!("test certificate: {e}"))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("test certificate as a root: {e}"))?;
+        let mut config = rustls::ClientConfig::builder_with_provider(crate::provider())
+            .with_protocol_versions(versions)
+            .map_err(|e| format!("client versions: {e}"))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Ok(config)
+    }
+
     /// Writes `cert.pem` and `key.pem` (readable by this user alone) into `dir`; returns
     /// their paths.
     pub fn write(&self, dir: &Path) -> io::Result<(PathBuf, PathBuf)> {

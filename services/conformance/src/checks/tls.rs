@@ -17,11 +17,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ping_tls::rustls;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 use rustls::{
-    AlertDescription, CipherSuite, ClientConfig, ClientConnection, ProtocolVersion, RootCertStore,
-    StreamOwned, SupportedProtocolVersion,
+    AlertDescription, CipherSuite, ClientConfig, ClientConnection, ProtocolVersion, StreamOwned,
+    SupportedProtocolVersion,
 };
 
 use super::h2c::{self, Conn};
@@ -36,8 +35,7 @@ const WAIT: Duration = Duration::from_secs(5);
 pub struct TestFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
-    pub cert_pem: String,
-    pub key_pem: String,
+    pub made: ping_tls::TestCert,
 }
 
 /// The directory of this process' test certificate.
@@ -63,12 +61,7 @@ pub fn test_cert() -> &'static TestFiles {
         let (cert, key) = made
             .write(&dir)
             .unwrap_or_else(|e| panic!("writing the test cert: {e}"));
-        TestFiles {
-            cert,
-            key,
-            cert_pem: made.cert_pem,
-            key_pem: made.key_pem,
-        }
+        TestFiles { cert, key, made }
     })
 }
 
@@ -125,19 +118,10 @@ pub fn client_config(
     versions: &[&'static SupportedProtocolVersion],
     alpn: &[&[u8]],
 ) -> ClientConfig {
-    let mut roots = RootCertStore::empty();
-    let cert = CertificateDer::from_pem_slice(test_cert().cert_pem.as_bytes())
-        .unwrap_or_else(|e| panic!("test cert: {e}"));
-    roots
-        .add(cert)
-        .unwrap_or_else(|e| panic!("test cert as a root: {e}"));
-    let mut config = ClientConfig::builder_with_provider(ping_tls::provider())
-        .with_protocol_versions(versions)
-        .unwrap_or_else(|e| panic!("client versions: {e}"))
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    config
+    test_cert()
+        .made
+        .client_config(versions, alpn)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A TLS handshake with the server at `addr` for "localhost", offering `versions` and `alpn`.
@@ -514,7 +498,8 @@ mod tests {
 
     use std::net::TcpListener;
 
-    use rustls::pki_types::PrivateKeyDer;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     use rustls::{ServerConfig, ServerConnection};
 
     use super::*;
@@ -527,8 +512,8 @@ mod tests {
         alpn: &[&[u8]],
     ) -> ServerConfig {
         let c = test_cert();
-        let chain = vec![CertificateDer::from_pem_slice(c.cert_pem.as_bytes()).unwrap()];
-        let key = PrivateKeyDer::from_pem_slice(c.key_pem.as_bytes()).unwrap();
+        let chain = vec![CertificateDer::from_pem_slice(c.made.cert_pem.as_bytes()).unwrap()];
+        let key = PrivateKeyDer::from_pem_slice(c.made.key_pem.as_bytes()).unwrap();
         let mut config = ServerConfig::builder_with_provider(ping_tls::provider())
             .with_protocol_versions(versions)
             .unwrap()
