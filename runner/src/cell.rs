@@ -1,7 +1,7 @@
 //! One repetition of one cell, start to finish: confine → spawn → first 200 → start-up line →
-//! verify → idle RSS → load (warm-up + measured window) watched by the service's observers
-//! (`observe`) and the generator's /proc counts → the syscall window (`count::exact`) → stop
-//! → port check — the service's part is `service::session`, the same on every path. The
+//! verify → idle RSS → load (warm-up + measured window) watched by the repetition's set of
+//! observers (`observe`: what they are, and which phase each watches) → stop → port check —
+//! the service's part is `service::session`, the same on every path. The
 //! repetition is returned as a value (`RepOutcome`): its starts, what they told, what it
 //! measured, or the stage, reason and stderr tail of its failure; the schedule records it on
 //! the cell and the matrix goes on.
@@ -15,11 +15,9 @@ use crate::count;
 use crate::interrupt;
 use crate::limits::{self, Confinement, Request, Role};
 use crate::load;
-use crate::observe;
+use crate::observe::{self, Observer, Observers, Window};
 use crate::results::outcome::{RepBody, RepOutcome};
-use crate::results::schema::{
-    AppliedLimits, CellSpec, ProcessCounts, RepResult, Stage, StageError,
-};
+use crate::results::schema::{AppliedLimits, CellSpec, RepResult, Stage, StageError};
 use crate::service::session::{Launch, Session};
 use crate::service::spawn;
 
@@ -70,13 +68,6 @@ fn merged_limits(server: &Confinement, loadgen: &Confinement) -> Option<AppliedL
     Some(rec)
 }
 
-/// Something that runs beside the load (a profiler): told the server's pid just before the
-/// generator starts, and told again once the generator has exited, before the service stops.
-pub trait Window {
-    fn load_starting(&mut self, server_pid: u32, cell: &CellSpec);
-    fn load_done(&mut self);
-}
-
 /// Runs repetition `rep` (0 = drift re-run) of `cell`: a measured one, or for a churn cell
 /// a churn one.
 pub fn run_rep(ctx: &Ctx, cell: &CellSpec, rep: u32) -> RepOutcome {
@@ -86,12 +77,13 @@ pub fn run_rep(ctx: &Ctx, cell: &CellSpec, rep: u32) -> RepOutcome {
     run_rep_with(ctx, cell, rep, None)
 }
 
-/// A measured repetition with `window` around the load (`matrix run --flamegraph`).
+/// A measured repetition with `beside` among its observers (a profiler, `matrix run
+/// --flamegraph`).
 pub fn run_rep_with(
     ctx: &Ctx,
     cell: &CellSpec,
     rep: u32,
-    window: Option<&mut dyn Window>,
+    beside: Option<&mut dyn Observer>,
 ) -> RepOutcome {
     let mut out = RepOutcome::default();
     let r = if cell.hosts.is_some() {
@@ -105,7 +97,7 @@ pub fn run_rep_with(
             )),
         }
     } else {
-        steps(ctx, cell, rep, window, &mut out)
+        steps(ctx, cell, rep, beside, &mut out)
     };
     // A window that measured nothing fails the cell, whichever way it was produced.
     let r = r.and_then(|r| match crate::results::measured::problem(&r) {
@@ -120,13 +112,13 @@ fn steps(
     ctx: &Ctx,
     cell: &CellSpec,
     rep: u32,
-    window: Option<&mut dyn Window>,
+    beside: Option<&mut dyn Observer>,
     out: &mut RepOutcome,
 ) -> Result<RepResult, StageError> {
     let binary = service_binary(ctx, cell)?;
     let mut confs = confine(cell)?;
     let session = start_service(ctx, out, cell, binary, &confs, rep)?;
-    measure(ctx, out, cell, session, &mut confs, window)
+    measure(ctx, out, cell, session, &mut confs, beside)
 }
 
 /// Where the server and the generator run.
@@ -206,44 +198,49 @@ fn start_service(
     }
 }
 
-/// The load watched by the observers, the syscall window, the stop; what they measured.
+/// The load watched by the observers, the stop; what they measured.
 fn measure(
     ctx: &Ctx,
     out: &mut RepOutcome,
     cell: &CellSpec,
     mut session: Session,
     confs: &mut Confinements,
-    window: Option<&mut dyn Window>,
+    beside: Option<&mut dyn Observer>,
 ) -> Result<RepResult, StageError> {
     let rep = session.start.rep;
     let spec = cell.load_spec(session.start.port);
     let spec_file = ctx.tmp_dir.join(format!("{}-rep{rep}.spec.json", cell.key));
-    let loaded = watched_load(ctx, cell, &session, confs, window, &spec, &spec_file);
-    let died = session.proc.try_wait();
-    // Syscalls in their own window after the timed one: perf's tracepoint slows every
-    // syscall, so it must not run while req/s, latency and CPU are measured. Counted over
-    // exact request counts sized from the req/s just measured.
-    let sys = match (&loaded.load, died, ctx.syscalls_off) {
-        (Ok(_), None, Some(why)) => count::SyscallWindow::unmeasured(why),
-        (Ok(run), None, None) => count::exact::window(
+    let tree = session.proc.tree();
+    let mut set = observers(
+        ctx,
+        cell,
+        rep,
+        &tree,
+        (&confs.server, &confs.loadgen),
+        &spec,
+        &spec_file,
+        beside,
+    );
+    let load = set.watch(|started| {
+        load::run_observed(
             &ctx.matrix.loadgen,
             &spec,
             &spec_file,
             &confs.loadgen,
-            &session.proc.tree().members(),
-            run.report.requests_per_s,
-        ),
-        _ => count::SyscallWindow::unmeasured("the measured load did not complete"),
-    };
+            started,
+        )
+    });
+    let died = session.proc.try_wait();
+    if let (Ok(run), None) = (&load, died) {
+        set.load_complete(&tree.members(), &run.report);
+    }
     let stopped = session.stop();
     let died = died.or(stopped.died);
     out.starts.push(stopped.start);
     confs.server.release();
 
     let tail = stopped.stderr_tail;
-    let run = loaded
-        .load
-        .map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
+    let run = load.map_err(|e| StageError::at(Stage::Load, e).with_tail(tail.clone()))?;
     if let Some(st) = died {
         return Err(StageError::at(
             Stage::Load,
@@ -251,128 +248,72 @@ fn measure(
         )
         .with_tail(tail));
     }
-    let seen = loaded.seen.unwrap_or_default();
-    // A generator that never started counts nothing.
-    let loadgen = loaded.loadgen.unwrap_or_else(|| ProcessCounts {
-        responses: seen.counts.responses,
-        ..Default::default()
-    });
-    Ok(RepResult {
-        rep,
-        floor_check: floor_check(ctx, cell, &run.report),
-        generators: vec![],
-        counts: Some(count::with_window(seen.counts, loadgen, &sys)),
-        instructions: instructions(ctx, out, cell, rep),
-        started_unix_ms: run.report.started_unix_ms,
-        session: None,
-        server: seen.usage,
-        cgroup: seen.cgroup,
-        loadgen_exit_code: run.exit_code,
-        report: run.report,
-    })
+    set.service_stopped(&out.told);
+    let seen = set
+        .finish(Some(&Window::of(&run.report)))
+        .unwrap_or_default();
+    Ok(seen.rep(rep, run, vec![]))
 }
 
-/// The timed load and what watched it.
-struct Loaded {
-    load: Result<load::LoadRun, String>,
-    /// The service's observers over the generator's window (None when the load failed).
-    seen: Option<observe::Observation>,
-    /// The generator's /proc counts over its window (None when the load failed).
-    loadgen: Option<ProcessCounts>,
-}
-
-/// The timed load, with the service's observers and `window` (a profiler) around it and the
-/// generator counted from /proc as soon as it runs.
-fn watched_load(
-    ctx: &Ctx,
-    cell: &CellSpec,
-    session: &Session,
-    confs: &Confinements,
-    mut window: Option<&mut dyn Window>,
-    spec: &loadgen::LoadSpec,
-    spec_file: &Path,
-) -> Loaded {
-    let pid = session.proc.pid;
-    let ((load, loadgen), seen) = observe::watch(
-        &session.proc.tree(),
-        &confs.server,
-        || {
-            if let Some(w) = window.as_deref_mut() {
-                w.load_starting(pid, cell);
-            }
-            observe::counted_load(&ctx.matrix.loadgen, spec, spec_file, &confs.loadgen)
-        },
-        |(load, _)| {
-            load.as_ref()
-                .ok()
-                .map(|run| observe::Window::of(&run.report))
-        },
-    );
-    if let Some(w) = window {
-        w.load_done();
-    }
-    Loaded {
-        load,
-        seen,
-        loadgen,
-    }
-}
-
-/// An open-loop repetition's send lag against the machine's timer floor, where both are
-/// known.
-fn floor_check(
-    ctx: &Ctx,
-    cell: &CellSpec,
-    r: &loadgen::Report,
-) -> Option<crate::results::schema::FloorCheck> {
-    match (ctx.machine_floor, &cell.load, &r.schedule_lag_us) {
-        (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }, Some(lag)) => {
-            let lag = crate::floor::Lag {
-                send_p99_us: lag.p99,
-                wake_p99_us: r.wake_lag_us.as_ref().map(|w| w.p99),
-                own_p99_us: r.own_lag_us.as_ref().map(|w| w.p99),
-                latency_p99_us: r.latency_us.p99,
-            };
-            crate::floor::check(f, *rate_per_s, lag)
-        }
-        _ => None,
-    }
-}
-
-/// With `--count-instructions`, a closed-loop keep-alive cell at one connection: the
-/// service's instructions per request under Valgrind (its own starts, after the load).
-fn instructions(
-    ctx: &Ctx,
-    out: &RepOutcome,
-    cell: &CellSpec,
+/// The repetition's observers: the service's own, the generator's /proc counts, `beside`
+/// (a profiler), the syscall window after the load (unless the plan turned it off), the
+/// open loop's floor check and, with `--count-instructions`, Valgrind's count after the stop.
+#[allow(clippy::too_many_arguments)]
+fn observers<'a, 'b: 'a>(
+    ctx: &'a Ctx,
+    cell: &'a CellSpec,
     rep: u32,
-) -> Option<crate::results::schema::InstructionCount> {
-    if !ctx.count_instructions || !cell.counts_instructions() {
-        return None;
+    tree: &crate::process::Tree,
+    (server, loadgen): (&Confinement, &'a Confinement),
+    spec: &loadgen::LoadSpec,
+    spec_file: &'a Path,
+    beside: Option<&'a mut (dyn Observer + 'b)>,
+) -> Observers<'a> {
+    // The profiler first, so it is stopped last: its stop (perf script, the flame graph)
+    // takes seconds that no other member's window should hold.
+    let mut set = Observers::new(Some(tree));
+    if let Some(b) = beside {
+        set = set.with(b);
     }
-    if cell.external {
-        return Some(count::valgrind::not_for_command());
+    set = set.with_service(server).with(observe::Generator::default());
+    let here = count::exact::Here::new(&ctx.matrix.loadgen, spec_file, loadgen);
+    set = set.with(observe::Syscalls::new(here, spec, ctx.syscalls_off));
+    if let (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }) = (ctx.machine_floor, &cell.load)
+    {
+        set = set.with(observe::TimerFloor::new(f, *rate_per_s));
     }
-    let binary = service_binary(ctx, cell).ok()?;
-    let headers = cell.header_pairs();
-    Some(count::valgrind::measure(&count::valgrind::Target {
+    if ctx.count_instructions && cell.counts_instructions() {
+        if cell.external {
+            set = set.with(observe::Instructions::not_for_command());
+        } else if let Ok(binary) = service_binary(ctx, cell) {
+            set = set.with(instructions(ctx, cell, rep, binary));
+        }
+    }
+    set
+}
+
+/// Valgrind's count of the cell's service (`--count-instructions`, closed-loop keep-alive
+/// cells at one connection).
+fn instructions<'a>(
+    ctx: &'a Ctx,
+    cell: &'a CellSpec,
+    rep: u32,
+    binary: &'a Path,
+) -> observe::Instructions<'a> {
+    observe::Instructions::new(count::valgrind::Target {
         binary,
         service_args: &cell.service_args,
         path: &cell.path,
-        headers: &headers,
+        headers: cell.header_pairs(),
         protocol: cell.protocol,
-        io_driver: out
-            .told
-            .iter()
-            .find_map(|t| t.startup_line.as_ref())
-            .map(|l| l.io_driver.as_str()),
+        io_driver: None,
         cpus: &cell.limits.server_cpus,
         scratch_dir: ctx.tmp_dir,
         keep: Some(count::valgrind::Keep {
             dir: ctx.cachegrind_dir,
             stem: format!("{}-rep{rep}", cell.key),
         }),
-    }))
+    })
 }
 
 /// One repetition of a connection-churn cell: the same start and checks as a measured one,

@@ -18,8 +18,9 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::cell::{Ctx, Window};
+use crate::cell::Ctx;
 use crate::limits::cpus::on_cpus;
+use crate::observe::Observer;
 use crate::profile::{NotAvailable, Options, Perf, Profile, ProfileRecord};
 use crate::results::schema::{CellFlamegraph, CellSpec, FlamegraphProbe};
 
@@ -103,6 +104,7 @@ impl Profiler {
             perf: perf.clone(),
             options,
             dir: run_dir.join(DIR),
+            cell,
             running: None,
             outcome: None,
         };
@@ -141,18 +143,21 @@ fn relative(p: Profile, run_dir: &Path) -> Profile {
 /// What the profiling thread hands back: the profile, or a real failure.
 type Outcome = Result<Profile, String>;
 
-/// perf beside the load: a thread on the generator's CPUs waits out the warm-up, starts
-/// `perf record`, and stops it (then folds and draws) when the load is done.
-struct PerfWindow {
+/// perf beside the load, one of the repetition's observers: a thread on the generator's
+/// CPUs waits out the warm-up, starts `perf record`, and stops it (then folds and draws)
+/// when the load is done. Its outcome stays here, whether or not the load completed.
+struct PerfWindow<'c> {
     perf: Perf,
     options: Options,
     dir: PathBuf,
+    cell: &'c CellSpec,
     running: Option<(mpsc::Sender<()>, JoinHandle<Outcome>)>,
     outcome: Option<Result<Profile, String>>,
 }
 
-impl Window for PerfWindow {
-    fn load_starting(&mut self, server_pid: u32, cell: &CellSpec) {
+impl Observer for PerfWindow<'_> {
+    fn load_starting(&mut self, server_pid: u32) {
+        let cell = self.cell;
         let (tx, rx) = mpsc::channel::<()>();
         let perf = self.perf.clone();
         let options = self.options.clone();
@@ -183,7 +188,7 @@ impl Window for PerfWindow {
         self.running = Some((tx, handle));
     }
 
-    fn load_done(&mut self) {
+    fn stop(&mut self) {
         if let Some((tx, handle)) = self.running.take() {
             let _ = tx.send(());
             self.outcome = Some(

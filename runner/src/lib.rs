@@ -13,8 +13,10 @@
 //!   schedule records; `finish` — the end of a run (results.json, results.md, run.json);
 //! - `cell` — one repetition: `limits` (cgroups, CPU lists) → `service` (spawn, first 200,
 //!   start-up line, verify, stop) → `load` (loadgen as a child) watched by `observe` (one
-//!   set of observers: `sample`'s CPU/RSS, `count`'s /proc counts, the cgroup's counters,
-//!   the same on a server host's `agent`);
+//!   set of observers, each with its phases and its part of the observation: the process
+//!   tree's /proc poller, the cgroup's counters, the generator's /proc counts, a profiler,
+//!   the syscall window after the load, the floor check, Valgrind after the stop — conducted
+//!   the same way on a server host's `agent` and for a multi-host cell);
 //!   a churn cell runs `churn` (the runner's own open/close rounds, RSS after each) instead;
 //! - `results` — the data layer every reader uses: schema, store, summary, suspect rules,
 //!   stats, loading a result set, grouping, units;

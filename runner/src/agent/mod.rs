@@ -163,9 +163,7 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
     };
     Reply::Stopped(Box::new(Stopped {
         start: stopped.start,
-        usage: seen.usage,
-        cgroup: seen.cgroup,
-        counts: Some(seen.counts),
+        seen,
         died: stopped.died.map(|st| st.to_string()),
         stderr_tail: stopped.stderr_tail,
     }))

@@ -10,12 +10,11 @@ use loadgen::{LoadSpec, Report};
 use serde::{Deserialize, Serialize};
 
 use crate::count::exact::{Load, ServerCounted};
+use crate::observe::Observation;
 /// A failed start on the host travels as the session's own `Failed` (stage, reason, stderr
 /// tail, and what the start told), so both sides share one failure shape.
 pub use crate::results::outcome::StartOutcome;
-use crate::results::schema::{
-    CgroupCounters, Environment, ProcessCounts, ProfileLimits, ServerUsage, StageError, StartRecord,
-};
+use crate::results::schema::{Environment, ProcessCounts, ProfileLimits, StageError, StartRecord};
 pub use crate::service::session::Failed;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,11 +111,8 @@ pub struct Ready {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Stopped {
     pub start: StartRecord,
-    pub usage: ServerUsage,
-    pub cgroup: Option<CgroupCounters>,
-    /// The service's /proc counts over the window.
-    #[serde(default)]
-    pub counts: Option<ProcessCounts>,
+    /// What the service's observers on the host saw over the window, whole.
+    pub seen: Observation,
     /// The service had exited before the stop ("exit status: 1").
     pub died: Option<String>,
     pub stderr_tail: Option<String>,

@@ -318,25 +318,73 @@ pub fn loads(
     out
 }
 
-/// Runs the exact-count window against the server's processes `server_pids`, whose timed
-/// window measured `req_per_s`, with the generator on this host.
+/// Where the window's two halves run: perf on the server's processes and the exact loads
+/// from a generator. [`Here`] on this host; a multi-host cell's runner asks the hosts' agents
+/// (`host::rep`). [`window`] conducts either the same way.
+pub trait Site {
+    /// Attaches perf to the server's processes (`server_pids` where the service runs on
+    /// this host); Err: why the window is unmeasured.
+    fn count_start(&mut self, server_pids: &[u32]) -> Result<(), String>;
+    /// One exact load, its times on the server's clock.
+    fn load(&mut self, spec: &LoadSpec) -> Load;
+    /// Stops perf; the loads started at `starts_unix_us` (the server's clock).
+    fn count_end(&mut self, starts_unix_us: &[u64]) -> Result<ServerCounted, String>;
+}
+
+/// The window on this host: the server's processes counted here, the loads made by
+/// `loadgen` confined by `conf`.
+pub struct Here<'a> {
+    loadgen: &'a Path,
+    spec_file: &'a Path,
+    conf: &'a Confinement,
+    counting: Option<ServerCount>,
+}
+
+impl<'a> Here<'a> {
+    pub fn new(loadgen: &'a Path, spec_file: &'a Path, conf: &'a Confinement) -> Here<'a> {
+        Here {
+            loadgen,
+            spec_file,
+            conf,
+            counting: None,
+        }
+    }
+}
+
+impl Site for Here<'_> {
+    fn count_start(&mut self, server_pids: &[u32]) -> Result<(), String> {
+        let out = self.spec_file.with_extension("perf.data");
+        self.counting = Some(ServerCount::start(server_pids, &out)?);
+        Ok(())
+    }
+
+    fn load(&mut self, spec: &LoadSpec) -> Load {
+        one_load(self.loadgen, spec, self.spec_file, self.conf)
+    }
+
+    fn count_end(&mut self, starts_unix_us: &[u64]) -> Result<ServerCounted, String> {
+        let c = self.counting.take().ok_or("not counting")?;
+        Ok(c.finish(starts_unix_us))
+    }
+}
+
+/// Runs the exact-count window at `site` on the server's processes `server_pids`, for a cell
+/// of `spec` whose timed window measured `req_per_s`.
 pub fn window(
-    loadgen_bin: &Path,
-    spec: &LoadSpec,
-    spec_file: &Path,
-    conf: &Confinement,
+    site: &mut dyn Site,
     server_pids: &[u32],
+    spec: &LoadSpec,
     req_per_s: f64,
 ) -> SyscallWindow {
-    let server = match ServerCount::start(server_pids, &spec_file.with_extension("perf.data")) {
-        Ok(s) => s,
-        Err(why) => return SyscallWindow::unmeasured(why),
-    };
-    let loads = loads(spec, req_per_s, |s| {
-        one_load(loadgen_bin, s, spec_file, conf)
-    });
+    if let Err(why) = site.count_start(server_pids) {
+        return SyscallWindow::unmeasured(why);
+    }
+    let loads = loads(spec, req_per_s, |s| site.load(s));
     let starts: Vec<u64> = loads.iter().map(|l| l.before_us).collect();
-    tally(server.finish(&starts), &loads)
+    match site.count_end(&starts) {
+        Ok(counted) => tally(counted, &loads),
+        Err(why) => SyscallWindow::unmeasured(why),
+    }
 }
 
 impl HardwareCounts {

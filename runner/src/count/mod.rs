@@ -108,6 +108,7 @@ impl Timeline {
 /// The syscall window's result: both processes' syscalls and the responses they were
 /// counted over, or why there are none. From [`exact::window`], the counts are the
 /// differences of two loads, listed in the points.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SyscallWindow {
     pub server: Result<f64, String>,
     pub loadgen: Result<f64, String>,
@@ -235,7 +236,7 @@ fn tool() -> String {
 
 /// perf's version line (`perf version 6.1.187`), for the record of how counts were taken.
 pub fn perf_version() -> Option<String> {
-    let out = std::process::Command::new(perf::program())
+    let out = perf::command(perf::program())
         .arg("version")
         .output()
         .ok()?;

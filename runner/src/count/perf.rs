@@ -14,7 +14,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,8 +24,7 @@ use crate::sample::now_unix_us;
 pub const EVENT: &str = "raw_syscalls:sys_enter";
 /// perf's print interval.
 const INTERVAL_MS: u64 = 100;
-/// How long perf may take to print its first interval (attach + first read).
-const READY_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::profile::PERF_READY_TIMEOUT as READY_TIMEOUT;
 
 /// Why a count is missing, in words for results.md.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,7 +197,7 @@ pub use crate::results::schema::HW_EVENTS;
 
 /// Which perf runs (`$PINGMATRIX_PERF`, else `perf` from PATH): one choice, in the profiler's
 /// module (a leaf the data layer may use), for the counts and the profile alike.
-pub use crate::profile::{PERF_ENV, perf_program as program};
+pub use crate::profile::{PERF_ENV, perf_command as command, perf_program as program};
 
 /// One `-x, -I` line of a [`HW_EVENTS`] event: perf's time (µs), the event's index, and its
 /// count in the interval — `Ok((count, percent of the interval the counter ran))`, or perf's
@@ -304,7 +303,7 @@ fn interval_stat(
     events: &str,
 ) -> Result<(std::process::Child, std::process::ChildStderr), Unmeasured> {
     let program = program.into();
-    let mut child = Command::new(&program)
+    let mut child = command(&program)
         .args([
             "stat",
             "-x",
@@ -471,7 +470,7 @@ pub fn probe_tracepoints(
     events: &[&str],
 ) -> (Vec<String>, std::collections::BTreeMap<String, String>) {
     let try_events = |list: &str| -> Result<(), String> {
-        let out = Command::new(program)
+        let out = command(program)
             .args(["stat", "-x", ",", "-e", list, "--", "true"])
             .stdin(Stdio::null())
             .output()
@@ -742,7 +741,7 @@ impl Record {
     /// caller waits, and checks the recording's count against `perf stat`'s.
     pub fn start(pid: impl std::fmt::Display, out: &std::path::Path) -> Result<Record, Unmeasured> {
         let program = program();
-        let child = Command::new(&program)
+        let child = command(&program)
             .args([
                 "record",
                 "-q",
@@ -802,7 +801,7 @@ impl Record {
                 words.trim().lines().take(2).collect::<Vec<_>>().join(" / ")
             )));
         }
-        let out = Command::new(&self.program)
+        let out = command(&self.program)
             .args(["script", "-F", "time,trace", "-i"])
             .arg(&self.out)
             .stdin(Stdio::null())

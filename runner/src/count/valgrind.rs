@@ -52,12 +52,13 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// What one measurement needs.
+#[derive(Clone)]
 pub struct Target<'a> {
     pub binary: &'a Path,
     pub service_args: &'a [String],
     pub path: &'a str,
     /// The cell's extra request headers: the count sends the request the timed load sends.
-    pub headers: &'a [(String, String)],
+    pub headers: Vec<(String, String)>,
     /// The protocol the timed load speaks (the service was started for it).
     pub protocol: loadgen::Protocol,
     /// The I/O driver the service reported when it ran normally; a different one under
@@ -70,6 +71,7 @@ pub struct Target<'a> {
 }
 
 /// Where a count's cachegrind out files are kept.
+#[derive(Clone)]
 pub struct Keep<'a> {
     pub dir: &'a Path,
     /// The file names' start: the cell's key and repetition.
@@ -259,7 +261,7 @@ fn run_once(t: &Target, n: u64) -> Result<Run, String> {
             startup.io_driver
         ));
     }
-    let mut conn = Conn::open(addr, t.path, t.headers, t.protocol)?;
+    let mut conn = Conn::open(addr, t.path, &t.headers, t.protocol)?;
     for i in 0..n {
         conn.get().map_err(|e| format!("request {i}: {e}"))?;
     }
@@ -524,7 +526,7 @@ mod tests {
                                 binary: &bin,
                                 service_args: &[],
                                 path: "/ping",
-                                headers: &[],
+                                headers: vec![],
                                 protocol: loadgen::Protocol::Http11,
                                 io_driver: Some("io_uring"),
                                 cpus: &[],
@@ -586,7 +588,7 @@ mod tests {
             binary: &bin,
             service_args: &[],
             path: "/ping",
-            headers: &[],
+            headers: vec![],
             protocol: loadgen::Protocol::Http11,
             io_driver: Some("epoll"),
             cpus: &[],
@@ -626,7 +628,7 @@ mod tests {
             binary: &bin,
             service_args: &[],
             path: "/ping",
-            headers: &[],
+            headers: vec![],
             protocol: loadgen::Protocol::Http11,
             io_driver: Some("io_uring"),
             cpus: &[],

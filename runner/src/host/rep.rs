@@ -15,7 +15,9 @@ use super::session::Session;
 use super::{Fleet, HostError};
 use crate::agent::protocol::{Failed, Reply, Request, Serve};
 use crate::config::Matrix;
-use crate::count::{self, SyscallWindow, exact};
+use crate::count::{self, exact, exact::Site};
+use crate::load::LoadRun;
+use crate::observe::{Observers, Syscalls, Window};
 use crate::results::outcome::RepOutcome;
 use crate::results::schema::{CellSpec, GeneratorRun, ProcessCounts, RepResult, Stage, StageError};
 
@@ -90,31 +92,43 @@ pub fn run_rep(
         std::net::SocketAddr::new(server.address, ready.port),
         cell.path
     );
-    let outcome = generate(fleet, cell, &total, &place.loadgen_hosts);
-    // As on one machine: the exact-count window after the timed one, the service still up.
-    let sys = match (&outcome, syscalls_off) {
-        (Ok(_), Some(why)) => SyscallWindow::unmeasured(why),
-        (Ok(g), None) => {
-            let req_per_s = g.runs.iter().map(|r| r.report.requests_per_s).sum();
-            let exact = Exact {
-                fleet,
-                server_offset_us: server.clock_offset_us,
-                host: &place.loadgen_hosts[0],
-                cpus: &cell.limits.loadgen_cpus,
-            };
-            exact.window(&mut srv, &total, req_per_s)
-        }
-        (Err(_), _) => SyscallWindow::unmeasured("the measured load did not complete"),
+    // As on one machine, the set watches the load: here only the exact-count window after
+    // the timed one, the service still up (the service's own observers are the agent's).
+    let site = Remote {
+        srv: &mut srv,
+        fleet,
+        server_offset_us: server.clock_offset_us,
+        host: &place.loadgen_hosts[0],
+        cpus: &cell.limits.loadgen_cpus,
+        generator: None,
     };
+    let mut set = Observers::new(None).with(Syscalls::new(site, &total, syscalls_off));
+    let outcome = set.watch(|_| generate(fleet, cell, &total, &place.loadgen_hosts));
+    let merged = outcome.as_ref().ok().map(|g| {
+        let parts: Vec<(&str, &Report)> = g
+            .runs
+            .iter()
+            .map(|g| (g.host.as_str(), &g.report))
+            .collect();
+        Report::merge(&total, &parts)
+    });
+    if let Some(Ok(report)) = &merged {
+        set.load_complete(&[], report);
+    }
     // The stop goes out whatever the generators did, so the service's record is complete.
-    let (window_start_unix_us, window_s, responses) = match &outcome {
+    let window = match &outcome {
         Ok(g) => window_on_server(fleet, server.clock_offset_us, &g.runs),
-        Err(_) => (0, 0.0, 0),
+        Err(_) => Window {
+            start_unix_us: 0,
+            secs: 0.0,
+            responses: 0,
+        },
     };
+    let here = set.finish(Some(&window)).unwrap_or_default();
     let stop = Request::Stop {
-        window_start_unix_us,
-        window_s,
-        responses,
+        window_start_unix_us: window.start_unix_us,
+        window_s: window.secs,
+        responses: window.responses,
     };
     let stopped = match srv.ask(&stop, Duration::from_millis(m.stop_grace_ms + 15_000)) {
         Ok(Reply::Stopped(s)) => s,
@@ -144,38 +158,25 @@ pub fn run_rep(
         )
         .with_tail(stopped.stderr_tail.clone()));
     }
-    let parts: Vec<(&str, &loadgen::Report)> =
-        runs.iter().map(|g| (g.host.as_str(), &g.report)).collect();
-    let report = Report::merge(&total, &parts).map_err(|e| StageError::at(Stage::Load, e))?;
-    let server_counts = stopped.counts.unwrap_or(ProcessCounts {
-        responses,
-        ..Default::default()
-    });
-    let loadgen_counts = counts.map_or_else(
-        || ProcessCounts {
-            responses,
+    let report = merged
+        .unwrap_or_else(|| Err("no report".into()))
+        .map_err(|e| StageError::at(Stage::Load, e))?;
+    let exit_code = runs.iter().filter_map(|g| g.loadgen_exit_code).max();
+    let mut seen = stopped.seen;
+    seen.syscalls = here.syscalls;
+    seen.loadgen = counts.map(|c| count::sum_proc(&c));
+    if seen.loadgen.is_none() {
+        seen.loadgen = Some(ProcessCounts {
+            responses: window.responses,
             ..Default::default()
-        },
-        |c| count::sum_proc(&c),
-    );
-    Ok(RepResult {
-        rep,
-        started_unix_ms: report.started_unix_ms,
-        session: None,
-        server: stopped.usage,
-        cgroup: stopped.cgroup,
-        loadgen_exit_code: runs.iter().filter_map(|g| g.loadgen_exit_code).max(),
-        floor_check: None,
-        report,
-        generators: runs,
-        counts: Some(count::with_window(server_counts, loadgen_counts, &sys)),
-        instructions: None,
-    })
+        });
+    }
+    Ok(seen.rep(rep, LoadRun { report, exit_code }, runs))
 }
 
 /// The window every generator was loading the server, on the server's clock, and the
 /// responses completed in it (each host's rate times the common window).
-fn window_on_server(fleet: &Fleet, server_offset: i64, runs: &[GeneratorRun]) -> (u64, f64, u64) {
+fn window_on_server(fleet: &Fleet, server_offset: i64, runs: &[GeneratorRun]) -> Window {
     let on_server = |g: &GeneratorRun| {
         let off = fleet.get(&g.host).map_or(0, |e| e.clock_offset_us);
         let start = g.report.started_unix_ms as i64 * 1000 - off + server_offset;
@@ -189,7 +190,11 @@ fn window_on_server(fleet: &Fleet, server_offset: i64, runs: &[GeneratorRun]) ->
         .iter()
         .map(|g| g.report.requests_per_s * window_s)
         .sum();
-    (start.max(0) as u64, window_s, responses.round() as u64)
+    Window {
+        start_unix_us: start.max(0) as u64,
+        secs: window_s,
+        responses: responses.round() as u64,
+    }
 }
 
 /// Starts every generator's share at once (sessions first, then the requests back to
@@ -272,66 +277,55 @@ fn generate(
     }
 }
 
-/// The exact-count window (`count::exact`) across hosts: perf on the server host (its agent),
-/// the two loads at the cell's whole shape from one generator host, their times moved onto
-/// the server's clock.
-struct Exact<'a> {
+/// The exact-count window's site (`count::exact::Site`) across hosts: perf on the server
+/// host (its agent), the two loads at the cell's whole shape from one generator host, their
+/// times moved onto the server's clock.
+struct Remote<'a> {
+    srv: &'a mut Session,
     fleet: &'a Fleet,
     server_offset_us: i64,
     host: &'a str,
     cpus: &'a [u32],
+    /// The generator host's session and its loadgen, opened at the first load.
+    generator: Option<Result<(Session, String), HostError>>,
 }
 
-impl Exact<'_> {
-    fn window(&self, srv: &mut Session, total: &LoadSpec, req_per_s: f64) -> SyscallWindow {
-        let ask = Duration::from_secs(15);
-        match srv.ask(&Request::CountStart, ask) {
-            Ok(Reply::Counting { unmeasured: None }) => {}
+/// How long the server host's agent is given to attach or detach perf.
+const COUNT_ASK: Duration = Duration::from_secs(15);
+
+impl Site for Remote<'_> {
+    fn count_start(&mut self, _: &[u32]) -> Result<(), String> {
+        match self.srv.ask(&Request::CountStart, COUNT_ASK) {
+            Ok(Reply::Counting { unmeasured: None }) => Ok(()),
             Ok(Reply::Counting {
                 unmeasured: Some(why),
-            }) => return SyscallWindow::unmeasured(why),
-            Ok(other) => {
-                return SyscallWindow::unmeasured(format!("server host: unexpected {other:?}"));
-            }
-            Err(e) => return SyscallWindow::unmeasured(e.reason),
+            }) => Err(why),
+            Ok(other) => Err(format!("server host: unexpected {other:?}")),
+            Err(e) => Err(e.reason),
         }
-        let loads = match self.generator() {
-            Ok((mut g, loadgen)) => {
-                exact::loads(total, req_per_s, |spec| self.load(&mut g, &loadgen, spec))
-            }
-            Err(e) => vec![failed_load(e.reason)],
+    }
+
+    fn load(&mut self, spec: &LoadSpec) -> exact::Load {
+        let (fleet, host) = (self.fleet, self.host);
+        let generator = self.generator.get_or_insert_with(|| {
+            let ep = fleet.get(host)?;
+            let loadgen = ep
+                .bins
+                .get("loadgen")
+                .cloned()
+                .ok_or_else(|| format!("host {host}: loadgen was not shipped"))?;
+            Ok((ep.session()?, loadgen))
+        });
+        let (g, loadgen) = match generator {
+            Ok((g, l)) => (g, l.clone()),
+            Err(e) => return failed_load(e.reason.clone()),
         };
-        let load_starts_unix_us = loads.iter().map(|l| l.before_us).collect();
-        match srv.ask(
-            &Request::CountEnd {
-                load_starts_unix_us,
-            },
-            ask,
-        ) {
-            Ok(Reply::Counted(c)) => exact::tally(*c, &loads),
-            Ok(other) => SyscallWindow::unmeasured(format!("server host: unexpected {other:?}")),
-            Err(e) => SyscallWindow::unmeasured(e.reason),
-        }
-    }
-
-    fn generator(&self) -> Result<(Session, String), HostError> {
-        let ep = self.fleet.get(self.host)?;
-        let loadgen = ep
-            .bins
-            .get("loadgen")
-            .cloned()
-            .ok_or_else(|| format!("host {}: loadgen was not shipped", self.host))?;
-        Ok((ep.session()?, loadgen))
-    }
-
-    /// One exact load from the generator host, its times on the server's clock.
-    fn load(&self, g: &mut Session, loadgen: &str, spec: &LoadSpec) -> exact::Load {
         let req = Request::ExactLoad {
-            loadgen: loadgen.to_owned(),
+            loadgen,
             spec: Box::new(spec.clone()),
             cpus: self.cpus.to_vec(),
         };
-        let gen_offset = self.fleet.get(self.host).map_or(0, |e| e.clock_offset_us);
+        let gen_offset = fleet.get(host).map_or(0, |e| e.clock_offset_us);
         let on_server = |t: u64| (t as i64 - gen_offset + self.server_offset_us).max(0) as u64;
         match g.ask(&req, spec.wall_budget() + RELAY_SLACK) {
             Ok(Reply::ExactLoaded(l)) => exact::Load {
@@ -339,9 +333,20 @@ impl Exact<'_> {
                 after_us: on_server(l.after_us),
                 ..*l
             },
-            Ok(Reply::Failed(f)) => failed_load(format!("host {}: {}", self.host, f.error)),
-            Ok(other) => failed_load(format!("host {}: unexpected {other:?}", self.host)),
+            Ok(Reply::Failed(f)) => failed_load(format!("host {host}: {}", f.error)),
+            Ok(other) => failed_load(format!("host {host}: unexpected {other:?}")),
             Err(e) => failed_load(e.reason),
+        }
+    }
+
+    fn count_end(&mut self, load_starts_unix_us: &[u64]) -> Result<exact::ServerCounted, String> {
+        let req = Request::CountEnd {
+            load_starts_unix_us: load_starts_unix_us.to_vec(),
+        };
+        match self.srv.ask(&req, COUNT_ASK) {
+            Ok(Reply::Counted(c)) => Ok(*c),
+            Ok(other) => Err(format!("server host: unexpected {other:?}")),
+            Err(e) => Err(e.reason),
         }
     }
 }

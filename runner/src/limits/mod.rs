@@ -228,6 +228,20 @@ impl Confinement {
         }
     }
 
+    /// A copy that reads this confinement's counters and owns nothing: dropping it removes
+    /// no cgroup, so a reader may outlive the release of the original.
+    pub fn reader(&self) -> Confinement {
+        Confinement {
+            procs_files: vec![],
+            affinity: None,
+            dirs: vec![],
+            record: None,
+            cpu_dir: self.cpu_dir.clone(),
+            memory_dir: self.memory_dir.clone(),
+            version: self.version,
+        }
+    }
+
     /// Removes the cgroup dirs (the process must be gone). Retries briefly: the kernel
     /// releases an exited task's membership asynchronously.
     pub fn release(&mut self) {

@@ -7,14 +7,13 @@
 //! Perf::probe()                      perf present and allowed? event, call-graph method, version
 //!   └─ Perf::start(pid, &Options, dir, name) ─► Recording   (perf record -p <pid> running)
 //!        └─ Recording::stop()        ─► ProfileRecord       (<name>.folded, <name>.svg written)
-//! profile(pid, window, &Options, dir, name) ─► Profile      (all of the above in one call)
 //! fold_perf_script / flamegraph_svg / diff_folded / diff_flamegraph_svg   (bytes in, bytes out)
 //! ```
 //!
 //! **Not available is a value, not an error.** When `perf` is missing, or the kernel refuses
 //! it (`/proc/sys/kernel/perf_event_paranoid`, EACCES/EPERM in a container), [`Perf::probe`]
-//! returns [`NotAvailable`] with the reason and [`profile`] returns
-//! [`Profile::NotAvailable`]; a cell stores it like any result. [`Error`] is kept for real
+//! returns [`NotAvailable`] with the reason, and the flame graph's cell records
+//! [`Profile::NotAvailable`] like any result. [`Error`] is kept for real
 //! failures (I/O, perf crashing mid-recording, bad folded input).
 //!
 //! **Event.** The hardware `cycles` event where the CPU exposes counters to us; otherwise
@@ -56,7 +55,10 @@ mod perf;
 
 pub use crate::results::schema::{CallGraph, NotAvailable, Profile, ProfileRecord};
 pub use fold::{diff_flamegraph_svg, diff_folded, flamegraph_svg, fold_perf_script, sample_count};
-pub use perf::{PERF_ENV, Perf, Recording, profile, program as perf_program, weight_unit};
+pub use perf::{
+    PERF_ENV, Perf, READY_TIMEOUT as PERF_READY_TIMEOUT, Recording, command as perf_command,
+    program as perf_program, weight_unit,
+};
 
 /// What to record and how to draw it.
 #[derive(Debug, Clone)]

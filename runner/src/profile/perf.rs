@@ -14,9 +14,10 @@ use super::{Error, NotAvailable, Options, Profile, ProfileRecord};
 
 /// How long `perf record` may take to write its data after SIGINT.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long `perf record` may take to attach and enable its events; the load waits for it,
-/// since a busy machine can take longer than a short window to get perf going.
-const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long any perf may take to attach and get going — `perf record` to enable its events,
+/// `perf stat -I` to print its first interval; the load waits for it, since a busy machine
+/// can take longer than a short window to get perf going.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Control fds handed to `perf record --control fd:CTL,ACK`, moved this high so that no
 /// descriptor of the child's stdio can be in the way.
 const CONTROL_FD_MIN: libc::c_int = 200;
@@ -125,6 +126,19 @@ pub fn program() -> std::ffi::OsString {
     std::env::var_os(PERF_ENV).unwrap_or_else(|| "perf".into())
 }
 
+/// The one spawner of perf (`program`, [`program`] or a test's stand-in), for every count,
+/// recording, probe and `perf script`: stdin closed, and the runner's marker in its
+/// environment, so the guardian kills it with the services should the runner itself be
+/// killed mid-count.
+pub fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new(program);
+    c.stdin(Stdio::null()).env(
+        crate::process::guard::RUNNER_ENV,
+        crate::process::guard::marker(),
+    );
+    c
+}
+
 impl Perf {
     /// The perf every count runs too ([`program`]); see [`Perf::probe_with`].
     pub fn probe() -> Result<Perf, NotAvailable> {
@@ -136,7 +150,7 @@ impl Perf {
     /// recording with a call graph, so that a kernel refusal shows here and not mid-run.
     pub fn probe_with(program: impl Into<PathBuf>) -> Result<Perf, NotAvailable> {
         let program = program.into();
-        let version = Command::new(&program)
+        let version = command(&program)
             .arg("version")
             .stdin(Stdio::null())
             .output()
@@ -169,7 +183,7 @@ impl Perf {
         }
 
         // `perf stat -x,` prints `<not supported>` in the value field without a PMU.
-        let stat = Command::new(&program)
+        let stat = command(&program)
             .args(["stat", "-x,", "-e", "cycles", "--", "true"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -193,7 +207,7 @@ impl Perf {
         }
 
         // `perf record -h` prints its usage (exit status 129) with every option it knows.
-        let control = Command::new(&program)
+        let control = command(&program)
             .args(["record", "-h"])
             .stdin(Stdio::null())
             .output()
@@ -217,7 +231,7 @@ impl Perf {
     fn trial(&self) -> Result<(), NotAvailable> {
         let data =
             std::env::temp_dir().join(format!("pingmatrix-perf-probe-{}.data", std::process::id()));
-        let out = Command::new(&self.program)
+        let out = command(&self.program)
             .args(["record", "-q", "--no-buildid-cache", "-e", &self.event])
             .args(["--call-graph", "dwarf", "-o"])
             .arg(&data)
@@ -272,7 +286,7 @@ impl Perf {
         std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
         let data = dir.join(format!("{name}.perf.data"));
         // Not -q: perf's closing line reports the number of samples written.
-        let mut cmd = Command::new(&self.program);
+        let mut cmd = command(&self.program);
         cmd.args(["record", "--no-buildid-cache", "-e", &self.event])
             .args(["-F", &options.frequency_hz.to_string()])
             .args(["--call-graph", &options.call_graph.perf_arg()])
@@ -502,7 +516,7 @@ impl Recording {
 
     /// `perf script` streamed straight into the folder (its text is large with DWARF stacks).
     fn script(&self, data: &Path) -> Result<Vec<u8>, Error> {
-        let mut child = Command::new(&self.perf.program)
+        let mut child = command(&self.perf.program)
             .args(["script", "-i"])
             .arg(data)
             .args((!self.options.inline).then_some("--no-inline"))
@@ -539,24 +553,6 @@ impl Drop for Recording {
             let _ = child.wait();
         }
     }
-}
-
-/// Profiles `pid` for `window`: probe, record, fold, draw. `Profile::NotAvailable` when perf
-/// is missing or refused; `Err` only for real failures.
-pub fn profile(
-    pid: u32,
-    window: Duration,
-    options: &Options,
-    dir: &Path,
-    name: &str,
-) -> Result<Profile, Error> {
-    let perf = match Perf::probe() {
-        Ok(perf) => perf,
-        Err(reason) => return Ok(Profile::NotAvailable(reason)),
-    };
-    let recording = perf.start(pid, options, dir, name)?;
-    std::thread::sleep(window);
-    recording.stop()
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! views (`export`, `report`, `compare`) import no other view, and `cmd` (wiring) and `site`
 //! (above the views) are imported by no module below them; every module has a layer
 //! (`LAYERS`), the data layer imports nothing outside it, and no view imports a measuring
-//! module but the ones `KNOWN` lists, each with why. Read from the sources: every `crate::<module>` path outside comments and test modules.
+//! module. Read from the sources: every `crate::<module>` path outside comments and test
+//! modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -146,18 +147,12 @@ fn the_runner_s_modules_form_no_circle_and_keep_their_layers() {
         }
     }
     // No view imports a measuring module: what a view shows comes from what the run
-    // recorded. The few that still do are listed, each with why; one that stops doing so is
-    // taken off the list (so the list only shrinks).
+    // recorded.
     let measuring = layer("measuring");
     for v in layer("views") {
         for m in &measuring {
-            match (uses(v, m), KNOWN.iter().find(|k| k.0 == v && k.1 == *m)) {
-                (Some(f), None) => bad.push(format!("view {v} uses measuring module {m} ({f})")),
-                (None, Some(k)) => bad.push(format!(
-                    "view {v} no longer uses {m}: take ({v}, {m}) off KNOWN ({})",
-                    k.2
-                )),
-                _ => {}
+            if let Some(f) = uses(v, m) {
+                bad.push(format!("view {v} uses measuring module {m} ({f})"));
             }
         }
     }
@@ -219,10 +214,3 @@ fn layer(name: &str) -> Vec<&'static str> {
         .map(|(_, ms)| ms.to_vec())
         .unwrap_or_default()
 }
-
-/// Views that still import a measuring module: (view, module, why).
-const KNOWN: &[(&str, &str, &str)] = &[(
-    "compare",
-    "process",
-    "compare asks a loadgen binary for its method identity",
-)];
