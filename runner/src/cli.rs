@@ -152,9 +152,15 @@ pub struct RunArgs {
     /// otherwise, seconds to minutes per cell with large debug info — but flatter stacks.
     #[arg(long, requires = "flamegraph")]
     pub flamegraph_no_inline: bool,
-    /// Replay the repetitions a run directory recorded instead of running any (`rep::Replay`):
-    /// for tests of everything after a repetition. Hidden: its results are a copy.
-    #[arg(long, hide = true, value_name = "RUN_DIR", conflicts_with = "resume")]
+    /// Replay the repetitions a run directory recorded (`rep::Replay`), or take them from a
+    /// file that authors each cell's outcomes (`rep::authored`), instead of running any: for
+    /// tests of everything after a repetition. Hidden: its results are not measurements.
+    #[arg(
+        long,
+        hide = true,
+        value_name = "RUN_DIR|OUTCOMES.toml",
+        conflicts_with = "resume"
+    )]
     pub fake_reps: Option<PathBuf>,
 }
 

@@ -28,11 +28,14 @@ pub fn new(
     };
     let plan = plan::expand(&m, &opts)?;
     // A replay's cells are checked against this matrix before anything builds or is written.
-    let replay_of = args
-        .fake_reps
-        .as_deref()
-        .map(|dir| crate::rep::check_replay(dir, &plan))
-        .transpose()?;
+    let replay_of = match args.fake_reps.as_deref() {
+        Some(file) if file.is_file() => {
+            crate::rep::authored::Authored::open(file)?;
+            Some(crate::rep::authored::AUTHORED.to_owned())
+        }
+        Some(dir) => Some(crate::rep::check_replay(dir, &plan)?),
+        None => None,
+    };
     let quiet = args.quiet;
     let variants = crate::variant::prepare(&mut m, &plan_services(&plan), &mut |n| {
         if !quiet {
@@ -87,12 +90,17 @@ fn start_run(
 ) -> anyhow::Result<(Store, RunRecord)> {
     let mut env = crate::env::collect(&args.select.config, &m.loadgen, binaries(m), &origins(m));
     env.variants = variants;
-    if let Some(dir) = &args.fake_reps {
+    if let Some(from) = &args.fake_reps {
+        let how = if from.is_file() {
+            "authored by"
+        } else {
+            "replayed from"
+        };
         env.provenance_warnings.insert(
             0,
             format!(
-                "--fake-reps: every repetition was replayed from {}; nothing was measured in this run",
-                dir.display()
+                "--fake-reps: every repetition was {how} {}; nothing was measured in this run",
+                from.display()
             ),
         );
     }

@@ -12,6 +12,7 @@ use crate::host::Fleet;
 use crate::interrupt;
 use crate::plan::Calibrate;
 use crate::progress::Progress;
+use crate::rep::authored::Authored;
 use crate::rep::{Local, Replay};
 use crate::results::schema::{RunRecord, RunStatus};
 use crate::results::store::Store;
@@ -98,6 +99,7 @@ pub fn run(args: &RunArgs, calibrate: Calibrate) -> anyhow::Result<RunEnd> {
         progress.note(&format!("flame graphs: perf not available: {why}"));
     }
     let mut runner: Box<dyn RepRunner> = match &args.fake_reps {
+        Some(file) if file.is_file() => Box::new(Authored::open(file)?),
         Some(dir) => Box::new(Replay::open(dir)?),
         None => Box::new(Local {
             ctx: &ctx,

@@ -1,10 +1,12 @@
-//! End-to-end: what a run can tell apart, with the real `matrix`, `loadgen` and
-//! `ping-tokio-hyper` on ~250 ms windows — `matrix calibrate` (two identical arms), verdicts
-//! against the baseline with a service made slower by `--burn-ns`, adaptive repetitions and
-//! the drift series; a calibration arm that cannot start; bad `--target-ci` values.
+//! What a run can tell apart, decided by the real `matrix` on outcomes a file authors
+//! (`--fake-reps OUTCOMES.toml`, `runner/src/rep/authored.rs`): nothing is started, so the
+//! numbers are the ones chosen to decide each case — `matrix calibrate` (two identical arms),
+//! verdicts against the baseline with a service 26 times costlier per request, adaptive
+//! repetitions and the drift series; a calibration arm that cannot start; bad `--target-ci`
+//! values. That a real service and the real generator measure such a difference is the
+//! end-to-end tests' and the gate's (`scripts/lib/test_gate_*.py`) to hold.
 
-use crate::support;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::support::live;
@@ -19,14 +21,34 @@ fn matrix_toml(services: &[(&str, PathBuf, &str)], defaults: &str, tail: &str) -
     tiny_matrix(services, 2, defaults, tail)
 }
 
+/// `matrix ARGS` on `config` into `out`, every repetition authored by `outcomes`.
+fn authored(config: &Path, out: &Path, outcomes: &Path, args: &[&str]) -> std::process::Output {
+    matrix_at(config, out, args)
+        .arg("--fake-reps")
+        .arg(outcomes)
+        .output()
+        .unwrap()
+}
+
+/// ping-tokio-hyper's order of magnitude on one core: 40 µs of CPU a request, ±1 %.
+const HYPER: &str = "[[cell]]\nservice = \"hyper\"\nreq_per_s = 20000.0\ncpu_us_per_request = 40.0\nspread_pct = 1.0\n";
+
 #[test]
 fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start() {
-    let _machine = support::quiet();
     let d = Scratch::new("calibrate");
     let hyper = bin("ping-tokio-hyper");
     let exits = d.0.join("exits");
     std::fs::write(&exits, "#!/bin/sh\necho 'no' >&2\nexit 3\n").unwrap();
     std::fs::set_permissions(&exits, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let outcomes = d.0.join("outcomes.toml");
+    std::fs::write(
+        &outcomes,
+        format!(
+            "{HYPER}[[cell]]\nservice = \"exits\"\n\
+             fail = {{ stage = \"startup\", reason = \"exited before its first 200: exit status: 3\" }}\n"
+        ),
+    )
+    .unwrap();
     // No [calibration]: the baseline (first service) at the first closed- and open-loop cell.
     let m = write_config(
         &d.0,
@@ -37,9 +59,7 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
         ),
     );
     let out = d.0.join("results");
-    let o = matrix_at(&m, &out, &["calibrate", "--quiet"])
-        .output()
-        .unwrap();
+    let o = authored(&m, &out, &outcomes, &["calibrate", "--quiet"]);
     assert!(o.status.success(), "{}", out_text(&o));
     let dir = only_run_dir(&out);
     let run: RunRecord = read(&dir.join("run.json"));
@@ -91,9 +111,12 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
         ),
     );
     let out = d.0.join("results2");
-    let o = matrix_at(&m, &out, &["run", "--quiet", "--only", "service=hyper"])
-        .output()
-        .unwrap();
+    let o = authored(
+        &m,
+        &out,
+        &outcomes,
+        &["run", "--quiet", "--only", "service=hyper"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     let dir = only_run_dir(&out);
     let run: RunRecord = read(&dir.join("run.json"));
@@ -126,9 +149,12 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
         ),
     );
     let out = d.0.join("results3");
-    let o = matrix_at(&m, &out, &["run", "--quiet", "--only", "service=hyper"])
-        .output()
-        .unwrap();
+    let o = authored(
+        &m,
+        &out,
+        &outcomes,
+        &["run", "--quiet", "--only", "service=hyper"],
+    );
     assert!(o.status.success(), "{}", out_text(&o));
     let dir = only_run_dir(&out);
     let run: RunRecord = read(&dir.join("run.json"));
@@ -155,12 +181,16 @@ fn calibrate_measures_two_identical_arms_and_survives_an_arm_that_cannot_start()
 
 #[test]
 fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
-    let _machine = support::quiet();
     let d = Scratch::new("verdicts");
     let hyper = bin("ping-tokio-hyper");
-    // b spends 1 ms more CPU per request than a: over ten times a's CPU/request, so that
-    // one round skewed by a busy machine (parallel tests) cannot hide it from a 3-round
-    // paired interval (300 µs once could).
+    // b spends 1 ms more CPU per request than a, as `--burn-ns 1000000` makes it.
+    let outcomes = d.0.join("outcomes.toml");
+    std::fs::write(
+        &outcomes,
+        "[[cell]]\nservice = \"a\"\nreq_per_s = 20000.0\ncpu_us_per_request = 40.0\nspread_pct = 1.0\n\
+         [[cell]]\nservice = \"b\"\nreq_per_s = 950.0\ncpu_us_per_request = 1040.0\nspread_pct = 1.0\n",
+    )
+    .unwrap();
     let m = write_config(
         &d.0,
         &matrix_toml(
@@ -174,9 +204,12 @@ fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
     );
     let out = d.0.join("results");
     // A target this tight (a 1e-9 % half-width) is never met: every cell runs to its cap of 3.
-    let o = matrix_at(&m, &out, &["run", "--quiet", "--target-ci", "1e-9"])
-        .output()
-        .unwrap();
+    let o = authored(
+        &m,
+        &out,
+        &outcomes,
+        &["run", "--quiet", "--target-ci", "1e-9"],
+    );
     assert!(o.status.success(), "{}", out_text(&o));
     let dir = only_run_dir(&out);
     let res: ResultsFile = read(&dir.join("results.json"));
@@ -223,9 +256,12 @@ fn a_slower_service_is_called_worse_and_adaptive_cells_say_why_they_stopped() {
 
     // A generous target: each cell stops as soon as its interval is within it, else at the cap.
     let out = d.0.join("results-met");
-    let o = matrix_at(&m, &out, &["run", "--quiet", "--target-ci", "100"])
-        .output()
-        .unwrap();
+    let o = authored(
+        &m,
+        &out,
+        &outcomes,
+        &["run", "--quiet", "--target-ci", "100"],
+    );
     assert!(o.status.success(), "{}", out_text(&o));
     let res: ResultsFile = read(&only_run_dir(&out).join("results.json"));
     for c in &res.cells {

@@ -3,9 +3,10 @@
 //! synthetic result sets of the compare, report and regenerate tests; and the machine lock.
 //!
 //! The tests run in parallel threads of one binary. Those that start services under load
-//! hold `busy()`; the few whose assertions need the CPUs to themselves (verdicts against a
-//! slower service, perf samples, a Python server's start-up within its timeout) hold
-//! `quiet()`, so no other load test runs beside them. Tests on files alone hold neither.
+//! hold `busy()`; the few whose assertions need the CPUs to themselves (a Python server's
+//! start-up within its timeout) hold `quiet()`, so no other load test runs beside them.
+//! Tests on files alone, and those whose repetitions a file authors (`--fake-reps
+//! OUTCOMES.toml`), hold neither.
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 

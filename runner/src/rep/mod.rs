@@ -1,7 +1,10 @@
 //! The repetition runners the schedule is given: `Local` — measured and churn repetitions
 //! on this machine or a multi-host cell's hosts (`cell`), and the profiled one
 //! (`flamegraph`); `Replay` — a recorded run's repetitions (`--fake-reps`). Each returns a
-//! value; the schedule records it.
+//! value; the schedule records it. `authored` — repetitions a small file authors
+//! (`--fake-reps OUTCOMES.toml`).
+
+pub mod authored;
 
 use std::collections::BTreeMap;
 use std::path::Path;
