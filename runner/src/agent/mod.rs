@@ -172,9 +172,10 @@ fn serve(s: &Serve, requests: &Receiver<String>) -> Reply {
 /// Waits for `Stop` (the window on this host's clock), counting the service's syscalls
 /// between `CountStart` and `CountEnd` on the way; None when the session closed.
 fn wait_for_stop(requests: &Receiver<String>, tree: &crate::process::Tree) -> Option<Window> {
-    let mut counting: Option<exact::ServerCount> = None;
-    let record_out =
-        std::env::temp_dir().join(format!("pm-agent-{}.perf.data", std::process::id()));
+    // The server's half of the multi-host cell's syscall window (`host::rep`'s site).
+    let mut half = exact::ServerHalf::new(
+        std::env::temp_dir().join(format!("pm-agent-{}.perf.data", std::process::id())),
+    );
     loop {
         if crate::interrupt::requested() {
             return None;
@@ -192,17 +193,14 @@ fn wait_for_stop(requests: &Receiver<String>, tree: &crate::process::Tree) -> Op
                         responses,
                     });
                 }
-                Ok(Request::CountStart) => {
-                    let started = exact::ServerCount::start(&tree.members(), &record_out);
-                    let unmeasured = started.as_ref().err().cloned();
-                    counting = started.ok();
-                    reply(&Reply::Counting { unmeasured });
-                }
+                Ok(Request::CountStart) => reply(&Reply::Counting {
+                    unmeasured: half.start(&tree.members()).err(),
+                }),
                 Ok(Request::CountEnd {
                     load_starts_unix_us,
-                }) => reply(&match counting.take() {
-                    Some(c) => Reply::Counted(Box::new(c.finish(&load_starts_unix_us))),
-                    None => failed(Stage::Load, "not counting"),
+                }) => reply(&match half.end(&load_starts_unix_us) {
+                    Ok(c) => Reply::Counted(Box::new(c)),
+                    Err(why) => failed(Stage::Load, why),
                 }),
                 _ => reply(&failed(
                     Stage::Load,

@@ -16,7 +16,7 @@
 //! N comes from the measured req/s, so the two loads together last about [`TARGET_S`].
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -331,13 +331,43 @@ pub trait Site {
     fn count_end(&mut self, starts_unix_us: &[u64]) -> Result<ServerCounted, String>;
 }
 
+/// The server's half of a site, where the service runs: perf attached to its processes from
+/// `start` to `end`. [`Here`] holds one; so does a server host's agent, which a multi-host
+/// cell's site asks.
+pub struct ServerHalf {
+    /// perf record's scratch file.
+    record_out: PathBuf,
+    counting: Option<ServerCount>,
+}
+
+impl ServerHalf {
+    pub fn new(record_out: PathBuf) -> ServerHalf {
+        ServerHalf {
+            record_out,
+            counting: None,
+        }
+    }
+
+    /// Attaches perf to `pids` (the service's whole process tree); Err: why not.
+    pub fn start(&mut self, pids: &[u32]) -> Result<(), String> {
+        self.counting = Some(ServerCount::start(pids, &self.record_out)?);
+        Ok(())
+    }
+
+    /// Stops perf; the loads started at `starts_unix_us` (this host's clock).
+    pub fn end(&mut self, starts_unix_us: &[u64]) -> Result<ServerCounted, String> {
+        let c = self.counting.take().ok_or("not counting")?;
+        Ok(c.finish(starts_unix_us))
+    }
+}
+
 /// The window on this host: the server's processes counted here, the loads made by
 /// `loadgen` confined by `conf`.
 pub struct Here<'a> {
     loadgen: &'a Path,
     spec_file: &'a Path,
     conf: &'a Confinement,
-    counting: Option<ServerCount>,
+    server: ServerHalf,
 }
 
 impl<'a> Here<'a> {
@@ -346,16 +376,14 @@ impl<'a> Here<'a> {
             loadgen,
             spec_file,
             conf,
-            counting: None,
+            server: ServerHalf::new(spec_file.with_extension("perf.data")),
         }
     }
 }
 
 impl Site for Here<'_> {
     fn count_start(&mut self, server_pids: &[u32]) -> Result<(), String> {
-        let out = self.spec_file.with_extension("perf.data");
-        self.counting = Some(ServerCount::start(server_pids, &out)?);
-        Ok(())
+        self.server.start(server_pids)
     }
 
     fn load(&mut self, spec: &LoadSpec) -> Load {
@@ -363,8 +391,7 @@ impl Site for Here<'_> {
     }
 
     fn count_end(&mut self, starts_unix_us: &[u64]) -> Result<ServerCounted, String> {
-        let c = self.counting.take().ok_or("not counting")?;
-        Ok(c.finish(starts_unix_us))
+        self.server.end(starts_unix_us)
     }
 }
 

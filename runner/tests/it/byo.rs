@@ -323,6 +323,12 @@ fn a_variant_at_head_builds_and_serves() {
         ],
     )
     .env("PINGMATRIX_VARIANTS_DIR", &dir)
+    // Cargo reads these for the variant's build: what is tested is that it builds and serves,
+    // so one job (beside the load tests) and a quick optimiser.
+    .env("CARGO_BUILD_JOBS", "1")
+    .env("CARGO_PROFILE_RELEASE_LTO", "off")
+    .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "1")
+    .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
     .output()
     .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", out_text(&out));
