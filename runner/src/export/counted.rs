@@ -245,7 +245,7 @@ pub fn section(
     if kern {
         let _ = writeln!(
             o,
-            "Kernel events: `perf stat -e <tracepoint>` on the service over the same two loads as its syscalls (the difference over the difference of responses), by its own perf — work the syscall count cannot see, such as an io_uring service's submissions, which enter the kernel without a syscall of their own: {}. With `-p`, work done in a softirq is charged to the task it interrupted; on loopback the receiving socket's processing runs in the sender's softirq, so a packet counts on the side that sent it. Every tracepoint counted (wake-ups, softirqs, receives, completions too) is in results.json. What each means and how exact it is: docs/counted-cost.md.\n",
+            "Kernel events: `perf stat -e <tracepoint>` on the service over the same two loads as its syscalls (the difference over the difference of responses), by its own perf — work the syscall count cannot see, such as an io_uring service's submissions, which enter the kernel without a syscall of their own: {}. With `-p`, work done in a softirq is charged to the task it interrupted; on loopback the receiving socket's processing runs in the sender's softirq, so a packet counts on the side that sent it. Every tracepoint counted (wake-ups, softirqs, completions too) is in results.json. What each means and how exact it is: docs/counted-cost.md.\n",
             crate::results::metric::kernel_events()
                 .map(|(m, tp)| format!("{} (`{tp}`)", m.label()))
                 .collect::<Vec<_>>()
@@ -358,7 +358,7 @@ mod tests {
         );
         assert_eq!(
             kernel(&p),
-            " 1.050 ±0.0 % | – | unmeasured: perf stat -e io_uring:io_uring_submit_req: unknown tracepoint |"
+            " 1.050 ±0.0 % | – | unmeasured: perf stat -e io_uring:io_uring_submit_req: unknown tracepoint | – |"
         );
     }
 

@@ -115,7 +115,7 @@ const fn kernel(
 /// one tracepoint each (`count::perf` counts every `tracepoint` here); they repeated exactly
 /// (CV 0 over three repetitions, c1 and c64) on ping-epoll, -tokio-hyper, -monoio and -compio;
 /// docs/counted-cost.md has the figures and the events left out (wake-ups, softirqs: not exact).
-pub const DEFINITIONS: [Definition; 15] = [
+pub const DEFINITIONS: [Definition; 16] = [
     Definition {
         higher_is_better: true,
         gate: Some(Arm::Time),
@@ -266,6 +266,25 @@ pub const DEFINITIONS: [Definition; 15] = [
             "io_uring:io_uring_submit_req",
         ],
     ),
+    // Not gated: a service that batches its reads (monoio at c64) receives 1.00–1.04 times
+    // a request, repetition to repetition; the others read exactly once or twice.
+    Definition {
+        gate: None,
+        gate_loads: &[],
+        ..kernel(
+            Metric::SocketReceivesPerRequest,
+            "socket receives/request",
+            "recvs/req",
+            "sock:sock_recv_length",
+            &["counted", "server", "kernel", "sock:sock_recv_length"],
+            &[
+                "counted",
+                "server",
+                "kernel_unmeasured",
+                "sock:sock_recv_length",
+            ],
+        )
+    },
     // A service that does not fault per request shows 0.000x (a fault in thousands of
     // requests); two per request is 2.000: judged absolutely, never as a ratio or a rank.
     Definition {
@@ -463,6 +482,7 @@ pub fn by_rep(c: &CellResult, m: Metric) -> Vec<(u32, f64)> {
             .collect(),
         Metric::PacketsPerRequest
         | Metric::SocketSendsPerRequest
+        | Metric::SocketReceivesPerRequest
         | Metric::IoUringSubmissionsPerRequest => {
             let tp = m.tracepoint().unwrap_or_default();
             reps.filter_map(|r| Some((r.rep, r.counts.as_ref()?.server.kernel_per_request(tp)?)))
@@ -503,6 +523,7 @@ pub fn from_summary(s: &CellSummary, m: Metric) -> Option<MetricValues> {
         Metric::FaultsPerRequest => summary_count(s, |c| c.server.faults.as_ref()),
         Metric::PacketsPerRequest
         | Metric::SocketSendsPerRequest
+        | Metric::SocketReceivesPerRequest
         | Metric::IoUringSubmissionsPerRequest => {
             let tp = m.tracepoint().unwrap_or_default();
             summary_count(s, |c| c.server.kernel.get(tp))
@@ -548,6 +569,7 @@ mod tests {
             Metric::InstructionsPerRequest,
             Metric::PacketsPerRequest,
             Metric::SocketSendsPerRequest,
+            Metric::SocketReceivesPerRequest,
             Metric::IoUringSubmissionsPerRequest,
             Metric::FaultsPerRequest,
         ];
@@ -566,6 +588,7 @@ mod tests {
                 | Metric::InstructionsPerRequest
                 | Metric::PacketsPerRequest
                 | Metric::SocketSendsPerRequest
+                | Metric::SocketReceivesPerRequest
                 | Metric::IoUringSubmissionsPerRequest
                 | Metric::FaultsPerRequest => {}
             }

@@ -56,9 +56,12 @@ pub enum Metric {
     PacketsPerRequest,
     /// ...sends at its sockets (`sock_sendmsg`: write, send, io_uring's send alike)...
     SocketSendsPerRequest,
-    /// ...and io_uring submissions (each an operation the kernel performs without a syscall
-    /// of its own).
+    /// ...io_uring submissions (each an operation the kernel performs without a syscall of
+    /// its own)...
     IoUringSubmissionsPerRequest,
+    /// ...and receives at its sockets (`sock_recvmsg`, an empty read that would block
+    /// included).
+    SocketReceivesPerRequest,
     /// Page faults (minor and major) per response: judged absolutely (its base is about 0).
     FaultsPerRequest,
 }
