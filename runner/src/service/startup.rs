@@ -8,10 +8,10 @@
 //! once on a refused connection and sleeps only 50 µs between attempts. Measured starts
 //! follow a warm-up start (`service::warm`).
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use super::http;
 use super::tls::Stream;
 use crate::interrupt;
 use crate::process::Proc;
@@ -44,7 +44,7 @@ pub fn wait_ready_at(
     timeout: Duration,
     tls: bool,
 ) -> Result<Ready, String> {
-    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    let request = http::request(path, addr, "startup");
     let t0_ns = proc.exec_at_ns.unwrap_or(proc.spawned_at_ns);
     let launch_us = proc
         .exec_at_ns
@@ -73,7 +73,7 @@ pub fn wait_ready_at(
                     .set_read_timeout(Some(Duration::from_secs(1)))
                     .map_err(|e| e.to_string())
                     .and_then(|()| Stream::over(s, tls))
-                    .and_then(|mut s| probe(&mut s, request.as_bytes()));
+                    .and_then(|mut s| probe(&mut s, &request));
                 match probed {
                     Ok(()) => {
                         return Ok(Ready {
@@ -98,22 +98,8 @@ pub fn wait_ready_at(
 
 fn probe(s: &mut Stream, request: &[u8]) -> Result<(), String> {
     let _ = s.tcp().set_nodelay(true);
-    s.write_all(request).map_err(|e| format!("write: {e}"))?;
-    let mut buf = [0u8; 64];
-    let mut n = 0;
-    while n < 12 {
-        match s.read(&mut buf[n..]) {
-            Ok(0) => return Err("closed before a status line".into()),
-            Ok(k) => n += k,
-            Err(e) => return Err(format!("read: {e}")),
-        }
-    }
-    if buf[..n].starts_with(b"HTTP/1.1 200") {
-        Ok(())
-    } else {
-        Err(format!(
-            "first status line: {:?}",
-            String::from_utf8_lossy(&buf[..n.min(40)])
-        ))
+    match http::status(s, request)? {
+        200 => Ok(()),
+        code => Err(format!("first status: {code}")),
     }
 }

@@ -247,7 +247,9 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
         let c = r.counts.as_ref().expect("counts");
         for (who, p) in [("server", &c.server), ("loadgen", &c.loadgen)] {
             match p.syscalls_per_request() {
-                Some(n) => assert!((0.5..50.0).contains(&n), "{who}: {n} syscalls/request"),
+                // Above zero, not above one: a generator on io_uring submits and reaps many
+                // requests per io_uring_enter (0.35 per request seen over a split profile).
+                Some(n) => assert!(n > 0.0 && n < 50.0, "{who}: {n} syscalls/request"),
                 None => assert!(p.syscalls_unmeasured.is_some(), "{who}: {p:?}"),
             }
         }

@@ -497,10 +497,9 @@ fn merged_run(net: &Net) {
         );
         for (who, p) in [("server", &k.server), ("loadgen", &k.loadgen)] {
             match p.syscalls_per_request() {
-                Some(n) => assert!(
-                    (0.5..50.0).contains(&n),
-                    "{key}: {who}: {n} syscalls/request"
-                ),
+                // Above zero, not above one: a generator on io_uring submits and reaps many
+                // requests per io_uring_enter (0.35 per request seen here).
+                Some(n) => assert!(n > 0.0 && n < 50.0, "{key}: {who}: {n} syscalls/request"),
                 None => assert!(
                     !perf_runs() && p.syscalls_unmeasured.is_some(),
                     "{key}: {who}: perf runs here but counted nothing: {p:?}"
