@@ -280,7 +280,7 @@ fn observers<'a, 'b: 'a>(
     set = set.with(observe::Syscalls::new(here, spec, ctx.syscalls_off));
     if let (Some(f), loadgen::LoadModel::Open { rate_per_s, .. }) = (ctx.machine_floor, &cell.load)
     {
-        set = set.with(observe::TimerFloor::new(f, *rate_per_s));
+        set = set.with(observe::FloorChecker::new(f, *rate_per_s));
     }
     if ctx.count_instructions && cell.counts_instructions() {
         if cell.external {

@@ -9,7 +9,7 @@
 //! - a profiler beside the load (`flamegraph`);
 //! - after the timed load, the service still up: the exact syscall window ([`Syscalls`] —
 //!   perf slows every syscall, so it has its own window after the timed one);
-//! - the open loop's send lag against the machine's timer floor ([`FloorCheck`]);
+//! - the open loop's send lag against the machine's timer floor ([`FloorChecker`]);
 //! - after the service stopped: Valgrind's instruction count on starts of its own
 //!   ([`Instructions`]).
 //!
@@ -34,7 +34,7 @@ use crate::sample::{self, Poller, Sample};
 
 /// The generator's measured window, on the clock of the host the service runs on, and the
 /// responses completed in it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Window {
     pub start_unix_us: u64,
     pub secs: f64,
@@ -75,6 +75,9 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<InstructionCount>,
 }
+
+/// Why a repetition has no syscall window: the timed load before it did not complete.
+const NOT_LOADED: &str = "the measured load did not complete";
 
 /// One member's part of an [`Observation`].
 pub enum Part {
@@ -123,7 +126,7 @@ impl Observation {
         });
         let sys = self
             .syscalls
-            .unwrap_or_else(|| SyscallWindow::unmeasured("the measured load did not complete"));
+            .unwrap_or_else(|| SyscallWindow::unmeasured(NOT_LOADED));
         RepResult {
             rep,
             started_unix_ms: run.report.started_unix_ms,
@@ -343,22 +346,22 @@ impl<S: Site> Observer for Syscalls<S> {
         Part::Syscalls(
             self.window
                 .take()
-                .unwrap_or_else(|| SyscallWindow::unmeasured("the measured load did not complete")),
+                .unwrap_or_else(|| SyscallWindow::unmeasured(NOT_LOADED)),
         )
     }
 }
 
 /// An open-loop repetition's send lag against the machine's timer floor `floor`, where the
 /// generator reports it.
-pub struct TimerFloor<'a> {
-    pub floor: &'a loadgen::floor::Floor,
-    pub rate_per_s: f64,
+pub struct FloorChecker<'a> {
+    floor: &'a loadgen::floor::Floor,
+    rate_per_s: f64,
     check: Option<FloorCheck>,
 }
 
-impl<'a> TimerFloor<'a> {
-    pub fn new(floor: &'a loadgen::floor::Floor, rate_per_s: f64) -> TimerFloor<'a> {
-        TimerFloor {
+impl<'a> FloorChecker<'a> {
+    pub fn new(floor: &'a loadgen::floor::Floor, rate_per_s: f64) -> FloorChecker<'a> {
+        FloorChecker {
             floor,
             rate_per_s,
             check: None,
@@ -366,7 +369,7 @@ impl<'a> TimerFloor<'a> {
     }
 }
 
-impl Observer for TimerFloor<'_> {
+impl Observer for FloorChecker<'_> {
     fn load_complete(&mut self, _: &[u32], r: &loadgen::Report) {
         let Some(lag) = &r.schedule_lag_us else {
             return;

@@ -91,7 +91,7 @@ fn start_run(
     let mut env = crate::env::collect(&args.select.config, &m.loadgen, binaries(m), &origins(m));
     env.variants = variants;
     if let Some(from) = &args.fake_reps {
-        let how = if from.is_file() {
+        let how = if replay_of.as_deref() == Some(crate::rep::authored::AUTHORED) {
             "authored by"
         } else {
             "replayed from"

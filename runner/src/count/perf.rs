@@ -314,7 +314,6 @@ fn interval_stat(
             events,
         ])
         .args(["-p", &pid.to_string()])
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -472,7 +471,6 @@ pub fn probe_tracepoints(
     let try_events = |list: &str| -> Result<(), String> {
         let out = command(program)
             .args(["stat", "-x", ",", "-e", list, "--", "true"])
-            .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run {}: {e}", program.to_string_lossy()))?;
         if out.status.success() {
@@ -754,7 +752,6 @@ impl Record {
             ])
             .arg("-o")
             .arg(out)
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -804,7 +801,6 @@ impl Record {
         let out = command(&self.program)
             .args(["script", "-F", "time,trace", "-i"])
             .arg(&self.out)
-            .stdin(Stdio::null())
             .output()
             .map_err(|e| Unmeasured(format!("cannot run perf script: {e}")))?;
         let calls = script_lines(&String::from_utf8_lossy(&out.stdout));

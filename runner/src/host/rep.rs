@@ -118,11 +118,7 @@ pub fn run_rep(
     // The stop goes out whatever the generators did, so the service's record is complete.
     let window = match &outcome {
         Ok(g) => window_on_server(fleet, server.clock_offset_us, &g.runs),
-        Err(_) => Window {
-            start_unix_us: 0,
-            secs: 0.0,
-            responses: 0,
-        },
+        Err(_) => Window::default(),
     };
     let here = set.finish(Some(&window)).unwrap_or_default();
     let stop = Request::Stop {
@@ -165,12 +161,6 @@ pub fn run_rep(
     let mut seen = stopped.seen;
     seen.syscalls = here.syscalls;
     seen.loadgen = counts.map(|c| count::sum_proc(&c));
-    if seen.loadgen.is_none() {
-        seen.loadgen = Some(ProcessCounts {
-            responses: window.responses,
-            ..Default::default()
-        });
-    }
     Ok(seen.rep(rep, LoadRun { report, exit_code }, runs))
 }
 

@@ -150,16 +150,12 @@ impl Perf {
     /// recording with a call graph, so that a kernel refusal shows here and not mid-run.
     pub fn probe_with(program: impl Into<PathBuf>) -> Result<Perf, NotAvailable> {
         let program = program.into();
-        let version = command(&program)
-            .arg("version")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| {
-                not_available(format!(
-                    "cannot run {}: {e} (Debian: apt-get install linux-perf)",
-                    program.display()
-                ))
-            })?;
+        let version = command(&program).arg("version").output().map_err(|e| {
+            not_available(format!(
+                "cannot run {}: {e} (Debian: apt-get install linux-perf)",
+                program.display()
+            ))
+        })?;
         if !version.status.success() {
             return Err(not_available(format!(
                 "`{} version` failed: {}",
@@ -185,7 +181,6 @@ impl Perf {
         // `perf stat -x,` prints `<not supported>` in the value field without a PMU.
         let stat = command(&program)
             .args(["stat", "-x,", "-e", "cycles", "--", "true"])
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .output()
             .map_err(|e| not_available(format!("cannot run perf stat: {e}")))?;
@@ -209,7 +204,6 @@ impl Perf {
         // `perf record -h` prints its usage (exit status 129) with every option it knows.
         let control = command(&program)
             .args(["record", "-h"])
-            .stdin(Stdio::null())
             .output()
             .is_ok_and(|o| {
                 let text = [o.stdout, o.stderr].concat();
@@ -236,7 +230,6 @@ impl Perf {
             .args(["--call-graph", "dwarf", "-o"])
             .arg(&data)
             .args(["--", "true"])
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .output();
         let _ = std::fs::remove_file(&data);
@@ -292,7 +285,6 @@ impl Perf {
             .args(["--call-graph", &options.call_graph.perf_arg()])
             .args(["-p", &pid.to_string(), "-o"])
             .arg(&data)
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let control = if self.control {
@@ -520,7 +512,6 @@ impl Recording {
             .args(["script", "-i"])
             .arg(data)
             .args((!self.options.inline).then_some("--no-inline"))
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
