@@ -234,14 +234,17 @@ def run_checks(browser, site, base, failed_run, old_run, hit):
     size = (ref_dir / "index.html").stat().st_size
     check(size < MAX_PAGE_BYTES, f"reference page is {size} bytes (< {MAX_PAGE_BYTES})")
 
-    # Every run page of the site, over HTTP and from file://, with no errors.
+    # Every run page of the site, over HTTP and from file://, with no errors. One tab for all
+    # (a third of the time of a new one each; the viewer keeps no state between loads), its
+    # errors counted afresh at each navigation.
     runs = sorted(p.parent.name for p in site.glob("*/index.html"))
+    page, errors = page_with_errors(browser)
     for run in runs:
         for url in (f"{base}/{run}/index.html", (site / run / "index.html").as_uri()):
-            page, errors = page_with_errors(browser)
+            errors.clear()
             page.goto(url)
             check(not errors and rows(page).count() > 0, f"{url.split(':')[0]} {run}: rows drawn, no console errors {errors[:3]}")
-            page.close()
+    page.close()
 
     # Open time of the reference page: navigation start to the board drawn, on the page's own
     # clock (performance.now() counts from navigation start; read in the page at the first
@@ -621,6 +624,25 @@ OVERLAPS_JS = """(root) => {
 }"""
 
 
+# Each figure of the page's charts: its caption, how many charts it holds, the overlapping
+# labels of its chart, its kind, each latency line's points and whiskers, its value ticks.
+FIGURES_JS = """() => [...document.querySelectorAll('#charts figure')].map((f) => {
+  const svgs = f.querySelectorAll('svg');
+  const cap = f.querySelector('figcaption');
+  return {
+    caption: cap ? cap.innerText : null,
+    svgs: svgs.length,
+    overlaps: svgs.length === 1 ? (""" + OVERLAPS_JS + """)(svgs[0]) : [],
+    kind: f.getAttribute('data-kind'),
+    lines: [...f.querySelectorAll('polyline[data-series]')].map((l) => {
+      const n = l.getAttribute('data-series');
+      return [n, l.getAttribute('points').trim().split(/\\s+/).length,
+              [...f.querySelectorAll('line.whisker')].filter((w) => w.getAttribute('data-series') === n).length];
+    }),
+    ticks: f.querySelectorAll('svg text.tick').length,
+  };
+})"""
+
 PROFILED_RUN = "2026-12-04T06-11-06Z-7357b8a"  # pinned and k8s-small (0.2 CPU, 400 MiB)
 
 
@@ -635,19 +657,17 @@ def legibility_checks(browser, site, base):
         tabs = [b.get_attribute("data-tab") for b in page.locator("nav.tabs button").all()]
         for tab in tabs:
             page.locator(f'nav.tabs button[data-tab="{tab}"]').click()
-            for i in range(page.locator("#charts figure").count()):
-                f = page.locator("#charts figure").nth(i)
+            # Every figure of the tab read in one call (a round trip per figure and property
+            # took most of this loop's time).
+            for f in page.evaluate(FIGURES_JS):
                 figures += 1
-                caption = f.locator("figcaption").inner_text()
-                overlaps += [(run, tab, caption[:40], o) for o in f.locator("svg").evaluate(OVERLAPS_JS)]
-                if f.get_attribute("data-kind") == "latency":
-                    lines = f.evaluate("""(f) => [...f.querySelectorAll('polyline[data-series]')].map((l) => {
-                      const n = l.getAttribute('data-series');
-                      return [n, l.getAttribute('points').trim().split(/\\s+/).length,
-                              [...f.querySelectorAll('line.whisker')].filter((w) => w.getAttribute('data-series') === n).length];
-                    })""")
-                    bare += [(run, tab, n) for n, pts, w in lines if w < pts and "none where one repetition" not in caption]
-                    ticks = f.locator("svg text.tick").count() - 5  # the five percentile labels
+                if f["caption"] is None or f["svgs"] != 1:
+                    raise RuntimeError(f"{run} {tab}: a figure without its caption or one chart: {f}")
+                caption = f["caption"]
+                overlaps += [(run, tab, caption[:40], o) for o in f["overlaps"]]
+                if f["kind"] == "latency":
+                    bare += [(run, tab, n) for n, pts, w in f["lines"] if w < pts and "none where one repetition" not in caption]
+                    ticks = f["ticks"] - 5  # the five percentile labels
                     if ticks < 4:
                         few_ticks.append((run, tab, caption[:40], ticks))
                 if "Throughput" in caption and tab.startswith("ping-open"):
@@ -663,22 +683,23 @@ def legibility_checks(browser, site, base):
     for f in svgs:
         page.goto(f.as_uri())
         name = f"{f.parent.parent.name}/{f.name}"
-        overlaps += [(name, o) for o in page.evaluate("() => (" + OVERLAPS_JS + ")(document.documentElement)")]
+        # One call per plot: its overlapping labels, its text, lines, bands and value-axis
+        # labels (the ones ending in a time unit).
         info = page.evaluate("""() => ({
+          overlaps: (""" + OVERLAPS_JS + """)(document.documentElement),
           title: [...document.querySelectorAll('text')].map((t) => t.textContent).join(' | '),
           lines: [...document.querySelectorAll('polyline')].map((l) => l.getAttribute('points').trim().split(/\\s+/).length),
           bands: document.querySelectorAll('polygon').length,
+          time_labels: [...document.querySelectorAll('text')].filter((t) => /^[0-9.,]+ ?(µs|ms|s)$/.test(t.textContent.trim())).length,
         })""")
+        overlaps += [(name, o) for o in info["overlaps"]]
         long_lines = [n for n in info["lines"] if n > 2]
         if f.name.startswith("latency-") and "no band" not in info["title"] and info["bands"] < len(long_lines):
             bare.append((name, len(long_lines), info["bands"]))
         if f.name.startswith(("throughput-", "open-loop-")) and long_lines:
             joined.append(name)
-        if f.name.startswith(("latency-", "open-loop-")):
-            # Value-axis labels: the ones ending in a time unit.
-            n = page.evaluate("() => [...document.querySelectorAll('text')].filter((t) => /^[0-9.,]+ ?(µs|ms|s)$/.test(t.textContent.trim())).length")
-            if n < 4:
-                few.append((name, n))
+        if f.name.startswith(("latency-", "open-loop-")) and info["time_labels"] < 4:
+            few.append((name, info["time_labels"]))
     check(len(svgs) > 20 and not overlaps, f"no two labels overlap in the {len(svgs)} committed SVG plots {overlaps[:3]}")
     check(not bare, f"every latency line in the committed SVG spectra has its band {bare[:3]}")
     check(not joined, f"no line joins two load levels in the committed SVG plots {joined[:3]}")
