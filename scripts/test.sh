@@ -60,9 +60,10 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # `--exclude` would resolve features for the packages named and compile many dependencies
 # again with other features). End-to-end tests start the real binaries from target/debug.
 cargo build --workspace --all-targets --locked
-# runner's integration tests are one binary (runner/tests/it) and run in parallel: the few
-# that need the CPUs to themselves hold its support kit's machine lock, not the whole binary.
-cargo test --workspace --locked --lib --bins --test it
+# runner's integration tests are one binary (runner/tests/it), three at a time, load tests
+# beside each other (its support kit says why none needs the machine alone): they mostly wait
+# on load windows, builds and ssh (two at a time used 115 % of two CPUs: 266 s, three 190 s).
+cargo test --workspace --locked --lib --bins --test it -- --test-threads=3
 # The results viewer in headless Chromium (scripts/ci/browser-test.py; .ci/run installs
 # chromium and playwright) and the offline flake checks (nix-bin, shellcheck, nixpkgs-fmt)
 # run beside the two test binaries below, which mostly wait and leave a CPU idle:

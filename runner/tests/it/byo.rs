@@ -53,7 +53,6 @@ pub const PYTHON_STARTUP: &str = "startup_timeout_ms = 10000";
 fn an_external_server_runs_through_the_whole_pipeline_and_bad_commands_fail_their_cells() {
     // Beside other load tests, not alone: what needed the CPUs here was the Python servers'
     // start-up, which PYTHON_STARTUP now allows for; nothing asserted depends on timing.
-    let _machine = support::busy();
     let d = Scratch::new("byo");
     let script = d.0.join("responder.py");
     std::fs::write(&script, RESPONDER).unwrap();
@@ -255,7 +254,6 @@ fn a_pin_that_does_not_resolve_is_refused_with_the_pins_location() {
 /// cargo's error; the service itself still runs and the run goes on (exit 1).
 #[test]
 fn a_variant_that_does_not_build_fails_its_cells_and_the_run_goes_on() {
-    let _machine = support::busy();
     let base = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "");
     // a41b232: the workspace before ping-epoll existed.
     let variant = "[[services.variants]]\nname = \"old\"\nrev = \"a41b232\"\n";
@@ -301,7 +299,6 @@ fn a_variant_that_does_not_build_fails_its_cells_and_the_run_goes_on() {
 /// (the gate's variants failed with "no bin target named `ping-epoll`" before it did).
 #[test]
 fn a_variant_at_head_builds_and_serves() {
-    let _machine = support::busy();
     let base = tiny_matrix(&[("ping-epoll", bin("ping-epoll"), "")], 1, "", "");
     let variant = "[[services.variants]]\nname = \"head\"\nrev = \"HEAD\"\n";
     let text = base.replacen("\n[[scenarios]]", &format!("\n{variant}\n[[scenarios]]"), 1);
@@ -353,7 +350,6 @@ fn a_variant_at_head_builds_and_serves() {
 /// start-up line a command server does not print. It says so now, without running Valgrind.
 #[test]
 fn instructions_of_a_command_server_are_unmeasured_with_the_real_reason() {
-    let _machine = support::busy();
     let d = Scratch::new("byo-instructions");
     let script = d.0.join("responder.py");
     std::fs::write(&script, RESPONDER).unwrap();

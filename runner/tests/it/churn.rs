@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support;
 use crate::support::live;
 
 use live::{Scratch, bin, read};
@@ -49,7 +48,6 @@ loadgen_cpus = "{l}"
 
 #[test]
 fn churn_cells_run_against_a_real_service_and_get_their_own_table() {
-    let _machine = support::busy();
     let d = Scratch::new("churn");
     let m = churn_matrix(&d.0, &bin("ping-tokio-hyper"), 40, 3);
     let out = d.0.join("results");
@@ -114,7 +112,6 @@ fn churn_cells_run_against_a_real_service_and_get_their_own_table() {
 /// fails with the reason, and repetition 1 keeps its K − 1 finished cycles, flagged partial.
 #[test]
 fn a_churn_repetition_cut_short_keeps_its_finished_cycles() {
-    let _machine = support::busy();
     let d = Scratch::new("churn-partial");
     let wrapper = d.0.join("limited-hyper");
     std::fs::write(

@@ -876,7 +876,6 @@ fn the_default_matrix_still_plans_within_its_budget() {
 
 #[test]
 fn binaries_and_matrix_file_in_directories_with_spaces_run_end_to_end() {
-    let _machine = crate::support::busy();
     let d = Scratch::new("config-spaces");
     let bins = d.join("my bins");
     std::fs::create_dir_all(&bins).unwrap();

@@ -2,7 +2,6 @@
 //! with ~200 ms windows, plus fake services (one exits at once, one never listens), a bad
 //! matrix file, and Ctrl-C mid-run followed by `--resume`.
 
-use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -75,7 +74,6 @@ fn marked_processes(marker: &str) -> Vec<String> {
 
 #[test]
 fn bad_matrix_file_is_rejected_with_file_line_and_field() {
-    let _machine = support::busy();
     let d = Scratch::new("bad");
     let text = matrix_toml(&[("svc", bin("ping-tokio-hyper"))], 1, "")
         .replace("cooldown_ms = 0", "cooldown_ms = 0\ncooldwn_ms = 5");
@@ -104,7 +102,6 @@ fn bad_matrix_file_is_rejected_with_file_line_and_field() {
 
 #[test]
 fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
-    let _machine = support::busy();
     let d = Scratch::new("run");
     let exits = script(
         &d.0,
@@ -313,7 +310,6 @@ fn tiny_matrix_runs_real_service_and_records_failures_of_fake_ones() {
 
 #[test]
 fn ctrl_c_stops_cleanly_and_resume_finishes_the_run() {
-    let _machine = support::busy();
     let d = Scratch::new("sigint");
     let text = matrix_toml(
         &[
@@ -403,7 +399,6 @@ fn ctrl_c_stops_cleanly_and_resume_finishes_the_run() {
 /// second reused the first's directory, skipped its "done" cells and overwrote run.json.
 #[test]
 fn two_runs_in_the_same_second_get_their_own_directories() {
-    let _machine = support::busy();
     let d = Scratch::new("same-second");
     let a = script(&d.0, "a", "exit 3");
     let b = script(&d.0, "b", "exit 4");
@@ -465,7 +460,6 @@ fn two_runs_in_the_same_second_get_their_own_directories() {
 /// were ignored while it waited, and SIGKILL left the child behind.
 #[test]
 fn a_hanging_loadgen_cannot_hold_the_runner() {
-    let _machine = support::busy();
     let d = Scratch::new("hang");
     let hang = script(&d.0, "loadgen-hangs", "exec sleep 60");
     let m = d.0.join("m.toml");
@@ -527,7 +521,6 @@ fn a_hanging_loadgen_cannot_hold_the_runner() {
 /// used to outlive the run (the cell was only marked suspect).
 #[test]
 fn a_child_that_escapes_the_process_group_does_not_outlive_the_run() {
-    let _machine = support::busy();
     let d = Scratch::new("setsid");
     let escapes = script(
         &d.0,
@@ -558,7 +551,6 @@ fn a_child_that_escapes_the_process_group_does_not_outlive_the_run() {
 /// `--resume` used to ignore `--config` (and `--quick`, `--only`) silently.
 #[test]
 fn resume_refuses_a_second_matrix_selection() {
-    let _machine = support::busy();
     for extra in [
         &["--config", "other.toml"][..],
         &["--quick"],
@@ -580,7 +572,6 @@ fn resume_refuses_a_second_matrix_selection() {
 /// run.json recorded: after a rebuild, one service name was measured with two programs.
 #[test]
 fn resume_refuses_a_binary_that_changed_since_the_run_started() {
-    let _machine = support::busy();
     let d = Scratch::new("resume-rebuilt");
     let svc = script(&d.0, "svc", "exit 3");
     let m = d.0.join("m.toml");
@@ -620,7 +611,6 @@ fn resume_refuses_a_binary_that_changed_since_the_run_started() {
 /// recorded another repository's commit, or none) and binaries were recorded by path only.
 #[test]
 fn run_json_records_each_binarys_hash_and_build_commit_from_the_runners_checkout() {
-    let _machine = support::busy();
     let d = Scratch::new("provenance");
     let foreign = script(&d.0, "foreign", "exit 3");
     let m = d.0.join("m.toml");
@@ -673,7 +663,6 @@ fn run_json_records_each_binarys_hash_and_build_commit_from_the_runners_checkout
 /// `matrix plan` on the default matrix also estimates the complete sweep beside it.
 #[test]
 fn plan_shows_the_default_and_the_complete_sweep() {
-    let _machine = support::busy();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let o = run_matrix(&["plan"], None)
         .current_dir(&repo)

@@ -3,7 +3,6 @@
 //! (`cargo build --workspace --bins` first). Tests that need perf skip loudly where it is
 //! missing or refused; the "perf not available" path runs everywhere.
 
-use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -152,7 +151,6 @@ fn check_profiled_run(run_dir: &Path) {
 fn flamegraph_run_profiles_every_cell_and_diffs_two_runs() {
     // Beside other load tests, not alone: 1 s windows at 1999 Hz leave every cell samples
     // (it checks that there are some, and the service's frames, not how many).
-    let _machine = support::busy();
     if !perf_or_skip("flamegraph_run_profiles_every_cell_and_diffs_two_runs") {
         return;
     }
@@ -246,7 +244,6 @@ fn flamegraph_run_profiles_every_cell_and_diffs_two_runs() {
 
 #[test]
 fn without_perf_the_run_goes_on_and_says_why() {
-    let _machine = support::busy();
     let d = Scratch::new("noperf");
     let m = d.0.join("m.toml");
     let text = tiny_matrix(&[("hyper", bin("ping-tokio-hyper"), "")], REPS, "", "");
@@ -297,7 +294,6 @@ fn without_perf_the_run_goes_on_and_says_why() {
 fn resume_runs_a_missing_profiled_repetition_and_results_md_names_a_cell_without_one() {
     // No perf runs here (its path is missing), so no samples to starve: the kit's 250 ms
     // windows and a busy machine do.
-    let _machine = support::busy();
     let d = Scratch::new("fg-resume");
     let m = d.0.join("m.toml");
     let text = tiny_matrix(&[("hyper", bin("ping-tokio-hyper"), "")], REPS, "", "");

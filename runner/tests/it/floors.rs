@@ -1,7 +1,6 @@
 //! The run's floors where they cannot be measured: run.json and results.md say why, and the
 //! run goes on with every cell measured.
 
-use crate::support;
 use crate::support::live;
 
 use std::os::unix::fs::PermissionsExt;
@@ -11,7 +10,6 @@ use runner::results::schema::{CellResult, CellStatus, RunRecord};
 
 #[test]
 fn a_machine_floor_that_cannot_be_measured_is_recorded_with_its_reason_and_the_run_goes_on() {
-    let _machine = support::busy();
     let d = Scratch::new("floors");
     // A loadgen that loads like the real one but refuses `--floor`, as it would on a kernel
     // without the clock it sleeps on.

@@ -5,14 +5,12 @@
 
 use std::path::Path;
 
-use crate::support;
 use crate::support::live::{
     bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config,
 };
 
 #[test]
 fn h2c_runs_where_served_and_reads_na_where_not() {
-    let _machine = support::busy();
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("h2c-e2e");
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{self, live};
+use crate::support::live;
 
 use live::{Scratch, bin, only_run_dir, out_text, read, script, tiny_matrix};
 use runner::results::schema::{CellResult, ResultsFile};
@@ -89,7 +89,6 @@ exec perf stat -x, -I 100 -e raw_syscalls:sys_enter -p "$pid" 2> >(awk -F, '
 
 #[test]
 fn hardware_counters_come_from_perf_and_read_unmeasured_without_a_pmu() {
-    let _machine = support::busy();
     let d = Scratch::new("hw");
 
     // No PMU: perf refuses every event, as `perf stat -e instructions:u -- true` does on the

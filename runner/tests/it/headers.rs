@@ -3,14 +3,12 @@
 
 use std::path::Path;
 
-use crate::support;
 use crate::support::live::{
     bin, matrix_at, only_run_dir, out_text, read, tiny_matrix, write_config,
 };
 
 #[test]
 fn browser_like_headers_are_recorded_and_counted() {
-    let _machine = support::busy();
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("headers-browser");
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();

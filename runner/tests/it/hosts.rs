@@ -362,7 +362,6 @@ fn cell(run: &Path, key: &str) -> CellResult {
 
 #[test]
 fn server_and_two_generators_in_namespaces_over_ssh() {
-    let _machine = crate::support::busy();
     if let Some(why) = missing() {
         eprintln!("\n!!! SKIPPED server_and_two_generators_in_namespaces_over_ssh: {why} !!!\n");
         return;

@@ -4,7 +4,6 @@
 //! and anti-affinity rules checked on the documents, and `matrix ingest` of loadgen reports
 //! made on this machine against the rendered load spec.
 
-use crate::support;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -32,7 +31,6 @@ fn json(p: &Path) -> Value {
 
 #[test]
 fn rendered_manifests_validate_and_keep_qos_and_anti_affinity() {
-    let _machine = support::busy();
     let dir = Scratch::new("k8s-render");
     let out = dir.0.join("k8s");
     let o = Command::new(bin("matrix"))
@@ -105,7 +103,6 @@ fn rendered_manifests_validate_and_keep_qos_and_anti_affinity() {
 
 #[test]
 fn ingest_turns_job_reports_into_a_result_set() {
-    let _machine = support::busy();
     let dir = Scratch::new("k8s-ingest");
     let config = dir.0.join("m.toml");
     std::fs::write(

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{self, live};
+use crate::support::live;
 
 use live::{Scratch, bin, only_run_dir, out_text, read, script, tiny_matrix};
 use runner::results::schema::{CellResult, ResultsFile};
@@ -62,7 +62,6 @@ fn perf_counts_tracepoints() -> bool {
 
 #[test]
 fn kernel_events_are_exact_per_request_and_follow_split_writes() {
-    let _machine = support::busy();
     let d = Scratch::new("kernel");
     if !perf_counts_tracepoints() {
         eprintln!("SKIPPED: perf cannot count the kernel's tracepoints here");
@@ -121,7 +120,6 @@ fn kernel_events_are_exact_per_request_and_follow_split_writes() {
 
 #[test]
 fn kernel_events_a_perf_cannot_count_are_unmeasured_with_its_words() {
-    let _machine = support::busy();
     let d = Scratch::new("kernel-refused");
     // A kernel without these tracepoints: perf refuses any event list naming them, as it
     // does (exit 129, "unknown tracepoint"); everything else is the real perf's.

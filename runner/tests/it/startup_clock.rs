@@ -4,7 +4,6 @@
 //! clear error (from the library, and recorded on a `matrix run` cell for an exec that
 //! fails), never a panic or a hang.
 
-use crate::support;
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -73,7 +72,6 @@ fn children(binaries: &[&Path]) -> Vec<(u32, String)> {
 
 #[test]
 fn responder_first_200_lies_inside_the_wall_time_around_its_launch() {
-    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (conf, probe) = server_confinement();
     let addr = spawn::free_addr(LOCAL).unwrap();
@@ -118,7 +116,6 @@ fn responder_first_200_lies_inside_the_wall_time_around_its_launch() {
 
 #[test]
 fn warm_up_start_answers_and_leaves_no_process() {
-    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (conf, probe) = server_confinement();
     let before = children(&[&responder()]);
@@ -152,7 +149,6 @@ fn warm_up_start_answers_and_leaves_no_process() {
 /// child processes"). A child the service did not start is left to whoever started it.
 #[test]
 fn stopping_a_service_leaves_the_callers_other_children_alone() {
-    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut other = std::process::Command::new("sleep")
         .arg("30")
@@ -187,7 +183,6 @@ fn not_executable(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
-    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let d = Scratch::new("startup-clock-exec");
     let (conf, probe) = server_confinement();
@@ -251,7 +246,6 @@ fn a_failing_exec_or_an_early_exit_is_a_clear_error() {
 
 #[test]
 fn a_service_that_cannot_be_execd_fails_its_cell_with_the_reason() {
-    let _machine = support::busy();
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let d = Scratch::new("startup-clock-cell");
     // Executable, so the matrix file's check passes, but its interpreter is missing: the

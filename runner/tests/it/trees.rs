@@ -3,7 +3,6 @@
 //! service is measured and stopped as its whole process tree, and nothing it started
 //! outlives the run — not even when the runner is SIGKILLed.
 
-use crate::support;
 use crate::support::live::*;
 
 use std::path::{Path, PathBuf};
@@ -209,7 +208,6 @@ fn cell(run: &Path, key: &str) -> serde_json::Value {
 /// a false "left the service's process group".
 #[test]
 fn a_server_behind_sh_c_serving_from_a_forked_worker_is_measured_as_a_whole() {
-    let _machine = support::quiet();
     let d = Scratch::new("tree-fork");
     let marker = format!("{}-{}", std::process::id(), line!());
     let _sweep = Sweep(marker.clone());
@@ -256,7 +254,6 @@ fn a_server_behind_sh_c_serving_from_a_forked_worker_is_measured_as_a_whole() {
 /// a server without /ping never started.
 #[test]
 fn a_daemonizing_server_leaves_nothing_and_readiness_polls_the_scenarios_path() {
-    let _machine = support::busy();
     let d = Scratch::new("tree-daemon");
     let marker = format!("{}-{}", std::process::id(), line!());
     let _sweep = Sweep(marker.clone());
@@ -282,7 +279,6 @@ fn a_daemonizing_server_leaves_nothing_and_readiness_polls_the_scenarios_path() 
 /// and its pids were blamed on the measured repetition ("left the service's process group").
 #[test]
 fn the_warm_up_starts_daemon_is_gone_before_the_measured_start() {
-    let _machine = support::busy();
     let d = Scratch::new("tree-daemon-late");
     let marker = format!("{}-{}", std::process::id(), line!());
     let _sweep = Sweep(marker.clone());
@@ -306,7 +302,6 @@ fn the_warm_up_starts_daemon_is_gone_before_the_measured_start() {
 /// during start-up with signal 13").
 #[test]
 fn a_line_that_is_not_utf8_on_stdout_does_not_kill_the_service() {
-    let _machine = support::busy();
     let d = Scratch::new("tree-latin1");
     let marker = format!("{}-{}", std::process::id(), line!());
     let _sweep = Sweep(marker.clone());
@@ -320,7 +315,6 @@ fn a_line_that_is_not_utf8_on_stdout_does_not_kill_the_service() {
 /// first process had the parent-death signal.
 #[test]
 fn sigkill_of_the_runner_leaves_no_process_of_a_forking_server() {
-    let _machine = support::busy();
     let d = Scratch::new("tree-sigkill");
     let marker = format!("{}-{}", std::process::id(), line!());
     let _sweep = Sweep(marker.clone());

@@ -3,7 +3,6 @@
 //! is still busy with the warm-up's requests). Both used to be "ok" cells with 0 req/s and
 //! 0 µs latency, and the run exited 0.
 
-use crate::support;
 use crate::support::live;
 
 use live::{
@@ -27,7 +26,6 @@ fn run_ping(d: &Scratch, text: &str) -> (CellResult, String, Option<i32>) {
 
 #[test]
 fn a_generator_that_never_connected_fails_the_cell_and_the_run() {
-    let _machine = support::busy();
     let d = Scratch::new("noconn");
     // The spec's URL pointed at a port nobody listens on: every connect is refused.
     let wrap = script(
@@ -53,7 +51,6 @@ fn a_generator_that_never_connected_fails_the_cell_and_the_run() {
 
 #[test]
 fn a_window_in_which_no_request_completed_fails_the_cell_and_the_run() {
-    let _machine = support::busy();
     let d = Scratch::new("noreq");
     // Each request takes 1 s of CPU: the warm-up's requests outlast the 250 ms window.
     let text = tiny_matrix(
