@@ -155,8 +155,11 @@ fn open_loop_with_a_request_count_sends_exactly_that_many() {
 fn open_loop_coalescing_shares_wake_ups_and_records_the_lateness() {
     let srv = TestServer::start(Mode::Ok);
     // 5,000/s is one send every 200 µs: a 1 ms slack groups ~5 sends per wake-up, the earlier
-    // ones up to 1 ms late by choice.
-    let mut spec = open(srv.url(), 5_000.0, 8);
+    // ones up to 1 ms late by choice. 32 connections, so a server stalled for a moment (it
+    // runs in this process, on a 2-core VM beside other checks) leaves the sends free ones:
+    // with 8, a 1.6 ms stall queued sends, and a generator with queued sends waits for I/O,
+    // one wake-up per response (one CI run read 0.57 wake-ups/request that way).
+    let mut spec = open(srv.url(), 5_000.0, 32);
     spec.duration_ms = Some(300);
     spec.warmup_ms = 20;
     if let loadgen::LoadModel::Open { coalesce_us, .. } = &mut spec.model {
