@@ -1,6 +1,6 @@
 //! A raw HTTP/1.1 client over `std::net::TcpStream`: bytes in, bytes out, nothing hidden.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,19 @@ impl RawResponse {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `read`, again after EINTR. A blocking read with a receive timeout (SO_RCVTIMEO, which
+/// every check sets) fails with EINTR instead of restarting when the process is interrupted,
+/// even by nothing it handles (signal(7)); std's `read` returns it. With the browser test
+/// beside the suite, 1 check in 4 runs read it and called it a reset.
+pub fn read_some(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match r.read(buf) {
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            other => return other,
+        }
     }
 }
 
@@ -98,7 +111,7 @@ impl Conn {
                 return Ok(r);
             }
             let mut chunk = [0u8; 16 * 1024];
-            match self.stream.read(&mut chunk) {
+            match read_some(&mut self.stream, &mut chunk) {
                 Ok(0) => {
                     return Err(NoResponse::Closed {
                         partial: self.buf.len(),
@@ -133,7 +146,7 @@ impl Conn {
         let mut chunk = [0u8; 4096];
         let deadline = Instant::now() + timeout;
         loop {
-            match self.stream.read(&mut chunk) {
+            match read_some(&mut self.stream, &mut chunk) {
                 Ok(0) => return true,
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
@@ -210,4 +223,47 @@ fn lossy(b: &[u8]) -> String {
 /// `GET <target> HTTP/1.1` with a Host header and optional extra header lines.
 pub fn get(target: &str, extra: &str) -> Vec<u8> {
     format!("GET {target} HTTP/1.1\r\nHost: localhost\r\n{extra}\r\n").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fails with EINTR `interrupts` times, then reads `data`, then errs otherwise.
+    struct Interrupted {
+        interrupts: usize,
+        data: &'static [u8],
+    }
+
+    impl Read for Interrupted {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.interrupts > 0 {
+                self.interrupts -= 1;
+                return Err(ErrorKind::Interrupted.into());
+            }
+            let n = self.data.len().min(buf.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_read_interrupted_by_eintr_is_read_again_and_other_errors_pass() {
+        let mut r = Interrupted {
+            interrupts: 3,
+            data: b"HTTP/1.1 200 OK",
+        };
+        let mut buf = [0u8; 64];
+        assert_eq!(read_some(&mut r, &mut buf).unwrap(), 15);
+        assert_eq!(read_some(&mut r, &mut buf).unwrap(), 0);
+        struct Reset;
+        impl Read for Reset {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(ErrorKind::ConnectionReset.into())
+            }
+        }
+        let e = read_some(&mut Reset, &mut buf).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ConnectionReset);
+    }
 }

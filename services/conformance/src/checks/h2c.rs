@@ -9,6 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::client::read_some;
 use crate::service::Service;
 
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -74,7 +75,7 @@ fn read_all(s: &mut impl Conn, buf: &mut [u8], deadline: Instant) -> Option<()> 
     while got < buf.len() {
         let left = deadline.checked_duration_since(Instant::now())?;
         s.read_timeout(left.max(Duration::from_millis(1))).ok()?;
-        match s.read(&mut buf[got..]) {
+        match read_some(s, &mut buf[got..]) {
             Ok(0) | Err(_) => return None,
             Ok(n) => got += n,
         }
@@ -225,7 +226,7 @@ pub fn h2c_bad_preface_at(addr: SocketAddr) -> Result<(), String> {
             break false;
         };
         let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(1))));
-        match s.read(&mut buf) {
+        match read_some(&mut s, &mut buf) {
             Ok(0) => break true,
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,

@@ -24,6 +24,7 @@ use rustls::{
 };
 
 use super::h2c::{self, Conn};
+use crate::client::read_some;
 use crate::service::Service;
 
 /// The TLS protocols of services/services.toml.
@@ -290,7 +291,7 @@ fn read_response(s: &mut impl Read) -> Result<(String, Vec<u8>), String> {
         if Instant::now() > deadline {
             return Err(format!("no complete response within {WAIT:?}: {got:?}"));
         }
-        match s.read(&mut buf) {
+        match read_some(s, &mut buf) {
             Ok(0) => return Err(format!("closed after {} bytes", got.len())),
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
@@ -415,7 +416,7 @@ pub fn tls_legacy_refused_at(addr: SocketAddr) -> Result<(), String> {
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
     while got.len() < 6 {
-        match s.read(&mut buf) {
+        match read_some(&mut s, &mut buf) {
             Ok(0) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
@@ -570,7 +571,7 @@ mod tests {
     fn pong(mut s: ServerStream) {
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
-        while let Ok(n) = s.read(&mut buf) {
+        while let Ok(n) = read_some(&mut s, &mut buf) {
             if n == 0 {
                 return;
             }
