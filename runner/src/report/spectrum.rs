@@ -95,9 +95,11 @@ pub fn render(title: &str, series: &[Spectrum]) -> anyhow::Result<String> {
         .map(|s| {
             let line = values_at_quantiles(&s.hist, &qs);
             let pts = xs.iter().zip(line).map(|(&x, v)| (x, log_y(v))).collect();
-            // The band: the lowest and highest value a single repetition had at each quantile.
-            let reps: Vec<Vec<u64>> = s.reps.iter().map(|h| values_at_quantiles(h, &qs)).collect();
-            let band = if reps.len() >= 2 {
+            // The band, where there are two repetitions or more: the lowest and highest value
+            // a single repetition had at each quantile.
+            let band = if s.reps.len() >= 2 {
+                let reps: Vec<Vec<u64>> =
+                    s.reps.iter().map(|h| values_at_quantiles(h, &qs)).collect();
                 xs.iter()
                     .enumerate()
                     .map(|(i, &x)| {
